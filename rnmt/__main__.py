@@ -1,0 +1,3 @@
+from rnmt.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""The ``rnmt`` command line: one sub-command per module in ``rnmt.commands``.
+
+Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; this file
+only wires them up and turns a `UserError` into one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import List, Optional
+
+from rnmt.errors import UserError
+
+# command name -> (module under rnmt.commands, one-line help)
+COMMANDS = {
+    "train": ("train", "train a model from a YAML config"),
+    "translate": ("translate", "translate text with a trained model"),
+    "evaluate": ("evaluate", "score hypotheses against references (BLEU, chrF, significance)"),
+    "params": ("params", "count a config's parameters without data"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rnmt", description="Recurrent neural machine translation.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(f"rnmt.commands.{module_name}")
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
