@@ -11,14 +11,58 @@ The carried state is always a single tensor ``[B, state_size]`` so that masking,
 reordering and batching never need to know which unit is inside. Units whose state is
 wider than their output (an LSTM carries ``[h; c]``) expose the visible part through
 ``output(state)``.
+
+Shared options of every unit:
+
+* ``layer_norm``: layer normalisation inside each gate's pre-activation (DTMT, "Layer
+  Normalization"); the normalisation's learned offset then plays the role of the gate bias,
+  so gates lose their bias vectors.
+* ``dropout``: dropout on the candidate activation, a fresh mask at every step
+  (non-variational), only in training mode.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Dict, Optional, Tuple
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
+
+from rnmt.errors import UserError
+
+# Layer-normalisation epsilon of the DTMT reference implementation.
+LN_EPS = 1e-6
+
+
+class GateNorm(nn.Module):
+    """Layer normalisation applied separately to each of ``num_gates`` gate pre-activations.
+
+    The input ``[B, num_gates * size]`` holds the gates side by side; each block of ``size``
+    is normalised on its own and gets its own gain (init 1) and offset (init 0), which is
+    exactly ``num_gates`` independent LayerNorms with one kernel call.
+    """
+
+    def __init__(self, num_gates: int, size: int, eps: float = LN_EPS) -> None:
+        super().__init__()
+        self.num_gates = num_gates
+        self.size = size
+        self.eps = eps
+        self.gain = nn.Parameter(torch.ones(num_gates * size))
+        self.offset = nn.Parameter(torch.zeros(num_gates * size))
+
+    def reset_parameters(self) -> None:
+        nn.init.ones_(self.gain)
+        nn.init.zeros_(self.offset)
+
+    def forward(self, z: Tensor) -> Tensor:
+        shape = z.shape
+        normed = F.layer_norm(z.reshape(*shape[:-1], self.num_gates, self.size), (self.size,), eps=self.eps)
+        return torch.addcmul(self.offset, normed.reshape(shape), self.gain)
+
+    def extra_repr(self) -> str:
+        return f"num_gates={self.num_gates}, size={self.size}, eps={self.eps}"
 
 
 class Cell(nn.Module):
@@ -38,6 +82,24 @@ class Cell(nn.Module):
     proj_size: int
     gate_names: Tuple[str, ...] = ()
 
+    def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if not isinstance(input_size, int) or isinstance(input_size, bool) or input_size < 0:
+            raise UserError(f"{name}: input_size must be a non-negative integer, got {input_size!r}")
+        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool) or hidden_size <= 0:
+            raise UserError(f"{name}: hidden_size must be a positive integer, got {hidden_size!r}")
+        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not 0.0 <= dropout < 1.0:
+            raise UserError(f"{name}: option 'dropout' must be a number in [0, 1), got {dropout!r}")
+        if not isinstance(layer_norm, bool):
+            raise UserError(f"{name}: option 'layer_norm' must be true or false, got {layer_norm!r}")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.state_size = hidden_size
+        self.layer_norm = layer_norm
+        self.dropout = float(dropout)
+
+    # ----------------------------------------------------------------- interface
     def project_inputs(self, x: Tensor) -> Tensor:
         """Input-side projections for all time steps at once: [..., input_size] -> [..., proj_size]."""
         raise NotImplementedError
@@ -66,6 +128,46 @@ class Cell(nn.Module):
     def forward(self, x: Tensor, state: Tensor) -> Tensor:
         """Convenience: one step from an unprojected input x [B, input_size]."""
         return self.step(self.project_inputs(x), state)
+
+    def matrices(self) -> Dict[str, Tensor]:
+        """The unit's weight matrices under the papers' names, as views into its parameters.
+
+        Units store all input-side matrices side by side in one parameter (and all
+        recurrent-side ones in another) so that each side is one matrix product; this maps
+        the fused storage back to the equations, for tests and analysis. Every matrix is
+        ``[in, out]``: it is applied as ``x @ W``.
+        """
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- helpers
+    def drop_candidate(self, candidate: Tensor) -> Tensor:
+        """Dropout on the candidate activation with a fresh mask per call (training only)."""
+        if self.dropout > 0.0 and self.training:
+            return F.dropout(candidate, self.dropout, True)
+        return candidate
+
+    def reset_parameters(self) -> None:
+        """Matrices ~ U(-1/sqrt(d), 1/sqrt(d)) as torch.nn.GRU does, biases 0, LN gains 1."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for param in self.parameters(recurse=False):
+            if param.dim() >= 2:
+                nn.init.uniform_(param, -bound, bound)
+            else:
+                nn.init.zeros_(param)
+        for module in self.children():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+
+    def extra_repr(self) -> str:
+        return (
+            f"input_size={self.input_size}, hidden_size={self.hidden_size}, "
+            f"layer_norm={self.layer_norm}, dropout={self.dropout}"
+        )
+
+
+def split_columns(weight: Tensor, names: Tuple[str, ...], size: int) -> Dict[str, Tensor]:
+    """Views of consecutive column blocks of width ``size`` of a fused ``[in, k*size]`` matrix."""
+    return {name: weight[:, i * size : (i + 1) * size] for i, name in enumerate(names)}
 
 
 Gates = Dict[str, Tensor]

@@ -1,0 +1,84 @@
+"""Gated recurrent unit (Cho et al. 2014) in the DTMT form.
+
+Equations (DTMT eq. 6-9; the ATR paper's eq. 2-5 are the same unit):
+
+    r_t  = sigma(W_r x_t + U_r h_{t-1} + b_r)                     (8)
+    z_t  = sigma(W_z x_t + U_z h_{t-1} + b_z)                     (9)
+    h~_t = tanh(W_h x_t + r_t * (U_h h_{t-1} + b_h))              (7)
+    h_t  = (1 - z_t) * h_{t-1} + z_t * h~_t                       (6)
+
+Conventions:
+
+* The reset gate multiplies the recurrent product ``U_h h`` (DTMT eq. 7, dl4mt, cuDNN),
+  not ``h`` before the product (ATR paper eq. 4); this is what lets all three recurrent
+  matrices run as one fused product.
+* ``z`` weights the NEW candidate (DTMT eq. 6). dl4mt, Nematus and zero write
+  ``h' = u*h + (1-u)*h~``: their ``u`` is ``1 - z``, the same unit with a mirrored gate.
+* Biases: one 3d vector added to the recurrent product, ``[b_r; b_z; b_h]``, so that ``b_h``
+  sits inside the reset as in dl4mt. Parameters: 3*dx*d + 3*d*d + 3*d.
+* ``layer_norm=True`` (DTMT "Layer Normalization"): r, z = sigma(LN(W x + U h)) with one
+  LN per gate and no gate biases (the LN offset is the bias); b_h stays. Parameters:
+  3*dx*d + 3*d*d + d + 2*(2d).
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import torch
+from torch import Tensor, nn
+
+from rnmt.cells.base import Cell, GateNorm, split_columns
+from rnmt.cells.registry import register
+
+
+@register("gru")
+class GRU(Cell):
+    """GRU, DTMT eq. 6-9 (see the module docstring for the conventions)."""
+
+    gate_names = ("r", "z")
+
+    def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
+        super().__init__(input_size, hidden_size, layer_norm, dropout)
+        d = hidden_size
+        self.proj_size = 3 * d
+        # [W_r W_z W_h] and [U_r U_z U_h], each applied as x @ W.
+        self.weight_x = nn.Parameter(torch.empty(input_size, 3 * d))
+        self.weight_h = nn.Parameter(torch.empty(d, 3 * d))
+        self.bias = nn.Parameter(torch.empty(d if layer_norm else 3 * d))
+        self.gate_norm = GateNorm(2, d) if layer_norm else None
+        self.reset_parameters()
+
+    def project_inputs(self, x: Tensor) -> Tensor:
+        return torch.matmul(x, self.weight_x)
+
+    def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
+        d = self.hidden_size
+        if self.gate_norm is None:
+            rec = torch.addmm(self.bias, state, self.weight_h)
+            gates = torch.sigmoid(px[:, : 2 * d] + rec[:, : 2 * d])
+            rec_h = rec[:, 2 * d :]
+        else:
+            rec = torch.mm(state, self.weight_h)
+            gates = torch.sigmoid(self.gate_norm(px[:, : 2 * d] + rec[:, : 2 * d]))
+            rec_h = rec[:, 2 * d :] + self.bias
+        r, z = gates.chunk(2, dim=1)
+        candidate = self.drop_candidate(torch.tanh(torch.addcmul(px[:, 2 * d :], r, rec_h)))
+        new = torch.lerp(state, candidate, z)  # (1 - z) * h + z * h~, eq. 6
+        if return_gates:
+            return new, {"r": r, "z": z}
+        return new
+
+    def matrices(self) -> Dict[str, Tensor]:
+        d = self.hidden_size
+        return {
+            **split_columns(self.weight_x, ("W_r", "W_z", "W_h"), d),
+            **split_columns(self.weight_h, ("U_r", "U_z", "U_h"), d),
+        }
+
+    def biases(self) -> Dict[str, Tensor]:
+        """b_r, b_z (absent with layer_norm) and b_h."""
+        d = self.hidden_size
+        if self.gate_norm is not None:
+            return {"b_h": self.bias}
+        return {"b_r": self.bias[:d], "b_z": self.bias[d : 2 * d], "b_h": self.bias[2 * d :]}

@@ -1,0 +1,118 @@
+"""Running a unit over a padded batch: one direction (`run_cell`) or both (`Bidirectional`).
+
+Inputs are batch-first ``[B, T, D]`` with a boolean mask ``[B, T]`` (True = real token).
+Padded steps copy the previous state (SPEC section 0), so
+
+* a sentence's states never depend on the padding around it, and
+* with left-aligned padding, walking t = T-1 .. 0 starts each sentence from the initial
+  state at its own last token: the reversed direction equals running the reversed
+  sentence, with outputs kept aligned to the input positions.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from rnmt.cells.base import Cell, OptionalGates
+
+
+def run_cell(
+    cell: Cell,
+    x: Tensor,
+    mask: Optional[Tensor] = None,
+    reverse: bool = False,
+    state0: Optional[Tensor] = None,
+    return_gates: bool = False,
+) -> Tuple[Tensor, Tensor, OptionalGates]:
+    """Run ``cell`` over a batch of sequences.
+
+    Args:
+        cell: any unit.
+        x: inputs [B, T, input_size].
+        mask: [B, T] bool, True on real tokens; None means no padding.
+        reverse: walk t = T-1 .. 0 instead of 0 .. T-1.
+        state0: initial state [B, state_size]; zeros when None.
+        return_gates: also collect the unit's gates.
+
+    Returns:
+        outputs [B, T, hidden_size] (zero at padded positions), the state after each
+        sentence's last real token in walking order [B, state_size], and a dict of gate
+        tensors [B, T, hidden_size] (zero at padded positions) or None.
+    """
+    if x.dim() != 3:
+        raise ValueError(f"run_cell expects batch-first input [B, T, D], got shape {tuple(x.shape)}")
+    batch, length, _ = x.shape
+    # Time-major and contiguous so that each step reads one contiguous [B, P] block.
+    px = cell.project_inputs(x).transpose(0, 1).contiguous()
+    state = cell.init_state(batch, px) if state0 is None else state0
+    if mask is None:
+        full_steps: List[bool] = [True] * length
+        step_mask = None
+    else:
+        if mask.shape != (batch, length):
+            raise ValueError(f"mask shape {tuple(mask.shape)} does not match input {(batch, length)}")
+        mask = mask.to(torch.bool)
+        full_steps = mask.all(dim=0).tolist()  # one host sync for the whole sequence
+        step_mask = mask.transpose(0, 1).unsqueeze(-1)  # [T, B, 1]
+
+    outputs: List[Optional[Tensor]] = [None] * length
+    gate_steps: List[Optional[Dict[str, Tensor]]] = [None] * length
+    order = range(length - 1, -1, -1) if reverse else range(length)
+    for t in order:
+        if return_gates:
+            new, gates = cell.step(px[t], state, True)
+        else:
+            new = cell.step(px[t], state)
+        if full_steps[t]:
+            state = new
+            outputs[t] = cell.output(state)
+        else:
+            real = step_mask[t]
+            state = torch.where(real, new, state)
+            outputs[t] = cell.output(state) * real
+            if return_gates:
+                gates = {k: v * real for k, v in gates.items()}
+        if return_gates:
+            gate_steps[t] = gates
+
+    if length == 0:
+        out = x.new_zeros(batch, 0, cell.hidden_size)
+    else:
+        out = torch.stack(outputs, dim=1)
+    gates_out = None
+    if return_gates:
+        names = gate_steps[0].keys() if length else cell.gate_names
+        gates_out = {
+            k: torch.stack([g[k] for g in gate_steps], dim=1) if length else x.new_zeros(batch, 0, cell.hidden_size)
+            for k in names
+        }
+    return out, state, gates_out
+
+
+class Bidirectional(nn.Module):
+    """Two units over the same input, one in each direction; outputs concatenated [fwd; bwd]."""
+
+    def __init__(self, fwd_cell: Cell, bwd_cell: Cell) -> None:
+        super().__init__()
+        if fwd_cell.input_size != bwd_cell.input_size:
+            raise ValueError("both directions must read the same input size")
+        self.fwd = fwd_cell
+        self.bwd = bwd_cell
+        self.input_size = fwd_cell.input_size
+        self.hidden_size = fwd_cell.hidden_size + bwd_cell.hidden_size
+
+    def forward(
+        self, x: Tensor, mask: Optional[Tensor] = None, return_gates: bool = False
+    ) -> Tuple[Tensor, Tensor, Tensor, OptionalGates]:
+        """Returns (outputs [B, T, H_fwd + H_bwd], forward last state, backward last state
+        (its state at position 0), gates keyed ``fwd.<name>`` / ``bwd.<name>`` or None)."""
+        out_f, last_f, gates_f = run_cell(self.fwd, x, mask, reverse=False, return_gates=return_gates)
+        out_b, last_b, gates_b = run_cell(self.bwd, x, mask, reverse=True, return_gates=return_gates)
+        gates = None
+        if return_gates:
+            gates = {f"fwd.{k}": v for k, v in gates_f.items()}
+            gates.update({f"bwd.{k}": v for k, v in gates_b.items()})
+        return torch.cat([out_f, out_b], dim=-1), last_f, last_b, gates
