@@ -1,0 +1,116 @@
+"""Reading plain-text corpora: one segment per line, strict UTF-8.
+
+Lines are split on ``\\n`` only (a trailing ``\\r`` is removed), never on the other
+characters that `str.splitlines` treats as line breaks (U+2028, form feed, ...): a
+segment containing one of those must not shift every following line out of alignment.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import BinaryIO, Iterator, List, Optional, Tuple, Union
+
+from rnmt.errors import UserError
+
+PathLike = Union[str, os.PathLike]
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _decode(raw: bytes, name: str, lineno: int) -> str:
+    """Decode one raw line (terminator included) or raise a `UserError` naming it."""
+    if lineno == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{name}: line {lineno} is not valid UTF-8 (byte {exc.start + 1})") from None
+    if text.endswith("\n"):
+        text = text[:-1]
+    if text.endswith("\r"):
+        text = text[:-1]
+    return text
+
+
+def _open(path: PathLike) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, expected a text file") from None
+    except PermissionError:
+        raise UserError(f"{path}: permission denied") from None
+
+
+def count_lines(path: PathLike) -> int:
+    """Number of lines in a file; a last line without a terminator counts too."""
+    n, last = 0, b"\n"
+    with _open(path) as f:
+        while chunk := f.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")
+
+
+def _iter_stream(stream: BinaryIO, name: str) -> Iterator[str]:
+    for lineno, raw in enumerate(stream, start=1):
+        yield _decode(raw, name, lineno)
+
+
+def iter_lines(path: PathLike) -> Iterator[str]:
+    """Yield the decoded lines of a file, empty lines included (validated lazily)."""
+    with _open(path) as f:
+        yield from _iter_stream(f, str(path))
+
+
+def read_lines(path: Optional[PathLike] = None) -> List[str]:
+    """Read every line of `path` (standard input when None), keeping empty lines.
+
+    This is the reader for translation input: output line i always belongs to input
+    line i, so nothing is skipped. Invalid UTF-8 raises `UserError` with the line number.
+    """
+    if path is None or str(path) == "-":
+        return list(_iter_stream(sys.stdin.buffer, "<stdin>"))
+    return list(iter_lines(path))
+
+
+def is_blank(text: str) -> bool:
+    """True for an empty or whitespace-only segment (skipped in training)."""
+    return not text.strip()
+
+
+def iter_parallel(src_path: PathLike, tgt_path: PathLike) -> Iterator[Tuple[int, str, str]]:
+    """Yield ``(line_index, src, tgt)`` for every line pair, blank pairs included.
+
+    Line counts are compared before anything is yielded, so a caller never processes half
+    of a misaligned corpus. `line_index` is 0-based.
+    """
+    n_src, n_tgt = count_lines(src_path), count_lines(tgt_path)
+    if n_src != n_tgt:
+        raise UserError(
+            f"parallel files differ in length: {src_path} has {n_src} lines, {tgt_path} has {n_tgt}"
+        )
+    for i, (src, tgt) in enumerate(zip(iter_lines(src_path), iter_lines(tgt_path))):
+        yield i, src, tgt
+
+
+def read_parallel(src_path: PathLike, tgt_path: PathLike) -> Tuple[List[str], List[str], int]:
+    """Read a parallel corpus, skipping pairs where either side is blank.
+
+    Returns ``(src_lines, tgt_lines, n_empty)``; `n_empty` is the number of skipped pairs,
+    for the caller to report.
+    """
+    src_lines: List[str] = []
+    tgt_lines: List[str] = []
+    n_empty = 0
+    for _, src, tgt in iter_parallel(src_path, tgt_path):
+        if is_blank(src) or is_blank(tgt):
+            n_empty += 1
+            continue
+        src_lines.append(src)
+        tgt_lines.append(tgt)
+    return src_lines, tgt_lines, n_empty
+
+

@@ -1,0 +1,236 @@
+"""Subword vocabularies: sentencepiece models with rnmt's fixed special ids.
+
+Every vocabulary, trained here or loaded from a file, has ``<pad>``=0, ``<unk>``=1,
+``<s>``=2 and ``</s>``=3, so models, batches and search can use the constants below.
+
+Training is deterministic: the same lines and options always give a byte-identical model.
+Three sentencepiece behaviours would break that and are switched off or pinned: sampling a
+subset of sentences (``input_sentence_size``, seeded here when a cap is asked for),
+shuffling them (``shuffle_input_sentence``) and the input file name recorded in the model
+(sentences are fed from an iterator, never a temporary file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from pathlib import Path
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import sentencepiece as spm
+
+from rnmt.data.reading import PathLike, is_blank, iter_lines
+from rnmt.errors import UserError
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
+MODEL_TYPES = ("bpe", "unigram")
+
+
+class Vocab:
+    """A sentencepiece model plus the ids rnmt relies on.
+
+    Build one with `load_vocab`, `Vocab.from_bytes` or `train_vocabs`. The model bytes
+    (`to_bytes`) are the whole vocabulary: the trainer stores them next to checkpoints.
+    """
+
+    pad_id = PAD_ID
+    unk_id = UNK_ID
+    bos_id = BOS_ID
+    eos_id = EOS_ID
+
+    def __init__(self, model_bytes: bytes, path: Optional[PathLike] = None) -> None:
+        self._bytes = bytes(model_bytes)
+        self.path: Optional[str] = str(path) if path is not None else None
+        name = self.path or "vocabulary bytes"
+        self._sp = spm.SentencePieceProcessor()
+        try:
+            self._sp.LoadFromSerializedProto(self._bytes)
+        except (RuntimeError, OSError):
+            raise UserError(f"{name}: not a sentencepiece model") from None
+        found = (self._sp.pad_id(), self._sp.unk_id(), self._sp.bos_id(), self._sp.eos_id())
+        if found != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+            raise UserError(
+                f"{name}: special ids (pad, unk, bos, eos) are {found}, rnmt needs (0, 1, 2, 3); "
+                "retrain with pad_id=0 unk_id=1 bos_id=2 eos_id=3"
+            )
+
+    @classmethod
+    def from_bytes(cls, model_bytes: bytes) -> "Vocab":
+        """Rebuild a vocabulary from `to_bytes` output (e.g. read back from a checkpoint)."""
+        return cls(model_bytes)
+
+    def to_bytes(self) -> bytes:
+        """The serialised sentencepiece model."""
+        return self._bytes
+
+    def save(self, path: PathLike) -> None:
+        """Write the model to `path` (a regular ``.model`` file sentencepiece can load)."""
+        Path(path).write_bytes(self._bytes)
+        self.path = str(path)
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the model bytes: equal fingerprints mean identical vocabularies."""
+        return hashlib.sha256(self._bytes).hexdigest()
+
+    @property
+    def size(self) -> int:
+        return self._sp.GetPieceSize()
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def pieces(self) -> List[str]:
+        """Every piece, indexed by id."""
+        return [self._sp.IdToPiece(i) for i in range(self.size)]
+
+    def id_to_piece(self, idx: int) -> str:
+        return self._sp.IdToPiece(int(idx))
+
+    def piece_to_id(self, piece: str) -> int:
+        return self._sp.PieceToId(piece)
+
+    def encode(self, text: str) -> List[int]:
+        """Subword ids of `text`, without ``<s>`` or ``</s>``."""
+        return self._sp.EncodeAsIds(text)
+
+    def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
+        """`encode` for many lines in one call (faster than a Python loop)."""
+        return self._sp.Encode(list(texts), out_type=int)
+
+    def encode_pieces(self, text: str) -> List[str]:
+        """Subword pieces of `text` (for inspection and analysis plots)."""
+        return self._sp.EncodeAsPieces(text)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Text of `ids`: stops at the first ``</s>``, drops ``<pad>`` and ``<s>``."""
+        kept: List[int] = []
+        for i in ids:
+            i = int(i)
+            if i == EOS_ID:
+                break
+            if i not in (PAD_ID, BOS_ID):
+                kept.append(i)
+        return self._sp.DecodeIds(kept)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocab) and self._bytes == other._bytes
+
+    def __hash__(self) -> int:
+        return hash(self._bytes)
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={self.size}, path={self.path!r})"
+
+    # Pickle as bytes: the SWIG processor itself cannot be pickled (data loader workers).
+    def __getstate__(self) -> dict:
+        return {"bytes": self._bytes, "path": self.path}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["bytes"], state["path"])
+
+
+def load_vocab(path: PathLike) -> Vocab:
+    """Load a sentencepiece ``.model`` file; its special ids must be rnmt's."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such vocabulary file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory, expected a sentencepiece .model file") from None
+    return Vocab(data, path)
+
+
+def _as_paths(files: Union[PathLike, Sequence[PathLike]]) -> List[PathLike]:
+    if isinstance(files, (str, os.PathLike)):
+        return [files]
+    return list(files)
+
+
+def _nonblank_lines(files: Sequence[PathLike]) -> Iterator[str]:
+    for path in files:
+        for line in iter_lines(path):
+            if not is_blank(line):
+                yield line
+
+
+def train_spm(
+    lines: Iterable[str],
+    vocab_size: int,
+    model_type: str = "bpe",
+    character_coverage: float = 1.0,
+    seed: int = 1,
+    max_sentences: int = 0,
+    num_threads: int = 1,
+    byte_fallback: bool = False,
+    name: str = "vocabulary",
+) -> Vocab:
+    """Train one sentencepiece model in memory from `lines` and return it.
+
+    `max_sentences` > 0 trains on a seeded random sample of that many lines (for very
+    large corpora); 0 uses every line. `num_threads` is recorded in the model, so keep it
+    fixed to keep models byte-identical.
+    """
+    if model_type not in MODEL_TYPES:
+        raise UserError(f"vocabulary model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type!r}")
+    if not 0.0 < character_coverage <= 1.0:
+        raise UserError(f"character_coverage must be in (0, 1], got {character_coverage}")
+    spm.set_random_generator_seed(seed)
+    out = io.BytesIO()
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines),
+            model_writer=out,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            character_coverage=character_coverage,
+            byte_fallback=byte_fallback,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
+            pad_piece=PAD, unk_piece=UNK, bos_piece=BOS, eos_piece=EOS,
+            input_sentence_size=max_sentences,
+            shuffle_input_sentence=False,
+            num_threads=num_threads,
+            minloglevel=2,
+        )
+    except RuntimeError as exc:
+        # e.g. "Vocabulary size is too high (8000). Please set it to a value <= 812."
+        raise UserError(f"{name}: sentencepiece training failed: {str(exc).strip().splitlines()[-1]}") from None
+    return Vocab(out.getvalue())
+
+
+def train_vocabs(
+    src_files: Union[PathLike, Sequence[PathLike]],
+    tgt_files: Union[PathLike, Sequence[PathLike]],
+    out_dir: PathLike,
+    joint: bool = True,
+    model_type: str = "bpe",
+    src_size: int = 8000,
+    tgt_size: int = 8000,
+    character_coverage: float = 1.0,
+    seed: int = 1,
+    max_sentences: int = 0,
+    byte_fallback: bool = False,
+) -> Tuple[Vocab, Vocab]:
+    """Train source and target vocabularies and write them to `out_dir`.
+
+    Joint: one model of `src_size` pieces trained on both sides, written to
+    ``spm.model`` and returned twice. Separate: ``spm.src.model`` (`src_size`) and
+    ``spm.tgt.model`` (`tgt_size`). Blank lines are ignored.
+    """
+    src_paths, tgt_paths = _as_paths(src_files), _as_paths(tgt_files)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    common = dict(model_type=model_type, character_coverage=character_coverage, seed=seed,
+                  max_sentences=max_sentences, byte_fallback=byte_fallback)
+    if joint:
+        vocab = train_spm(_nonblank_lines(src_paths + tgt_paths), src_size, name="joint vocabulary", **common)
+        vocab.save(out / "spm.model")
+        return vocab, vocab
+    src_vocab = train_spm(_nonblank_lines(src_paths), src_size, name="source vocabulary", **common)
+    tgt_vocab = train_spm(_nonblank_lines(tgt_paths), tgt_size, name="target vocabulary", **common)
+    src_vocab.save(out / "spm.src.model")
+    tgt_vocab.save(out / "spm.tgt.model")
+    return src_vocab, tgt_vocab
