@@ -1,0 +1,32 @@
+"""rnmt train CONFIG.yaml [--out DIR] [--set key.path=value ...] [--resume]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rnmt.config import load_config
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="YAML config file")
+    p.add_argument("--out", help="output directory (default: runs/<config name>)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set train.max_steps=100 (repeatable)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rnmt.train.trainer import Trainer  # heavy imports only when training
+
+    cfg = load_config(args.config, args.overrides)
+    out = Path(args.out) if args.out else Path("runs") / Path(args.config).stem
+    if args.resume:
+        # The run's own config wins; --set may still change e.g. max_steps.
+        saved = out / "config.yaml"
+        if saved.is_file():
+            cfg = load_config(saved, args.overrides)
+    trainer = Trainer(cfg, out, resume=args.resume, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    trainer.run()
+    return 0

@@ -1,0 +1,67 @@
+"""rnmt translate --model DIR_OR_CHECKPOINT [--input FILE] [--output FILE] [--beam N] ..."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import torch
+
+from rnmt.data import read_lines
+from rnmt.errors import UserError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="training output directory or checkpoint file")
+    p.add_argument("--input", help="source text, one segment per line (default: stdin)")
+    p.add_argument("--output", help="where to write translations (default: stdout)")
+    p.add_argument("--beam", type=int, help="beam size (default from the model's config; 1 = greedy)")
+    p.add_argument("--greedy", action="store_true", help="greedy search")
+    p.add_argument("--alpha", type=float, help="GNMT length penalty exponent")
+    p.add_argument("--normalize", choices=["gnmt", "length", "none"], help="length normalisation of scores")
+    p.add_argument("--nbest", type=int, help="print the N best translations as 'i ||| text ||| score'")
+    p.add_argument("--max-len-ratio", type=float, help="output length limit as a multiple of the input length")
+    p.add_argument("--batch-tokens", type=int, help="source tokens per decoding batch")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--threads", type=int, help="CPU threads")
+    p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rnmt.models import load_model
+    from rnmt.search.translator import Translator
+    from rnmt.train.trainer import pick_device
+
+    for name in ("beam", "nbest", "batch_tokens"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
+    loaded = load_model(args.model, device)
+    lines = read_lines(args.input)
+    translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search, device)
+    start = time.perf_counter()
+    results = translator.translate(lines, greedy=args.greedy, beam=args.beam, alpha=args.alpha,
+                                   normalize=args.normalize, nbest=args.nbest,
+                                   max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens)
+    seconds = time.perf_counter() - start
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for i, nbest in enumerate(results):
+            if args.nbest and args.nbest > 1:
+                for t in nbest:
+                    out.write(f"{i} ||| {t.text} ||| {t.score:.4f}\n")
+            else:
+                out.write(nbest[0].text + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if args.speed:
+        words = sum(len(n[0].text.split()) for n in results)
+        print(f"translated {len(lines)} sentences, {words} words in {seconds:.2f} s: "
+              f"{len(lines) / max(seconds, 1e-9):.1f} sentences/s, {words / max(seconds, 1e-9):.1f} words/s",
+              file=sys.stderr)
+    return 0

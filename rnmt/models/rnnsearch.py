@@ -1,0 +1,111 @@
+"""RNNSearch as built in dl4mt (Bahdanau et al. 2015; Cseq2seq paper section 2; SPEC A1, B4).
+
+Encoder (Cseq2seq eq. 1-2): a bidirectional recurrent layer over the source embeddings,
+annotations h_i = [->h_i; <-h_i].
+
+Decoder, one step j (the two-level "conditional" unit of dl4mt; Cseq2seq eq. 3-6):
+
+    s~_j = Unit_1(s_{j-1}, E y_{j-1})                        first level reads the previous word
+    e_ji = U_att^T tanh(W_c_att h_i + b_att + W_comb_att s~_j) + c_tt,   alpha_j = softmax(e_j)
+    c_j  = sum_i alpha_ji h_i                                 attention queried with s~_j
+    s_j  = Unit_2(s~_j, c_j)                                  second level reads the context
+    t_j  = tanh(W_1 s_j + b_1 + W_2 E y_{j-1} + b_2 + W_3 c_j + b_3)     readout
+    p(y_j | y_<j, x) = softmax(W_o t_j + b_o)
+
+with s_0 = tanh(W_init mean_i(h_i) + b_init) and E y_0 = 0 (the first decoder input is a
+zero vector, as in dl4mt). Any unit of `rnmt.cells` can stand in for the GRUs
+(``model.cell``), which gives the ATR paper's RNNSearch-GRU/LSTM/RAN/ATR comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from torch import Tensor, nn
+
+from rnmt import cells
+from rnmt.config import ModelConfig
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.registry import register
+from rnmt.modules.attention import AdditiveAttention
+
+
+def build_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int) -> cells.Cell:
+    """A unit from the model config's shared unit options."""
+    return cells.build(name, input_size, hidden_size, layer_norm=cfg.layer_norm,
+                       dropout=cfg.rnn_dropout, **cfg.cell_options)
+
+
+class RNNSearch(TranslationModel):
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        enc_cell = cfg.enc_cell or cfg.cell
+        dec_cell = cfg.dec_cell or cfg.cell
+        self.src_embed = nn.Embedding(src_vocab, E, padding_idx=self.pad_id)
+        # The BOS row is the zero vector E y_0 of dl4mt and never trained.
+        self.tgt_embed = nn.Embedding(tgt_vocab, E, padding_idx=self.bos_id)
+        self.encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+        ann = 2 * d
+        self.unit1 = build_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
+        self.unit2 = build_cell(cfg, dec_cell, ann, d)  # reads c_j
+        self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_init, b_init
+        self.attention = AdditiveAttention(self.unit1.hidden_size, ann)
+        self.readout_state = nn.Linear(d, E)  # W_1, b_1 (ff_logit_lstm)
+        self.readout_prev = nn.Linear(E, E)  # W_2, b_2 (ff_logit_prev)
+        self.readout_ctx = nn.Linear(ann, E)  # W_3, b_3 (ff_logit_ctx)
+        self.output = nn.Linear(E, tgt_vocab)  # W_o, b_o (ff_logit)
+        if cfg.tie_target_embeddings:
+            self.output.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    # -- encoder -----------------------------------------------------------------------
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        x = self.dropout(self.src_embed(src))
+        annotations, _, _, _ = self.encoder(x, src_mask)
+        return {
+            "annotations": annotations,
+            "keys": self.attention.precompute(annotations),
+            "src_mask": src_mask,
+        }
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        mean = masked_mean(memory["annotations"], memory["src_mask"])
+        return {"s": torch.tanh(self.init_layer(mean))}
+
+    # -- decoder -----------------------------------------------------------------------
+    def _transition(self, px1: Tensor, s_prev: Tensor, memory: TensorDict) -> Tuple[Tensor, Tensor, Tensor]:
+        """Conditional unit: (projected E y_{j-1}, s_{j-1}) -> (s_j, c_j, alpha_j)."""
+        s_tilde = self.unit1.step(px1, s_prev)
+        context, alpha = self.attention(self.unit1.output(s_tilde), memory["keys"],
+                                        memory["annotations"], memory["src_mask"])
+        s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
+        return s, context, alpha
+
+    def _logits(self, s_out: Tensor, prev_emb: Tensor, context: Tensor) -> Tensor:
+        t = torch.tanh(self.readout_state(s_out) + self.readout_prev(prev_emb) + self.readout_ctx(context))
+        return self.output(self.dropout(t))
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        emb = self.dropout(self.tgt_embed(prev_tokens))
+        s, context, alpha = self._transition(self.unit1.project_inputs(emb), state["s"], memory)
+        logits = self._logits(self.unit2.output(s), emb, context)
+        return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {"attention": alpha}
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        s = self.init_state(memory)["s"]
+        emb = self.dropout(self.tgt_embed(tgt_in))
+        px1 = self.unit1.project_inputs(emb)  # all target steps in one product
+        outputs, contexts = [], []
+        for j in range(tgt_in.size(1)):
+            s, context, _ = self._transition(px1[:, j], s, memory)
+            outputs.append(self.unit2.output(s))
+            contexts.append(context)
+        return self._logits(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))
+
+
+@register("rnnsearch")
+def build_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> RNNSearch:
+    return RNNSearch(cfg, src_vocab, tgt_vocab)

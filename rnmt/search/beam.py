@@ -1,0 +1,160 @@
+"""Greedy and batched beam search over any `TranslationModel`.
+
+Beam search keeps ``beam`` hypotheses for every sentence of the batch in one tensor of
+``B * beam`` rows, so each step is one call of ``model.step``. Source-side work is done
+once: the memory (annotations and projected attention keys) is encoded per sentence and
+only repeated across the beam. A sentence leaves the batch as soon as it has ``beam``
+finished hypotheses, so long sentences do not keep short ones computing.
+
+Scores follow GNMT (Wu et al. 2016): a finished hypothesis of log-probability logP and
+length |Y| (end-of-sentence included) scores logP / lp(|Y|), with
+``lp = ((5 + |Y|) / 6) ** alpha`` ("gnmt"), ``|Y|`` ("length") or 1 ("none").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+import torch
+from torch import Tensor
+
+from rnmt.models.base import TranslationModel, repeat_rows, select
+
+
+@dataclass
+class Hypothesis:
+    tokens: List[int]  # without BOS / EOS
+    score: float  # length-normalised log-probability (what the beam ranks by)
+    logprob: float  # total log-probability, EOS included
+    attention: Optional[Tensor] = None  # [len(tokens) + 1, S] when requested
+
+
+def length_penalty(length: Tensor | float, alpha: float, normalize: str):
+    """Denominator of the hypothesis score for ``length`` target tokens (EOS included)."""
+    if normalize == "gnmt":
+        return ((5.0 + length) / 6.0) ** alpha
+    if normalize == "length":
+        return length
+    if normalize == "none":
+        return 1.0
+    raise ValueError(f"unknown length normalisation '{normalize}'")
+
+
+def _mask_specials(log_probs: Tensor, model: TranslationModel) -> Tensor:
+    log_probs[:, model.pad_id] = float("-inf")
+    log_probs[:, model.bos_id] = float("-inf")
+    return log_probs
+
+
+@torch.no_grad()
+def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
+                  return_attention: bool = False) -> List[Hypothesis]:
+    """Pick the most probable word at every step until EOS or ``max_len[b]`` tokens."""
+    B = src.size(0)
+    memory = model.encode(src, src_mask)
+    state = model.init_state(memory)
+    prev = src.new_full((B,), model.bos_id)
+    tokens, logprob, attn = [], src.new_zeros(B, dtype=torch.float), []
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    lengths = torch.zeros(B, dtype=torch.long, device=src.device)
+    for t in range(int(max_len.max())):
+        log_probs, state, extras = model.step(prev, state, memory)
+        log_probs = _mask_specials(log_probs, model)
+        force_eos = (t + 1 >= max_len) & ~finished
+        if force_eos.any():
+            log_probs[force_eos] = float("-inf")
+            log_probs[force_eos, model.eos_id] = 0.0
+        best, prev = log_probs.max(dim=-1)
+        logprob += best.masked_fill(finished, 0.0)
+        lengths += (~finished).long()
+        tokens.append(prev)
+        if return_attention:
+            attn.append(extras["attention"])
+        finished |= prev == model.eos_id
+        if bool(finished.all()):
+            break
+    out = torch.stack(tokens, 1).tolist()
+    hyps = []
+    for b in range(B):
+        n = int(lengths[b])
+        seq = out[b][: n - 1] if out[b][n - 1] == model.eos_id else out[b][:n]
+        hyps.append(Hypothesis(seq, float(logprob[b]), float(logprob[b]),
+                               torch.stack(attn, 1)[b, :n].cpu() if return_attention else None))
+    return hyps
+
+
+@torch.no_grad()
+def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
+                beam: int = 5, alpha: float = 0.6, normalize: str = "gnmt", nbest: int = 1,
+                return_attention: bool = False) -> List[List[Hypothesis]]:
+    """Batched beam search; returns the ``nbest`` best finished hypotheses of each sentence.
+
+    ``max_len[b]`` bounds the output length of sentence b (EOS included): at that step only
+    EOS is allowed, so every sentence ends with finished hypotheses.
+    """
+    B, K, device = src.size(0), beam, src.device
+    memory = model.encode(src, src_mask)
+    state = repeat_rows(model.init_state(memory), K)
+    memory = repeat_rows(memory, K)
+    sent_ids = torch.arange(B, device=device)  # original index of each sentence still searching
+    max_len = max_len.to(device)
+    scores = torch.full((B, K), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: only the first may expand
+    history = torch.full((B * K, 0), model.bos_id, dtype=torch.long, device=device)
+    attn_history = None
+    prev = torch.full((B * K,), model.bos_id, dtype=torch.long, device=device)
+    finished: List[List[Hypothesis]] = [[] for _ in range(B)]
+    t = 0
+    while sent_ids.numel() > 0:
+        b = sent_ids.numel()
+        log_probs, state, extras = model.step(prev, state, memory)
+        V = log_probs.size(-1)
+        log_probs = _mask_specials(log_probs, model)
+        force = (t + 1 >= max_len).repeat_interleave(K)
+        if force.any():
+            log_probs[force] = float("-inf")
+            log_probs[force, model.eos_id] = 0.0
+        if return_attention:
+            step_attn = extras["attention"].unsqueeze(1)
+            attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
+        cand = (scores.view(-1, 1) + log_probs).view(b, K * V)
+        top_scores, top_idx = cand.topk(min(2 * K, K * V), dim=-1)
+        top_beam, top_tok = top_idx // V, top_idx % V
+        is_eos = top_tok == model.eos_id
+        rank = torch.arange(top_idx.size(1), device=device).expand_as(top_idx)
+        finalize = is_eos & (rank < K) & torch.isfinite(top_scores)
+
+        # Finished hypotheses: one transfer to the host per step.
+        if bool(finalize.any()):
+            lp = length_penalty(float(t + 1), alpha, normalize)
+            rows = (torch.arange(b, device=device).unsqueeze(1) * K + top_beam)[finalize]
+            sents = torch.nonzero(finalize)[:, 0]
+            for row, sent, logp in zip(rows.tolist(), sents.tolist(), top_scores[finalize].tolist()):
+                hyp_attn = attn_history[row].cpu() if return_attention else None
+                finished[int(sent_ids[sent])].append(
+                    Hypothesis(history[row].tolist(), logp / lp, logp, hyp_attn))
+
+        # The K best hypotheses that did not end continue.
+        alive_scores, pick = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=-1)
+        alive_beam = top_beam.gather(1, pick)
+        alive_tok = top_tok.gather(1, pick)
+        rows = (torch.arange(b, device=device).unsqueeze(1) * K + alive_beam).view(-1)
+        history = torch.cat([history.index_select(0, rows), alive_tok.view(-1, 1)], 1)
+        if return_attention:
+            attn_history = attn_history.index_select(0, rows)
+        state = select(state, rows)
+        scores, prev = alive_scores, alive_tok.view(-1)
+
+        counts = torch.tensor([len(finished[i]) for i in sent_ids.tolist()], device=device)
+        done = (counts >= K) | ~torch.isfinite(scores).any(dim=1)
+        if bool(done.any()):
+            keep = torch.nonzero(~done).squeeze(1)
+            keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1)
+            sent_ids, max_len, scores = sent_ids[keep], max_len[keep], scores[keep]
+            memory, state = select(memory, keep_rows), select(state, keep_rows)
+            history, prev = history.index_select(0, keep_rows), prev[keep_rows]
+            if return_attention:
+                attn_history = attn_history.index_select(0, keep_rows)
+        t += 1
+    return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]

@@ -1,0 +1,165 @@
+"""Checkpoints: self-contained, safe to load, written atomically.
+
+A model checkpoint is one safetensors file holding the weights, the sentencepiece
+model(s) as byte tensors and, in its metadata, the resolved config. Loading it never
+executes code from the file (safetensors stores raw tensors only). Tied weights are
+stored once and re-tied by the model's constructor.
+
+The trainer's resumable state (optimiser, step, data position, random generators) is a
+separate file written with ``torch.save`` and read back with ``weights_only=True``.
+
+Every file is written to a temporary name in the same directory, flushed to disk and then
+renamed over the target, so a crash mid-write never destroys the previous checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from rnmt.config import Config, config_from_dict
+from rnmt.errors import UserError
+
+FORMAT = "rnmt-checkpoint"
+FORMAT_VERSION = "1"
+
+
+def atomic_write(path: Path, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp_path)`` then move the finished file over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _unique_state(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
+    """The state dict without the second name of tied (shared-storage) tensors."""
+    seen, out = set(), {}
+    for name, tensor in model.state_dict().items():
+        key = (tensor.data_ptr(), tensor.shape, tensor.stride())
+        if key in seen:
+            continue
+        seen.add(key)
+        out["model." + name] = tensor.detach().contiguous().cpu()
+    return out
+
+
+def save_model(path: Path, model: torch.nn.Module, config: Config, vocabs: Dict[str, bytes],
+               meta: Optional[Dict[str, Any]] = None) -> None:
+    """Write a self-contained model checkpoint (weights + vocabularies + config)."""
+    tensors = _unique_state(model)
+    for side, blob in vocabs.items():
+        tensors[f"vocab.{side}"] = torch.frombuffer(bytearray(blob), dtype=torch.uint8).clone()
+    metadata = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "config": json.dumps(config.to_dict()),
+        "meta": json.dumps(meta or {}),
+    }
+    atomic_write(Path(path), lambda tmp: save_file(tensors, tmp, metadata=metadata))
+
+
+@dataclass
+class ModelFile:
+    """What a checkpoint holds, before the model is built."""
+
+    path: Path
+    config: Config
+    state: Dict[str, torch.Tensor]
+    vocabs: Dict[str, bytes]
+    meta: Dict[str, Any]
+
+
+def read_model_file(path: Path) -> ModelFile:
+    """Read and check a checkpoint; every failure is a one-line `UserError`."""
+    path = Path(path)
+    if path.is_dir():
+        path = resolve_model_path(path)
+    if not path.is_file():
+        raise UserError(f"checkpoint not found: {path}")
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            metadata = fh.metadata() or {}
+            if metadata.get("format") != FORMAT:
+                raise UserError(f"{path}: not an rnmt checkpoint (no '{FORMAT}' marker)")
+            if metadata.get("format_version") != FORMAT_VERSION:
+                raise UserError(f"{path}: checkpoint format version {metadata.get('format_version')} "
+                                f"is not supported (expected {FORMAT_VERSION})")
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
+        config = config_from_dict(json.loads(metadata["config"]), source=str(path))
+        meta = json.loads(metadata.get("meta", "{}"))
+    except UserError:
+        raise
+    except Exception as exc:  # safetensors raises several types for damaged files
+        raise UserError(f"{path}: corrupt or truncated checkpoint ({str(exc).splitlines()[0][:120]})") from None
+    state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
+    vocabs = {k[len("vocab."):]: bytes(v.numpy().tobytes()) for k, v in tensors.items() if k.startswith("vocab.")}
+    return ModelFile(path, config, state, vocabs, meta)
+
+
+def load_state_into(model: torch.nn.Module, state: Dict[str, torch.Tensor], path: Path) -> None:
+    """Load weights, allowing only tied duplicates to be absent; anything else is a mismatch."""
+    expected = model.state_dict()
+    tied = {name for name in expected if name not in state and _is_tied(model, name)}
+    missing = [k for k in expected if k not in state and k not in tied]
+    unexpected = [k for k in state if k not in expected]
+    wrong_shape = [k for k in state if k in expected and expected[k].shape != state[k].shape]
+    if missing or unexpected or wrong_shape:
+        detail = (missing or unexpected or wrong_shape)[0]
+        raise UserError(f"{path}: weights do not match the model in its config "
+                        f"(first mismatch: '{detail}'; {len(missing)} missing, {len(unexpected)} unexpected, "
+                        f"{len(wrong_shape)} of wrong shape)")
+    model.load_state_dict(state, strict=False)
+
+
+def _is_tied(model: torch.nn.Module, name: str) -> bool:
+    params = dict(model.named_parameters(remove_duplicate=False))
+    if name not in params:
+        return False
+    ptr = params[name].data_ptr()
+    return any(p.data_ptr() == ptr and n != name for n, p in params.items())
+
+
+def resolve_model_path(path: Path) -> Path:
+    """A model directory resolves to its best checkpoint, else its newest one."""
+    path = Path(path)
+    if path.is_dir():
+        for name in ("best.safetensors", "last.safetensors"):
+            if (path / name).is_file():
+                return path / name
+        steps = sorted(path.glob("ckpt-*.safetensors"), key=lambda p: p.stat().st_mtime)
+        if steps:
+            return steps[-1]
+        raise UserError(f"{path}: no checkpoint in this directory (expected best.safetensors)")
+    return path
+
+
+def save_train_state(path: Path, state: Dict[str, Any]) -> None:
+    atomic_write(Path(path), lambda tmp: torch.save(state, tmp))
+
+
+def load_train_state(path: Path) -> Dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"cannot resume: {path} not found")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise UserError(f"{path}: corrupt or truncated training state ({str(exc).splitlines()[0][:120]})") from None

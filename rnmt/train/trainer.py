@@ -1,0 +1,357 @@
+"""The training loop: batches -> loss -> Adam step, with validation, checkpoints and resume.
+
+Output directory layout:
+
+    OUT/config.yaml          the resolved config
+    OUT/spm*.model           the sentencepiece model(s)
+    OUT/ckpt-<step>.safetensors   the last ``train.keep_last`` checkpoints
+    OUT/best.safetensors     the checkpoint with the best dev BLEU (what `translate` loads)
+    OUT/train_state.pt       optimiser, step, data position and random state (for --resume)
+    OUT/log.jsonl            one JSON object per logging interval and per validation
+
+Resume is exact: the model, the optimiser moments, the learning-rate schedule (a pure
+function of the step), the position in the epoch's batch order and the random generator
+are restored, so a stopped and resumed run reproduces the losses of an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import sacrebleu
+import torch
+from tqdm import tqdm
+
+from rnmt.config import Config
+from rnmt.data import (EncodedCorpus, TokenBatchSampler, Vocab, collate, encode_corpus, load_vocab,
+                       read_parallel, train_vocabs)
+from rnmt.errors import UserError
+from rnmt.models import build_model
+from rnmt.models.base import TranslationModel, uniform_init_
+from rnmt.search.translator import Translator
+from rnmt.train.checkpoint import load_train_state, read_model_file, load_state_into, save_model, save_train_state
+from rnmt.train.loss import label_smoothed_nll
+from rnmt.train.schedules import learning_rate
+
+STATE_FILE = "train_state.pt"
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UserError(f"train.device: unknown device '{name}'") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"train.device is '{name}' but no CUDA device is available")
+    return device
+
+
+def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
+    if not prefix:
+        raise UserError(f"config key 'data.{key}' is not set")
+    src, tgt = Path(f"{prefix}.{cfg.data.src}"), Path(f"{prefix}.{cfg.data.tgt}")
+    for path in (src, tgt):
+        if not path.is_file():
+            raise UserError(f"data.{key}: file not found: {path}")
+    return src, tgt
+
+
+class Trainer:
+    def __init__(self, cfg: Config, out_dir: str | Path, resume: bool = False,
+                 log=print) -> None:
+        self.cfg = cfg
+        self.out = Path(out_dir)
+        self.resume = resume
+        self.log = log
+        tc = cfg.train
+        if tc.threads:
+            torch.set_num_threads(tc.threads)
+        self.device = pick_device(tc.device)
+        self._check_out_dir()
+        torch.manual_seed(tc.seed)
+
+        self.src_vocab, self.tgt_vocab = self._vocabularies()
+        cfg.model.src_vocab_size = self.src_vocab.size
+        cfg.model.tgt_vocab_size = self.tgt_vocab.size
+        (self.out / "config.yaml").write_text(cfg.dump(), encoding="utf-8")
+
+        train_src, train_tgt = corpus_files(cfg.data.train, cfg, "train")
+        cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else self.out / "cache"
+        self.corpus = encode_corpus(train_src, train_tgt, self.src_vocab, self.tgt_vocab, cache, cfg.data.max_len)
+        if len(self.corpus) == 0:
+            raise UserError(f"{train_src}: no training pairs left after removing empty and over-long lines")
+        self.log(f"training pairs: {len(self.corpus)} (skipped {self.corpus.n_empty} empty, "
+                 f"{self.corpus.n_too_long} longer than {cfg.data.max_len} subwords)")
+        self.dev = self._dev_set(cache)
+
+        self.model: TranslationModel = build_model(cfg.model, self.src_vocab.size, self.tgt_vocab.size)
+        uniform_init_(self.model, tc.init_scale)
+        self.model.to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=tc.lr, betas=tuple(tc.adam_betas),
+                                          eps=tc.adam_eps, weight_decay=tc.weight_decay)
+        self.sampler = TokenBatchSampler(self.corpus.src_lens, self.corpus.tgt_lens, cfg.data.batch_tokens,
+                                         shuffle=True, seed=tc.seed)
+        self.translator = Translator(self.model, self.src_vocab, self.tgt_vocab, cfg.search, self.device)
+        self.step = 0
+        self.train_seconds = 0.0
+        self.best_bleu: Optional[float] = None
+        self.bad_validations = 0
+        self.checkpoints: List[str] = []
+        if resume:
+            self._restore()
+
+    # -- set-up ------------------------------------------------------------------------
+    def _check_out_dir(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        has_run = (self.out / STATE_FILE).exists()
+        if has_run and not self.resume:
+            raise UserError(f"{self.out} already holds a training run; pass --resume to continue it "
+                            "or choose another --out")
+        if self.resume and not has_run:
+            raise UserError(f"cannot resume: {self.out / STATE_FILE} not found")
+
+    def _vocabularies(self) -> tuple:
+        vc, data = self.cfg.data.vocab, self.cfg.data
+        joint_file, src_file, tgt_file = self.out / "spm.model", self.out / "spm.src.model", self.out / "spm.tgt.model"
+        if self.resume or joint_file.exists() or src_file.exists():
+            if joint_file.exists():
+                v = load_vocab(joint_file)
+                return v, v
+            return load_vocab(src_file), load_vocab(tgt_file)
+        if vc.model:
+            v = load_vocab(vc.model)
+            v.save(joint_file)
+            return v, v
+        if vc.src_model or vc.tgt_model:
+            if not (vc.src_model and vc.tgt_model):
+                raise UserError("data.vocab.src_model and data.vocab.tgt_model must be given together")
+            s, t = load_vocab(vc.src_model), load_vocab(vc.tgt_model)
+            s.save(src_file)
+            t.save(tgt_file)
+            return s, t
+        src, tgt = corpus_files(data.train, self.cfg, "train")
+        self.log("training the sentencepiece vocabulary ...")
+        return train_vocabs(src, tgt, self.out, joint=vc.joint, model_type=vc.type,
+                            src_size=vc.src_size or vc.size, tgt_size=vc.tgt_size or vc.size,
+                            character_coverage=vc.character_coverage, seed=self.cfg.train.seed)
+
+    def _dev_set(self, cache: Path) -> Optional[Dict[str, Any]]:
+        if not self.cfg.data.dev:
+            return None
+        src, tgt = corpus_files(self.cfg.data.dev, self.cfg, "dev")
+        src_lines, ref_lines, _ = read_parallel(src, tgt)
+        limit = self.cfg.data.dev_max_sentences
+        if limit:
+            src_lines, ref_lines = src_lines[:limit], ref_lines[:limit]
+        corpus = encode_corpus(src, tgt, self.src_vocab, self.tgt_vocab, cache, max_len=0)
+        indices = list(range(min(len(corpus), limit))) if limit else list(range(len(corpus)))
+        batches = TokenBatchSampler(corpus.src_lens[indices], corpus.tgt_lens[indices],
+                                    self.cfg.data.batch_tokens, shuffle=False).epoch_batches(0)
+        return {"src": src_lines, "ref": ref_lines, "corpus": corpus,
+                "batches": [[indices[i] for i in b] for b in batches]}
+
+    # -- checkpoints -------------------------------------------------------------------
+    def _vocab_bytes(self) -> Dict[str, bytes]:
+        return {"src": self.src_vocab.to_bytes(), "tgt": self.tgt_vocab.to_bytes()}
+
+    def save(self, dev_bleu: Optional[float] = None, improved: bool = False) -> None:
+        meta = {"step": self.step, "epoch": self.sampler.epoch, "dev_bleu": dev_bleu}
+        name = f"ckpt-{self.step}.safetensors"
+        save_model(self.out / name, self.model, self.cfg, self._vocab_bytes(), meta)
+        if improved or not (self.out / "best.safetensors").exists():
+            save_model(self.out / "best.safetensors", self.model, self.cfg, self._vocab_bytes(), meta)
+        if name not in self.checkpoints:
+            self.checkpoints.append(name)
+        state = {
+            "step": self.step,
+            "checkpoint": name,
+            "optimizer": self.optimizer.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "train_seconds": self.train_seconds,
+            "best_bleu": self.best_bleu,
+            "bad_validations": self.bad_validations,
+            "checkpoints": list(self.checkpoints),
+        }
+        save_train_state(self.out / STATE_FILE, state)
+        # Old checkpoints go only after the state that no longer needs them is on disk.
+        while len(self.checkpoints) > max(1, self.cfg.train.keep_last):
+            old = self.checkpoints.pop(0)
+            (self.out / old).unlink(missing_ok=True)
+
+    def _restore(self) -> None:
+        state = load_train_state(self.out / STATE_FILE)
+        mf = read_model_file(self.out / state["checkpoint"])
+        load_state_into(self.model, mf.state, mf.path)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.sampler.load_state_dict(state["sampler"])
+        torch.set_rng_state(state["rng"])
+        if state.get("cuda_rng") and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self.step = int(state["step"])
+        self.train_seconds = float(state["train_seconds"])
+        self.best_bleu = state["best_bleu"]
+        self.bad_validations = int(state["bad_validations"])
+        self.checkpoints = list(state["checkpoints"])
+        self.log(f"resumed from step {self.step} (epoch {self.sampler.epoch}, batch {self.sampler.position})")
+
+    # -- validation --------------------------------------------------------------------
+    @torch.no_grad()
+    def validate(self) -> Dict[str, float]:
+        dev = self.dev
+        self.model.eval()
+        loss_sum, ntok = 0.0, 0
+        for indices in dev["batches"]:
+            batch = collate(dev["corpus"], indices, self.device)
+            logits = self.model(batch.src, batch.src_mask, batch.tgt_in)
+            _, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, 0.0)
+            loss_sum += float(nll)
+            ntok += batch.ntokens
+        greedy = self.cfg.train.validation_search == "greedy"
+        hyps = self.translator.translate_best(dev["src"], greedy=greedy)
+        self.model.train()
+        bleu = sacrebleu.corpus_bleu(hyps, [dev["ref"]]).score
+        chrf = sacrebleu.corpus_chrf(hyps, [dev["ref"]]).score
+        dev_loss = loss_sum / max(ntok, 1)
+        return {"dev_loss": dev_loss, "dev_ppl": math.exp(min(dev_loss, 50)), "dev_bleu": bleu, "dev_chrf": chrf}
+
+    # -- the loop ----------------------------------------------------------------------
+    def _write_log(self, record: Dict[str, Any]) -> None:
+        with open(self.out / "log.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+
+    def _next_batches(self, it) -> List[List[int]]:
+        """The index lists of the next update (``accumulate`` batches, crossing epochs)."""
+        out = []
+        while len(out) < self.cfg.train.accumulate:
+            try:
+                out.append(next(it))
+            except StopIteration:
+                if self.cfg.train.max_epochs and self.sampler.epoch >= self.cfg.train.max_epochs:
+                    break
+                it = iter(self.sampler)
+                self._iter = it
+        return out
+
+    def train_step(self, batches: List[List[int]]) -> Dict[str, float]:
+        """One optimiser update over ``batches`` (gradient accumulation), loss per target token."""
+        tc = self.cfg.train
+        lr = learning_rate(tc, self.step, self.sampler.epoch)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        collated = [collate(self.corpus, idx, self.device) for idx in batches]
+        ntokens = sum(b.ntokens for b in collated)
+        loss_total, nll_total = 0.0, 0.0
+        for batch in collated:
+            logits = self.model(batch.src, batch.src_mask, batch.tgt_in)
+            loss, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, tc.label_smoothing)
+            (loss / ntokens).backward()
+            loss_total += loss.detach()
+            nll_total += nll.detach()
+        if tc.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.clip_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        return {"loss": float(loss_total) / ntokens, "nll": float(nll_total) / ntokens, "lr": lr, "ntokens": ntokens}
+
+    def run(self) -> Dict[str, Any]:
+        tc = self.cfg.train
+        self.model.train()
+        budget = tc.max_minutes * 60 if tc.max_minutes else None
+        window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "seconds": 0.0, "steps": 0}
+        last: Dict[str, Any] = {}
+        validated_at = self.step
+        stop_reason = "max_steps"
+        bar = tqdm(total=tc.max_steps, initial=self.step, disable=not tc.progress or None,
+                   file=sys.stderr, dynamic_ncols=True, leave=False)
+        self._iter = iter(self.sampler)
+        try:
+            while self.step < tc.max_steps:
+                batches = self._next_batches(self._iter)
+                if not batches:
+                    stop_reason = "max_epochs"
+                    break
+                t0 = time.perf_counter()
+                stats = self.train_step(batches)
+                elapsed = time.perf_counter() - t0
+                self.train_seconds += elapsed
+                window["loss"] += stats["loss"] * stats["ntokens"]
+                window["nll"] += stats["nll"] * stats["ntokens"]
+                window["tokens"] += stats["ntokens"]
+                window["seconds"] += elapsed
+                window["steps"] += 1
+                bar.update(1)
+                if self.step % tc.log_every == 0 or self.step == tc.max_steps:
+                    last = self._log_window(window, stats["lr"])
+                    bar.set_postfix(loss=f"{last['loss']:.3f}", lr=f"{last['lr']:.2e}",
+                                    tok_s=f"{last['tokens_per_s']:.0f}")
+                    window = {k: 0 for k in window}
+                if self.dev and tc.validate_every and self.step % tc.validate_every == 0:
+                    if self._validate_and_save():
+                        stop_reason = "early_stopping"
+                        break
+                    validated_at = self.step
+                if budget is not None and self.train_seconds >= budget:
+                    stop_reason = "time_budget"
+                    break
+        except KeyboardInterrupt:
+            bar.close()
+            self.log(f"interrupted at step {self.step}; saving a checkpoint to resume from")
+            self.save()
+            raise
+        bar.close()
+        if window["steps"]:
+            last = self._log_window(window, learning_rate(tc, max(self.step - 1, 0), self.sampler.epoch))
+        if self.step != validated_at or not (self.out / STATE_FILE).exists():
+            if self.dev:
+                self._validate_and_save()
+            else:
+                self.save()
+        summary = {"steps": self.step, "stop_reason": stop_reason, "train_seconds": round(self.train_seconds, 1),
+                   "best_dev_bleu": self.best_bleu, **{k: last[k] for k in ("loss", "tokens_per_s") if k in last}}
+        self.log("training finished: " + json.dumps(summary))
+        return summary
+
+    def _log_window(self, window: Dict[str, float], lr: float) -> Dict[str, Any]:
+        tokens = max(window["tokens"], 1)
+        record = {
+            "step": self.step,
+            "epoch": self.sampler.epoch,
+            "loss": window["loss"] / tokens,
+            "nll": window["nll"] / tokens,
+            "ppl": math.exp(min(window["nll"] / tokens, 50)),
+            "lr": lr,
+            "tokens_per_s": window["tokens"] / max(window["seconds"], 1e-9),
+            "train_seconds": round(self.train_seconds, 2),
+        }
+        self._write_log(record)
+        if not self.cfg.train.progress or not sys.stderr.isatty():
+            self.log(f"step {record['step']:>6}  loss {record['loss']:.3f}  ppl {record['ppl']:.1f}  "
+                     f"lr {record['lr']:.2e}  {record['tokens_per_s']:.0f} tok/s")
+        return record
+
+    def _validate_and_save(self) -> bool:
+        """Validate, checkpoint, and say whether early stopping should end training."""
+        metrics = self.validate()
+        bleu = metrics["dev_bleu"]
+        improved = self.best_bleu is None or bleu > self.best_bleu
+        if improved:
+            self.best_bleu, self.bad_validations = bleu, 0
+        else:
+            self.bad_validations += 1
+        self.save(dev_bleu=bleu, improved=improved)
+        record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu}
+        self._write_log(record)
+        self.log(f"step {self.step:>6}  dev loss {metrics['dev_loss']:.3f}  BLEU {bleu:.2f}  "
+                 f"chrF {metrics['dev_chrf']:.2f}" + ("  (best)" if improved else ""))
+        patience = self.cfg.train.patience
+        return patience is not None and self.bad_validations >= patience
