@@ -1,0 +1,162 @@
+"""``rnmt evaluate``: score system outputs against references with sacrebleu.
+
+Prints one line per system (BLEU, chrF and their sacrebleu signatures), or one JSON
+object with ``--json``. Optional extras: a paired bootstrap test of every system against
+the first (``--bootstrap N``) and BLEU by source length with tables and plots
+(``--by-length SRC --out DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from rnmt.errors import UserError
+from rnmt.evaluate import by_length
+from rnmt.evaluate.metrics import TOKENIZERS, CorpusScore, corpus_score, read_systems_and_references
+from rnmt.evaluate.significance import DEFAULT_SEED, BootstrapResult, paired_bootstrap
+from rnmt.evaluate.textfiles import check_same_length, read_lines
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Register the options of ``rnmt evaluate``."""
+    parser.add_argument("--hyp", action="append", required=True, metavar="FILE",
+                        help="system output, one sentence per line; repeat for several "
+                             "systems (the first is the baseline for --bootstrap)")
+    parser.add_argument("--ref", action="append", required=True, metavar="FILE",
+                        help="reference translation; repeat for multiple references")
+    parser.add_argument("--tokenize", choices=TOKENIZERS, default="13a",
+                        help="BLEU tokeniser: 13a for detokenised text (default), none for "
+                             "text that is already tokenised, intl, zh or char")
+    parser.add_argument("--lowercase", action="store_true", help="case-insensitive scores")
+    parser.add_argument("--ter", action="store_true", help="also report TER")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--width", type=int, default=2, metavar="DIGITS",
+                        help="decimal digits in the plain output (default 2)")
+    parser.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                        help="paired bootstrap with N samples: 95%% confidence intervals and "
+                             "p-values against the first system")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"bootstrap random seed, a positive integer (default {DEFAULT_SEED})")
+    parser.add_argument("--by-length", metavar="SRC_FILE", dest="by_length",
+                        help="source file: also report BLEU by source length in words")
+    parser.add_argument("--buckets", default=",".join(map(str, by_length.DEFAULT_BOUNDARIES)),
+                        help="length boundaries for --by-length (default %(default)s)")
+    parser.add_argument("--out", metavar="DIR",
+                        help="directory for the --by-length tables and plots")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the systems and print the report; returns the exit code."""
+    if args.by_length and not args.out:
+        raise UserError("--by-length needs --out DIR for its tables and plots")
+    if args.out and not args.by_length:
+        raise UserError("--out is only used with --by-length SRC_FILE")
+    if args.width < 0:
+        raise UserError(f"--width must be non-negative, got {args.width}")
+    boundaries = by_length.parse_boundaries(args.buckets) if args.by_length else []
+
+    systems, references = read_systems_and_references(args.hyp, args.ref)
+    names = list(systems)
+    metric_keys = ["bleu", "chrf"] + (["ter"] if args.ter else [])
+
+    scores = {name: {key: corpus_score(key, hyps, references, args.tokenize, args.lowercase)
+                     for key in metric_keys}
+              for name, hyps in systems.items()}
+    signatures = {key: scores[names[0]][key].signature for key in metric_keys}
+
+    boot: Optional[Dict[str, Dict[str, BootstrapResult]]] = None
+    if args.bootstrap:
+        signatures, boot = paired_bootstrap(
+            list(systems.items()), references, metric_keys, n_samples=args.bootstrap,
+            seed=args.seed, tokenize=args.tokenize, lowercase=args.lowercase)
+
+    length_results = None
+    written: List[Path] = []
+    if args.by_length:
+        src = read_lines(args.by_length)
+        check_same_length(args.by_length, src, args.ref[0], references[0])
+        length_results = by_length.bleu_by_length(
+            by_length.source_lengths(src), systems, references, boundaries,
+            args.tokenize, args.lowercase)
+        written = _write_length_report(length_results, names, Path(args.out))
+
+    if args.json:
+        report = _json_report(names, metric_keys, scores, signatures, boot, args)
+        if length_results is not None:
+            report["by_length"] = _json_by_length(length_results)
+            report["files"] = [str(p) for p in written]
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+
+    for name in names:
+        print(_plain_line(name, metric_keys, scores[name], boot, args.width))
+    for key in metric_keys:
+        print(f"signature {scores[names[0]][key].metric}: {signatures[key]}")
+    if length_results is not None:
+        print()
+        print(by_length.format_markdown(length_results, names), end="")
+        print()
+        print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _write_length_report(results: Dict[str, List[by_length.BucketScore]], names: List[str],
+                         out: Path) -> List[Path]:
+    """Write the by-length tables and plots into ``out`` (created if needed)."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out}: exists and is not a directory (--out)")
+    out.mkdir(parents=True, exist_ok=True)
+    from rnmt.evaluate.plots import plot_all  # matplotlib only when plots are asked for
+
+    return by_length.write_tables(results, names, out) + plot_all(results, names, out)
+
+
+def _plain_line(name: str, keys: List[str], scores: Dict[str, CorpusScore],
+                boot: Optional[Dict[str, Dict[str, BootstrapResult]]], width: int) -> str:
+    """``NAME  BLEU 25.31  chrF2 51.77`` with bootstrap details when present."""
+    parts = [name]
+    for key in keys:
+        s = scores[key]
+        text = f"{s.metric} {s.score:.{width}f}"
+        if boot is not None:
+            b = boot[name][key]
+            text += f" (mean {b.mean:.{width}f} +/- {b.ci:.{width}f}"
+            text += ")" if b.p_value is None else f", p = {b.p_value:.4f})"
+        parts.append(text)
+    return "  ".join(parts)
+
+
+def _json_report(names: List[str], keys: List[str], scores: Dict[str, Dict[str, CorpusScore]],
+                 signatures: Dict[str, str],
+                 boot: Optional[Dict[str, Dict[str, BootstrapResult]]],
+                 args: argparse.Namespace) -> Dict[str, Any]:
+    """The JSON report: the first system's scores at top level, every system in a list."""
+    report: Dict[str, Any] = {key: scores[names[0]][key].score for key in keys}
+    report["signatures"] = signatures
+    report["options"] = {"tokenize": args.tokenize, "lowercase": args.lowercase,
+                         "references": list(args.ref)}
+    if boot is not None:
+        report["bootstrap"] = {"samples": args.bootstrap, "seed": args.seed,
+                               "baseline": names[0]}
+    entries = []
+    for name in names:
+        entry: Dict[str, Any] = {"name": name}
+        entry.update({key: scores[name][key].score for key in keys})
+        if boot is not None:
+            entry["bootstrap"] = {
+                key: {"mean": b.mean, "ci": b.ci, "low": b.low, "high": b.high,
+                      "p_value": b.p_value}
+                for key, b in boot[name].items()}
+        entries.append(entry)
+    report["systems"] = entries
+    return report
+
+
+def _json_by_length(results: Dict[str, List[by_length.BucketScore]]) -> Dict[str, Any]:
+    """Both bucket forms as lists of ``{bucket, low, high, sentences, bleu}``."""
+    return {form: [{"bucket": r.bucket.label, "low": r.bucket.low, "high": r.bucket.high,
+                    "sentences": r.count, "bleu": r.bleu} for r in rows]
+            for form, rows in results.items()}
