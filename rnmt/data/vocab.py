@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -157,6 +158,38 @@ def _nonblank_lines(files: Sequence[PathLike]) -> Iterator[str]:
                 yield line
 
 
+def _spm_message(exc: RuntimeError) -> str:
+    """The readable part of a sentencepiece error, without its C++ file and condition:
+    "INTERNAL: src/x.cc(744) [a == b] Vocabulary size too high (60). ..." -> "Vocabulary ..."."""
+    last = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+    return re.sub(r"^[A-Z_]+: \S+\(\d+\) \[.*?\] ?", "", last) or last
+
+
+class _Guarded:
+    """Iterator wrapper that keeps an exception (e.g. a `UserError` for invalid UTF-8)
+    instead of letting sentencepiece turn it into a RuntimeError with a C++ trace."""
+
+    def __init__(self, lines: Iterable[str]) -> None:
+        self._it = iter(lines)
+        self.error: Optional[BaseException] = None
+
+    def __iter__(self) -> "_Guarded":
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self._it)
+        except StopIteration:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - re-raised by `reraise`
+            self.error = exc
+            raise StopIteration from None
+
+    def reraise(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
 def train_spm(
     lines: Iterable[str],
     vocab_size: int,
@@ -180,9 +213,10 @@ def train_spm(
         raise UserError(f"character_coverage must be in (0, 1], got {character_coverage}")
     spm.set_random_generator_seed(seed)
     out = io.BytesIO()
+    guarded = _Guarded(lines)
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(lines),
+            sentence_iterator=guarded,
             model_writer=out,
             vocab_size=vocab_size,
             model_type=model_type,
@@ -196,8 +230,9 @@ def train_spm(
             minloglevel=2,
         )
     except RuntimeError as exc:
-        # e.g. "Vocabulary size is too high (8000). Please set it to a value <= 812."
-        raise UserError(f"{name}: sentencepiece training failed: {str(exc).strip().splitlines()[-1]}") from None
+        guarded.reraise()
+        raise UserError(f"{name}: sentencepiece training failed: {_spm_message(exc)}") from None
+    guarded.reraise()
     return Vocab(out.getvalue())
 
 
