@@ -31,6 +31,17 @@ def test_evaluate_is_registered_in_the_cli():
     assert cli.COMMANDS["evaluate-alignment"][0] == "evaluate_alignment"
 
 
+def test_user_errors_reach_the_cli_as_one_line_and_exit_code_2(capsys, monkeypatch):
+    # Only the evaluation commands, so the test does not depend on the other commands.
+    monkeypatch.setattr(cli, "COMMANDS", {k: cli.COMMANDS[k]
+                                          for k in ("evaluate", "evaluate-alignment")})
+    code = cli.main(["evaluate", "--hyp", "missing.txt", "--ref", REF])
+    err = capsys.readouterr().err
+    assert code == 2 and err == "error: missing.txt: no such file\n"
+    assert cli.main(["evaluate", "--hyp", BASE, "--ref", REF, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["systems"][0]["name"] == BASE
+
+
 def test_plain_output_has_one_line_per_system_with_signatures(capsys):
     assert run_command(evaluate, ["--hyp", BASE, "--hyp", BETTER, "--ref", REF,
                                   "--width", "6"]) == 0
