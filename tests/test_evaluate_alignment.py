@@ -9,7 +9,7 @@ import pytest
 from rnmt.commands import evaluate_alignment
 from rnmt.errors import UserError
 from rnmt.evaluate.alignment import evaluate_alignment_files, parse_links
-from tests.evaluate_helpers import FIXTURES, run_command
+from tests.test_evaluate_support import FIXTURES, run_command
 
 HYP = FIXTURES / "align_hyp.txt"
 GOLD = FIXTURES / "align_gold.txt"

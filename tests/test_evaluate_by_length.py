@@ -9,7 +9,7 @@ from rnmt.evaluate.by_length import (assign, bleu_by_length, format_markdown, ma
                                      parse_boundaries, source_lengths)
 from rnmt.evaluate.metrics import corpus_bleu
 from rnmt.evaluate.textfiles import read_lines
-from tests.evaluate_helpers import FIXTURES
+from tests.test_evaluate_support import FIXTURES
 
 
 def _lengths():

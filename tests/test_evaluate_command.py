@@ -12,7 +12,7 @@ from rnmt import cli
 from rnmt.commands import evaluate
 from rnmt.errors import UserError
 from rnmt.evaluate.metrics import corpus_bleu, read_systems_and_references
-from tests.evaluate_helpers import FIXTURES, run_command, run_sacrebleu
+from tests.test_evaluate_support import FIXTURES, run_command, run_sacrebleu
 
 BASE = str(FIXTURES / "hyp_base.txt")
 BETTER = str(FIXTURES / "hyp_better.txt")

@@ -8,7 +8,7 @@ from rnmt.errors import UserError
 from rnmt.evaluate.metrics import (corpus_bleu, corpus_chrf, corpus_ter, make_metric,
                                    read_systems_and_references)
 from rnmt.evaluate.textfiles import read_lines
-from tests.evaluate_helpers import FIXTURES, run_sacrebleu
+from tests.test_evaluate_support import FIXTURES, run_sacrebleu
 
 BASE = FIXTURES / "hyp_base.txt"
 REF = FIXTURES / "ref.txt"

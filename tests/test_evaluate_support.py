@@ -1,4 +1,4 @@
-"""Shared helpers for the evaluation tests."""
+"""Shared helpers for the evaluation tests (this module defines no tests itself)."""
 
 from __future__ import annotations
 
