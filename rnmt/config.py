@@ -8,6 +8,7 @@ the value (``--set train.max_steps=100``, ``--set model.cell=atr``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import typing
@@ -166,6 +167,12 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
         return dict(value)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if tp is float and isinstance(value, str):
+        # YAML 1.1 reads 5e-4 (no dot) as a string; accept what float() accepts.
+        try:
+            return float(value)
+        except ValueError:
+            pass
     if tp is bool and not isinstance(value, bool):
         raise UserError(f"config key '{key}' must be true or false, got {value!r}")
     if tp in (int, float) and isinstance(value, bool):
@@ -215,7 +222,7 @@ def parse_overrides(overrides: Sequence[str]) -> List[tuple]:
 
 
 def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source: str = "config") -> Config:
-    tree = dict(tree or {})
+    tree = copy.deepcopy(dict(tree or {}))  # overrides must not leak into the caller's dict
     for key, value in parse_overrides(overrides):
         _set_path(tree, key, value)
     if not isinstance(tree, dict):

@@ -47,6 +47,14 @@ def _mask_specials(log_probs: Tensor, model: TranslationModel) -> Tensor:
     return log_probs
 
 
+def _force_eos(log_probs: Tensor, rows: Tensor, eos_id: int) -> None:
+    """At the length limit only EOS may follow; it keeps its own log-probability."""
+    if bool(rows.any()):
+        eos = log_probs[rows, eos_id]
+        log_probs[rows] = float("-inf")
+        log_probs[rows, eos_id] = eos
+
+
 @torch.no_grad()
 def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
                   return_attention: bool = False) -> List[Hypothesis]:
@@ -61,10 +69,7 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     for t in range(int(max_len.max())):
         log_probs, state, extras = model.step(prev, state, memory)
         log_probs = _mask_specials(log_probs, model)
-        force_eos = (t + 1 >= max_len) & ~finished
-        if force_eos.any():
-            log_probs[force_eos] = float("-inf")
-            log_probs[force_eos, model.eos_id] = 0.0
+        _force_eos(log_probs, (t + 1 >= max_len) & ~finished, model.eos_id)
         best, prev = log_probs.max(dim=-1)
         logprob += best.masked_fill(finished, 0.0)
         lengths += (~finished).long()
@@ -111,10 +116,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
         log_probs, state, extras = model.step(prev, state, memory)
         V = log_probs.size(-1)
         log_probs = _mask_specials(log_probs, model)
-        force = (t + 1 >= max_len).repeat_interleave(K)
-        if force.any():
-            log_probs[force] = float("-inf")
-            log_probs[force, model.eos_id] = 0.0
+        _force_eos(log_probs, (t + 1 >= max_len).repeat_interleave(K), model.eos_id)
         if return_attention:
             step_attn = extras["attention"].unsqueeze(1)
             attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)

@@ -28,8 +28,8 @@ import torch
 from tqdm import tqdm
 
 from rnmt.config import Config
-from rnmt.data import (EncodedCorpus, TokenBatchSampler, Vocab, collate, encode_corpus, load_vocab,
-                       read_parallel, train_vocabs)
+from rnmt.data import (TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel,
+                       train_vocabs)
 from rnmt.errors import UserError
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
@@ -137,6 +137,8 @@ class Trainer:
             t.save(tgt_file)
             return s, t
         src, tgt = corpus_files(data.train, self.cfg, "train")
+        for _ in iter_parallel(src, tgt):  # line counts and UTF-8 first: clearer errors than sentencepiece's
+            pass
         self.log("training the sentencepiece vocabulary ...")
         return train_vocabs(src, tgt, self.out, joint=vc.joint, model_type=vc.type,
                             src_size=vc.src_size or vc.size, tgt_size=vc.tgt_size or vc.size,

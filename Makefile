@@ -1,0 +1,28 @@
+# Set-up and the two everyday commands: `make quickstart` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+RUN := runs/quickstart
+
+.PHONY: quickstart test venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test,serve]"
+	touch $(STAMP)
+
+# Train on the bundled corpus (bounded time), translate its test set, print BLEU/chrF.
+quickstart: $(STAMP)
+	rm -rf $(RUN)
+	$(BIN)/rnmt train configs/quickstart.yaml --out $(RUN)
+	$(BIN)/rnmt translate --model $(RUN) --input data/sample/test.es --output $(RUN)/test.hyp.en --speed
+	$(BIN)/rnmt evaluate --hyp $(RUN)/test.hyp.en --ref data/sample/test.en
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV) runs

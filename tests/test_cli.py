@@ -1,0 +1,145 @@
+"""The command-line contract and its one-line errors (exit code 2, no traceback)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from conftest import REPO
+from rnmt.cli import main
+
+
+def rnmt(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "rnmt", *map(str, args)], input=stdin, capture_output=True,
+                          text=True, cwd=REPO, timeout=300)
+
+
+def assert_one_line_error(result, *needles):
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and result.stderr.strip().endswith(errors[0]), result.stderr
+    for needle in needles:
+        assert needle in errors[0]
+
+
+def test_translate_file_to_file_and_stdin_to_stdout(tiny_run, tmp_path):
+    src = tmp_path / "in.es"
+    src.write_text("Y dijo Dios:\n\nsea la luz\n", encoding="utf-8")
+    out = tmp_path / "out.en"
+    assert main(["translate", "--model", str(tiny_run), "--input", str(src), "--output", str(out), "--beam", "2"]) == 0
+    assert len(out.read_text(encoding="utf-8").split("\n")) == 4  # 3 lines + final newline
+    result = rnmt("translate", "--model", tiny_run, "--nbest", "2", "--beam", "2", stdin="Y dijo Dios:\n")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("0 ||| ") for line in lines)
+
+
+def test_evaluate_json_has_bleu_and_chrf(tmp_path, capsys):
+    hyp, ref = tmp_path / "hyp", tmp_path / "ref"
+    hyp.write_text("the cat sat on the mat\n")
+    ref.write_text("the cat sat on the mat\n")
+    assert main(["evaluate", "--hyp", str(hyp), "--ref", str(ref), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["bleu"] == pytest.approx(100.0) and data["chrf"] == pytest.approx(100.0)
+
+
+def test_params_json_has_an_integer_total(tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("model: {src_vocab_size: 30000, tgt_vocab_size: 30000}\n")
+    assert main(["params", str(cfg), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["total"] == 89_673_261 and isinstance(data["total"], int)
+
+
+def test_unequal_line_counts_name_both_files(tmp_path):
+    (tmp_path / "c.es").write_text("a\nb\n")
+    (tmp_path / "c.en").write_text("a\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"data: {{train: {tmp_path / 'c'}, src: es, tgt: en, vocab: {{size: 30}}}}\n")
+    assert_one_line_error(rnmt("train", cfg, "--out", tmp_path / "o"), "c.es", "c.en", "2", "1")
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    (tmp_path / "c.es").write_bytes(b"hola\nbad \xff byte\n")
+    (tmp_path / "c.en").write_text("hello\nbad byte\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"data: {{train: {tmp_path / 'c'}, src: es, tgt: en, vocab: {{size: 30}}}}\n")
+    assert_one_line_error(rnmt("train", cfg, "--out", tmp_path / "o"), "c.es", "line 2")
+
+
+def test_unknown_config_key_suggests_the_closest(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("train: {max_step: 3}\n")
+    assert_one_line_error(rnmt("train", cfg), "train.max_step", "train.max_steps")
+
+
+def test_missing_training_files(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"data: {{train: {tmp_path / 'none'}, src: es, tgt: en}}\n")
+    assert_one_line_error(rnmt("train", cfg, "--out", tmp_path / "o"), "file not found", "none.es")
+
+
+def test_missing_translation_input(tiny_run, tmp_path):
+    assert_one_line_error(rnmt("translate", "--model", tiny_run, "--input", tmp_path / "nope.es"), "nope.es")
+
+
+def test_truncated_checkpoint_is_a_clear_error(tiny_run, tmp_path):
+    data = (tiny_run / "best.safetensors").read_bytes()
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(data[: len(data) // 2])
+    assert_one_line_error(rnmt("translate", "--model", bad, stdin="hola\n"), "bad.safetensors", "corrupt or truncated")
+
+
+def test_garbage_checkpoint_is_a_clear_error(tmp_path):
+    bad = tmp_path / "garbage.safetensors"
+    bad.write_bytes(b"\x00" * 100)
+    assert_one_line_error(rnmt("translate", "--model", bad, stdin="hola\n"), "garbage.safetensors")
+
+
+def test_foreign_safetensors_file_is_rejected(tmp_path):
+    foreign = tmp_path / "foreign.safetensors"
+    save_file({"weight": torch.zeros(2, 2)}, str(foreign))
+    assert_one_line_error(rnmt("translate", "--model", foreign, stdin="hola\n"), "not an rnmt checkpoint")
+
+
+def test_pickled_checkpoint_is_never_unpickled(tmp_path):
+    evil = tmp_path / "evil.pt"
+    torch.save({"model": torch.zeros(1)}, evil)
+    assert_one_line_error(rnmt("translate", "--model", evil, stdin="hola\n"), "evil.pt")
+
+
+def test_checkpoint_from_another_model_is_rejected(tiny_run, tmp_path):
+    from rnmt.train.checkpoint import read_model_file, save_model
+    from rnmt.config import config_from_dict
+    from rnmt.models import build_model
+
+    mf = read_model_file(tiny_run / "best.safetensors")
+    other = config_from_dict(mf.config.to_dict(), ["model.hidden_size=8"])
+    model = build_model(mf.config.model)  # weights of the original size ...
+    path = tmp_path / "mismatch.safetensors"
+    save_model(path, model, other, mf.vocabs)  # ... stored under a config that says 8
+    assert_one_line_error(rnmt("translate", "--model", path, stdin="hola\n"), "do not match")
+
+
+def test_corrupt_training_state_on_resume(tiny_corpus, tmp_path):
+    import shutil
+
+    from conftest import tiny_config_tree
+    from rnmt.config import config_from_dict
+    from rnmt.train.trainer import Trainer
+
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["train"]["max_steps"] = 2
+    out = tmp_path / "run"
+    Trainer(config_from_dict(tree), out, log=lambda *_: None).run()
+    before = (out / "best.safetensors").read_bytes()
+    (out / "train_state.pt").write_bytes(b"not a state")
+    cfg = tmp_path / "c.yaml"
+    import yaml
+    cfg.write_text(yaml.safe_dump(tree))
+    assert_one_line_error(rnmt("train", cfg, "--out", out, "--resume"), "train_state.pt", "corrupt")
+    assert (out / "best.safetensors").read_bytes() == before  # nothing lost

@@ -1,0 +1,96 @@
+"""Beam search against exhaustive search, greedy search, and padding invariance."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from rnmt.config import ModelConfig
+from rnmt.models import build_model
+from rnmt.search import beam_search, greedy_search, length_penalty
+
+
+def tiny_model(vocab=6, seed=0):
+    torch.manual_seed(seed)
+    cfg = ModelConfig(emb_size=8, hidden_size=8, src_vocab_size=9, tgt_vocab_size=vocab)
+    model = build_model(cfg)
+    for p in model.parameters():  # a peaked, non-trivial distribution
+        torch.nn.init.uniform_(p, -1.5, 1.5)
+    return model.eval()
+
+
+def sequence_logprob(model, src, mask, tokens):
+    """log P(tokens + EOS | src) by stepping the model."""
+    memory = model.encode(src, mask)
+    state = model.init_state(memory)
+    prev, total = torch.tensor([model.bos_id]), 0.0
+    for tok in list(tokens) + [model.eos_id]:
+        lp, state, _ = model.step(prev, state, memory)
+        total += float(lp[0, tok])
+        prev = torch.tensor([tok])
+    return total
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.5])
+def test_wide_beam_returns_the_exhaustive_optimum(alpha):
+    model = tiny_model()
+    src = torch.tensor([[5, 6, 7, 3]])
+    mask = src != 0
+    max_len = 3  # at most 2 words + EOS
+    words = [1, 4, 5]  # every token but pad, bos and eos
+    best, best_score = None, -math.inf
+    for n in range(max_len):
+        for seq in itertools.product(words, repeat=n):
+            with torch.no_grad():
+                score = sequence_logprob(model, src, mask, seq) / length_penalty(float(n + 1), alpha, "gnmt")
+            if score > best_score:
+                best, best_score = list(seq), score
+    hyp = beam_search(model, src, mask, torch.tensor([max_len]), beam=16, alpha=alpha)[0][0]
+    assert hyp.tokens == best
+    assert hyp.score == pytest.approx(best_score, abs=1e-5)
+
+
+def test_beam_of_one_equals_greedy():
+    model = tiny_model(vocab=12, seed=3)
+    src = torch.tensor([[5, 6, 7, 8, 3], [4, 5, 3, 0, 0], [8, 8, 8, 3, 0]])
+    mask = src != 0
+    max_len = torch.tensor([9, 7, 8])
+    greedy = greedy_search(model, src, mask, max_len)
+    beam = beam_search(model, src, mask, max_len, beam=1, alpha=0.6)
+    assert [g.tokens for g in greedy] == [b[0].tokens for b in beam]
+    for g, b in zip(greedy, beam):
+        assert g.logprob == pytest.approx(b[0].logprob, abs=1e-5)
+
+
+def test_nbest_is_sorted_and_respects_max_len():
+    model = tiny_model(vocab=12, seed=5)
+    src = torch.tensor([[5, 6, 7, 8, 3]])
+    hyps = beam_search(model, src, src != 0, torch.tensor([4]), beam=4, nbest=4)[0]
+    assert len(hyps) == 4
+    assert [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+    assert all(len(h.tokens) + 1 <= 4 for h in hyps)
+    assert len({tuple(h.tokens) for h in hyps}) == 4
+
+
+def test_padding_does_not_change_search_results():
+    model = tiny_model(vocab=12, seed=7)
+    sentences = [[5, 6, 7, 8, 3], [4, 5, 3], [8, 3]]
+    batch = torch.zeros(3, 5, dtype=torch.long)
+    for i, s in enumerate(sentences):
+        batch[i, : len(s)] = torch.tensor(s)
+    max_len = torch.tensor([7, 7, 7])
+    together = beam_search(model, batch, batch != 0, max_len, beam=3, nbest=3)
+    for i, s in enumerate(sentences):
+        alone = beam_search(model, torch.tensor([s]), torch.ones(1, len(s), dtype=torch.bool),
+                            max_len[:1], beam=3, nbest=3)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in together[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in together[i]], abs=1e-5)
+
+
+def test_attention_is_returned_per_output_token():
+    model = tiny_model(vocab=12, seed=2)
+    src = torch.tensor([[5, 6, 7, 3]])
+    hyp = beam_search(model, src, src != 0, torch.tensor([6]), beam=2, return_attention=True)[0][0]
+    assert hyp.attention.shape == (len(hyp.tokens) + 1, 4)
+    assert torch.allclose(hyp.attention.sum(-1), torch.ones(len(hyp.tokens) + 1), atol=1e-5)

@@ -1,0 +1,81 @@
+"""Training end to end on a tiny corpus: logs, checkpoints, exact resume, translation."""
+
+import json
+
+import pytest
+import torch
+
+from conftest import tiny_config_tree
+from rnmt.config import config_from_dict
+from rnmt.errors import UserError
+from rnmt.models import load_model
+from rnmt.search.translator import Translator
+from rnmt.train.trainer import Trainer
+
+
+def train_losses(out):
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    return {r["step"]: r["loss"] for r in records if "loss" in r}
+
+
+def test_log_has_the_contract_fields(tiny_run):
+    records = [json.loads(line) for line in (tiny_run / "log.jsonl").read_text().splitlines()]
+    train = [r for r in records if "loss" in r]
+    assert [r["step"] for r in train] == [1, 2, 3, 4, 5, 6]
+    assert all({"step", "loss", "lr", "tokens_per_s"} <= set(r) and r["tokens_per_s"] > 0 for r in train)
+    valid = [r for r in records if "dev_bleu" in r]
+    assert [r["step"] for r in valid] == [3, 6]
+    assert all("dev_loss" in r and "dev_chrf" in r for r in valid)
+
+
+def test_checkpoints_are_written_and_old_ones_pruned(tiny_run):
+    names = {p.name for p in tiny_run.iterdir()}
+    assert {"best.safetensors", "ckpt-6.safetensors", "ckpt-3.safetensors", "train_state.pt",
+            "config.yaml", "spm.model"} <= names
+    assert not any(n.endswith(".tmp") for n in names)
+
+
+def test_stop_and_resume_equals_an_uninterrupted_run(tmp_path, tiny_corpus):
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["train"]["max_steps"] = 8
+    full = tmp_path / "full"
+    Trainer(config_from_dict(tree), full, log=lambda *_: None).run()
+
+    part = tmp_path / "part"
+    Trainer(config_from_dict(tree, ["train.max_steps=4"]), part, log=lambda *_: None).run()
+    resumed = Trainer(config_from_dict(tree), part, resume=True, log=lambda *_: None)
+    assert resumed.step == 4
+    resumed.run()
+    a, b = train_losses(full), train_losses(part)
+    assert sorted(a) == sorted(b) == list(range(1, 9))
+    for step in range(1, 9):
+        assert a[step] == pytest.approx(b[step], rel=1e-6), step
+    wa = load_model(full / "ckpt-8.safetensors").model.state_dict()
+    wb = load_model(part / "ckpt-8.safetensors").model.state_dict()
+    assert all(torch.allclose(wa[k], wb[k], atol=1e-7) for k in wa)
+
+
+def test_existing_run_is_not_overwritten_without_resume(tiny_run, tiny_corpus):
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    with pytest.raises(UserError, match="already holds a training run"):
+        Trainer(config_from_dict(tree), tiny_run, log=lambda *_: None)
+
+
+def test_translator_keeps_empty_lines_aligned(tiny_run):
+    loaded = load_model(tiny_run)
+    translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search)
+    lines = ["Y dijo Dios:", "", "   ", "sea la luz"]
+    out = translator.translate_best(lines)
+    assert len(out) == 4 and out[1] == "" and out[2] == ""
+    nbest = translator.translate(lines, beam=3, nbest=3)
+    assert len(nbest[0]) == 3 and len(nbest[1]) == 1
+
+
+def test_translations_do_not_depend_on_batching(tiny_run):
+    loaded = load_model(tiny_run)
+    translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search)
+    lines = ["Y dijo Dios:", "sea la luz", "En el principio crió Dios los cielos y la tierra."]
+    together = translator.translate_best(lines)
+    alone = [translator.translate_best([line])[0] for line in lines]
+    one_by_one = translator.translate_best(lines, batch_tokens=1)
+    assert together == alone == one_by_one
