@@ -20,6 +20,7 @@ COMMANDS = {
     "evaluate": ("evaluate", "score hypotheses against references (BLEU, chrF, significance)"),
     "evaluate-alignment": ("evaluate_alignment", "word-alignment precision, recall and AER"),
     "params": ("params", "count a config's parameters without data"),
+    "bench": ("bench", "measure training/decoding throughput and unit step times"),
 }
 
 

@@ -1,0 +1,104 @@
+"""Training and decoding throughput of any config, measured the way users train.
+
+Training: real token batches from the config's corpus, full optimiser steps (forward,
+label-smoothed loss, backward, clipping, Adam); the first ``warmup`` steps are not timed.
+Throughput counts real target tokens (padding excluded) per second.
+
+Decoding: beam search over the first sentences of the dev set (or the training set when the
+config has none), reporting sentences/s and output tokens/s.
+
+The model is freshly initialised: throughput does not depend on the weights' values except
+through output lengths, so decoding speed should be read on trained models (``--model``).
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import torch
+
+from rnmt.config import Config
+from rnmt.data import TokenBatchSampler, collate, encode_corpus, read_parallel
+from rnmt.models import build_model, count_parameters
+from rnmt.models.base import TranslationModel, uniform_init_
+from rnmt.search.translator import Translator
+from rnmt.train.loss import label_smoothed_nll
+from rnmt.train.trainer import Trainer, corpus_files
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def train_throughput(model: TranslationModel, corpus, cfg: Config, steps: int, warmup: int,
+                     device: torch.device) -> Dict[str, float]:
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.train.lr)
+    sampler = TokenBatchSampler(corpus.src_lens, corpus.tgt_lens, cfg.data.batch_tokens, seed=cfg.train.seed)
+    batches = iter(sampler)
+    model.train()
+    tokens, seconds = 0, 0.0
+    for i in range(warmup + steps):
+        try:
+            indices = next(batches)
+        except StopIteration:
+            batches = iter(sampler)
+            indices = next(batches)
+        batch = collate(corpus, indices, device)
+        start = time.perf_counter()
+        logits = model(batch.src, batch.src_mask, batch.tgt_in)
+        loss, _ = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, cfg.train.label_smoothing)
+        (loss / batch.ntokens).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.clip_norm)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        if i >= warmup:
+            seconds += time.perf_counter() - start
+            tokens += batch.ntokens
+    return {"train_tokens_per_s": tokens / max(seconds, 1e-9), "train_steps": steps,
+            "train_seconds": seconds}
+
+
+def decode_throughput(translator: Translator, sources: list, beam: int) -> Dict[str, float]:
+    start = time.perf_counter()
+    results = translator.translate(sources, beam=beam)
+    seconds = time.perf_counter() - start
+    out_tokens = sum(len(r[0].tokens) + 1 for r in results)
+    words = sum(len(r[0].text.split()) for r in results)
+    return {"decode_sentences": len(sources), "decode_seconds": seconds,
+            "decode_sentences_per_s": len(sources) / max(seconds, 1e-9),
+            "decode_tokens_per_s": out_tokens / max(seconds, 1e-9),
+            "decode_words_per_s": words / max(seconds, 1e-9)}
+
+
+def benchmark_config(cfg: Config, work_dir: Path, steps: int = 30, warmup: int = 5,
+                     decode_sentences: int = 100, beam: int = 5, model_path: Optional[str] = None,
+                     device: str = "cpu") -> Dict[str, Any]:
+    """Train ``steps`` timed updates and beam-decode ``decode_sentences`` dev sentences."""
+    cfg.train.device = device
+    cfg.data.dev = None  # the trainer's set-up gives vocabulary + encoded corpus; no validation
+    setup = Trainer(cfg, work_dir, log=lambda *_: None)
+    dev = corpus_files(setup.cfg.data.train, cfg, "train")
+    torch.manual_seed(cfg.train.seed)
+    model = setup.model
+    report: Dict[str, Any] = {"arch": cfg.model.arch, "cell": cfg.model.cell,
+                              "params": count_parameters(model)["total"], "threads": torch.get_num_threads()}
+    report.update(train_throughput(model, setup.corpus, cfg, steps, warmup, setup.device))
+    src_file = Path(f"{cfg.data.test or cfg.data.train}.{cfg.data.src}") if cfg.data.test else dev[0]
+    sources = [line for line in src_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    sources = sources[:decode_sentences]
+    if model_path:
+        from rnmt.models import load_model
+
+        loaded = load_model(model_path, setup.device)
+        translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search, setup.device)
+    else:
+        translator = Translator(model, setup.src_vocab, setup.tgt_vocab, cfg.search, setup.device)
+    report.update(decode_throughput(translator, sources, beam))
+    report["peak_rss_mb"] = peak_rss_mb()
+    return report
