@@ -48,9 +48,9 @@ class ATR(Cell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         if self.norm_q is None:
-            q = torch.addmm(self.bias, state, self.weight_h)
+            q = self.recurrent_product(state, self.bias)
         else:
-            q = self.norm_q(torch.mm(state, self.weight_h)) + self.bias
+            q = self.norm_q(self.recurrent_product(state)) + self.bias
         i = torch.sigmoid(px + q)
         f = torch.sigmoid(px - q)
         new = torch.addcmul(f * state, i, self.drop_candidate(px))

@@ -140,6 +140,15 @@ class Cell(nn.Module):
         raise NotImplementedError
 
     # ----------------------------------------------------------------- helpers
+    def recurrent_product(self, state: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+        """``state @ weight_h (+ bias)``: the step's one fused product with all recurrent matrices.
+
+        ``bias`` is a vector or a ``[B, k*d]`` addend (e.g. the step's projected input).
+        """
+        if bias is None:
+            return torch.mm(state, self.weight_h)
+        return torch.addmm(bias, state, self.weight_h)
+
     def drop_candidate(self, candidate: Tensor) -> Tensor:
         """Dropout on the candidate activation with a fresh mask per call (training only)."""
         if self.dropout > 0.0 and self.training:

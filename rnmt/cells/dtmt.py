@@ -73,13 +73,12 @@ class TGRU(Cell):
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
         if self.gate_norm is None:
-            rec = torch.addmm(self.bias, state, self.weight_h)
-            gates = torch.sigmoid(rec[:, : 2 * d])
-            rec_h = rec[:, 2 * d :]
+            rec_gates, rec_h = self.recurrent_product(state, self.bias).split((2 * d, d), dim=1)
+            gates = torch.sigmoid(rec_gates)
         else:
-            rec = torch.mm(state, self.weight_h)
-            gates = torch.sigmoid(self.gate_norm(rec[:, : 2 * d]))
-            rec_h = rec[:, 2 * d :] + self.bias
+            rec_gates, rec_h = self.recurrent_product(state).split((2 * d, d), dim=1)
+            gates = torch.sigmoid(self.gate_norm(rec_gates))
+            rec_h = rec_h + self.bias
         r, z = gates.chunk(2, dim=1)
         candidate = self.drop_candidate(torch.tanh(r * rec_h))  # eq. 11
         new = torch.lerp(state, candidate, z)  # eq. 10

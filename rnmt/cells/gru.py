@@ -54,16 +54,18 @@ class GRU(Cell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
+        # split, not slicing: one backward node per split instead of a zero-filled
+        # full-width gradient per slice.
+        px_gates, px_h = px.split((2 * d, d), dim=1)
         if self.gate_norm is None:
-            rec = torch.addmm(self.bias, state, self.weight_h)
-            gates = torch.sigmoid(px[:, : 2 * d] + rec[:, : 2 * d])
-            rec_h = rec[:, 2 * d :]
+            rec_gates, rec_h = self.recurrent_product(state, self.bias).split((2 * d, d), dim=1)
+            gates = torch.sigmoid(px_gates + rec_gates)
         else:
-            rec = torch.mm(state, self.weight_h)
-            gates = torch.sigmoid(self.gate_norm(px[:, : 2 * d] + rec[:, : 2 * d]))
-            rec_h = rec[:, 2 * d :] + self.bias
+            rec_gates, rec_h = self.recurrent_product(state).split((2 * d, d), dim=1)
+            gates = torch.sigmoid(self.gate_norm(px_gates + rec_gates))
+            rec_h = rec_h + self.bias
         r, z = gates.chunk(2, dim=1)
-        candidate = self.drop_candidate(torch.tanh(torch.addcmul(px[:, 2 * d :], r, rec_h)))
+        candidate = self.drop_candidate(torch.tanh(torch.addcmul(px_h, r, rec_h)))
         new = torch.lerp(state, candidate, z)  # (1 - z) * h + z * h~, eq. 6
         if return_gates:
             return new, {"r": r, "z": z}

@@ -47,17 +47,17 @@ class _ThreeGateLinearCell(Cell):
     def _parts(self, px: Tensor, state: Tensor):
         """The three gates, tanh(W_xh x + r * (W_hh h + b_h)) and H(x)."""
         d = self.hidden_size
+        px_gates, px_h, linear = px.split((3 * d, d, d), dim=1)
         if self.gate_norm is None:
-            rec = torch.addmm(self.bias, state, self.weight_h)
-            gates = torch.sigmoid(px[:, : 3 * d] + rec[:, : 3 * d])
-            rec_h = rec[:, 3 * d :]
+            rec_gates, rec_h = self.recurrent_product(state, self.bias).split((3 * d, d), dim=1)
+            gates = torch.sigmoid(px_gates + rec_gates)
         else:
-            rec = torch.mm(state, self.weight_h)
-            gates = torch.sigmoid(self.gate_norm(px[:, : 3 * d] + rec[:, : 3 * d]))
-            rec_h = rec[:, 3 * d :] + self.bias
+            rec_gates, rec_h = self.recurrent_product(state).split((3 * d, d), dim=1)
+            gates = torch.sigmoid(self.gate_norm(px_gates + rec_gates))
+            rec_h = rec_h + self.bias
         r, z, third = gates.chunk(3, dim=1)
-        nonlinear = torch.tanh(torch.addcmul(px[:, 3 * d : 4 * d], r, rec_h))
-        return r, z, third, nonlinear, px[:, 4 * d :]
+        nonlinear = torch.tanh(torch.addcmul(px_h, r, rec_h))
+        return r, z, third, nonlinear, linear
 
     def matrices(self) -> Dict[str, Tensor]:
         d = self.hidden_size

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Dict
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, split_columns
@@ -43,22 +44,18 @@ class LSTM(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        return torch.matmul(x, self.weight_x)
+        # The biases are added here once for all steps (with layer_norm only b_c remains).
+        bias = self.bias if self.gate_norm is None else F.pad(self.bias, (3 * self.hidden_size, 0))
+        return torch.matmul(x, self.weight_x) + bias
 
     def output(self, state: Tensor) -> Tensor:
         return state[..., : self.hidden_size]
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
-        h, c = state[:, :d], state[:, d:]
-        if self.gate_norm is None:
-            pre = torch.addmm(px, h, self.weight_h).add_(self.bias)
-            gates = torch.sigmoid(pre[:, : 3 * d])
-            cand_pre = pre[:, 3 * d :]
-        else:
-            pre = torch.addmm(px, h, self.weight_h)
-            gates = torch.sigmoid(self.gate_norm(pre[:, : 3 * d]))
-            cand_pre = pre[:, 3 * d :] + self.bias
+        h, c = state.chunk(2, dim=1)
+        gates_pre, cand_pre = self.recurrent_product(h, px).split((3 * d, d), dim=1)
+        gates = torch.sigmoid(gates_pre if self.gate_norm is None else self.gate_norm(gates_pre))
         i, f, o = gates.chunk(3, dim=1)
         candidate = self.drop_candidate(torch.tanh(cand_pre))
         c_new = torch.addcmul(f * c, i, candidate)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Dict
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, split_columns
@@ -54,20 +55,21 @@ class RAN(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        return torch.matmul(x, self.weight_x)
+        px = torch.matmul(x, self.weight_x)
+        # b_i, b_f added once for all steps (c~ has no bias).
+        return px if self.bias is None else px + F.pad(self.bias, (self.hidden_size, 0))
 
     def output(self, state: Tensor) -> Tensor:
         return torch.tanh(state) if self.activation == "tanh" else state
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
-        h = self.output(state)
-        if self.gate_norm is None:
-            pre = torch.addmm(px[:, d:], h, self.weight_h).add_(self.bias)
-        else:
-            pre = self.gate_norm(torch.addmm(px[:, d:], h, self.weight_h))
+        content, px_gates = px.split((d, 2 * d), dim=1)
+        pre = self.recurrent_product(self.output(state), px_gates)
+        if self.gate_norm is not None:
+            pre = self.gate_norm(pre)
         i, f = torch.sigmoid(pre).chunk(2, dim=1)
-        new = torch.addcmul(f * state, i, self.drop_candidate(px[:, :d]))
+        new = torch.addcmul(f * state, i, self.drop_candidate(content))
         if return_gates:
             return new, {"i": i, "f": f}
         return new

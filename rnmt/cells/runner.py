@@ -11,7 +11,7 @@ Padded steps copy the previous state (SPEC section 0), so
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -45,9 +45,11 @@ def run_cell(
     if x.dim() != 3:
         raise ValueError(f"run_cell expects batch-first input [B, T, D], got shape {tuple(x.shape)}")
     batch, length, _ = x.shape
-    # Time-major and contiguous so that each step reads one contiguous [B, P] block.
-    px = cell.project_inputs(x).transpose(0, 1).contiguous()
-    state = cell.init_state(batch, px) if state0 is None else state0
+    projected = cell.project_inputs(x)
+    state = cell.init_state(batch, projected) if state0 is None else state0
+    # One [B, P] tensor per step. unbind's backward stacks the step gradients once, where
+    # indexing px[:, t] would allocate and fill a full-size zero gradient at every step.
+    px = projected.transpose(0, 1).contiguous().unbind(0)
     if mask is None:
         full_steps: List[bool] = [True] * length
         step_mask = None
@@ -58,25 +60,8 @@ def run_cell(
         full_steps = mask.all(dim=0).tolist()  # one host sync for the whole sequence
         step_mask = mask.transpose(0, 1).unsqueeze(-1)  # [T, B, 1]
 
-    outputs: List[Optional[Tensor]] = [None] * length
-    gate_steps: List[Optional[Dict[str, Tensor]]] = [None] * length
-    order = range(length - 1, -1, -1) if reverse else range(length)
-    for t in order:
-        if return_gates:
-            new, gates = cell.step(px[t], state, True)
-        else:
-            new = cell.step(px[t], state)
-        if full_steps[t]:
-            state = new
-            outputs[t] = cell.output(state)
-        else:
-            real = step_mask[t]
-            state = torch.where(real, new, state)
-            outputs[t] = cell.output(state) * real
-            if return_gates:
-                gates = {k: v * real for k, v in gates.items()}
-        if return_gates:
-            gate_steps[t] = gates
+    state, outputs, gate_steps = _walk(cell, px, state, full_steps, step_mask, reverse, return_gates)
+
 
     if length == 0:
         out = x.new_zeros(batch, 0, cell.hidden_size)
@@ -90,6 +75,38 @@ def run_cell(
             for k in names
         }
     return out, state, gates_out
+
+
+def _walk(
+    cell: Cell,
+    px: Sequence[Tensor],
+    state: Tensor,
+    full_steps: List[bool],
+    step_mask: Optional[Tensor],
+    reverse: bool,
+    return_gates: bool,
+) -> Tuple[Tensor, List[Tensor], List[Dict[str, Tensor]]]:
+    """The time loop: step, then copy the previous state where the step is padding."""
+    length = len(px)
+    outputs: List[Optional[Tensor]] = [None] * length
+    gate_steps: List[Optional[Dict[str, Tensor]]] = [None] * length
+    for t in range(length - 1, -1, -1) if reverse else range(length):
+        if return_gates:
+            new, gates = cell.step(px[t], state, True)
+        else:
+            new = cell.step(px[t], state)
+        if full_steps[t]:  # no padding at this step: skip the masking ops
+            state = new
+            outputs[t] = cell.output(state)
+        else:
+            real = step_mask[t]
+            state = torch.where(real, new, state)
+            outputs[t] = cell.output(state) * real
+            if return_gates:
+                gates = {k: v * real for k, v in gates.items()}
+        if return_gates:
+            gate_steps[t] = gates
+    return state, outputs, gate_steps
 
 
 class Bidirectional(nn.Module):

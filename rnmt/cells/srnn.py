@@ -34,11 +34,13 @@ class SRNN(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        return torch.matmul(x, self.weight_x)
+        px = torch.matmul(x, self.weight_x)
+        return px if self.bias is None else px + self.bias  # b added once for all steps
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
-        pre = torch.addmm(px, state, self.weight_h)
-        pre = pre + self.bias if self.norm is None else self.norm(pre)
+        pre = self.recurrent_product(state, px)
+        if self.norm is not None:
+            pre = self.norm(pre)
         new = self.drop_candidate(torch.tanh(pre))
         if return_gates:
             return new, {}
