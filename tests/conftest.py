@@ -47,3 +47,10 @@ def tiny_run(tmp_path_factory, tiny_corpus) -> Path:
     cfg = config_from_dict(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"]))
     Trainer(cfg, out, log=lambda *_: None).run()
     return out
+
+
+def pytest_configure(config):
+    # Tests use tiny tensors: one thread is as fast and keeps the suite steady on a busy machine.
+    import torch
+
+    torch.set_num_threads(1)

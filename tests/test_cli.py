@@ -143,3 +143,17 @@ def test_corrupt_training_state_on_resume(tiny_corpus, tmp_path):
     cfg.write_text(yaml.safe_dump(tree))
     assert_one_line_error(rnmt("train", cfg, "--out", out, "--resume"), "train_state.pt", "corrupt")
     assert (out / "best.safetensors").read_bytes() == before  # nothing lost
+
+
+def test_bench_reports_training_and_decoding_throughput(tiny_corpus, tmp_path, capsys):
+    import yaml
+
+    from conftest import tiny_config_tree
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])))
+    assert main(["bench", str(cfg), "--steps", "2", "--warmup", "1", "--decode-sentences", "3",
+                 "--threads", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)["model"]
+    assert report["train_tokens_per_s"] > 0 and report["decode_sentences"] == 3
+    assert report["params"] > 0 and report["peak_rss_mb"] > 0
