@@ -97,10 +97,12 @@ class RNNSearch(TranslationModel):
         memory = self.encode(src, src_mask)
         s = self.init_state(memory)["s"]
         emb = self.dropout(self.tgt_embed(tgt_in))
-        px1 = self.unit1.project_inputs(emb)  # all target steps in one product
+        # All target steps' input projections in one product; unbind (not px1[:, j]) so the
+        # backward pass stacks step gradients once instead of zero-filling a full tensor per step.
+        px1 = self.unit1.project_inputs(emb).transpose(0, 1).unbind(0)
         outputs, contexts = [], []
-        for j in range(tgt_in.size(1)):
-            s, context, _ = self._transition(px1[:, j], s, memory)
+        for px1_j in px1:
+            s, context, _ = self._transition(px1_j, s, memory)
             outputs.append(self.unit2.output(s))
             contexts.append(context)
         return self._logits(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))
