@@ -20,6 +20,8 @@ COMMANDS = {
     "evaluate": ("evaluate", "score hypotheses against references (BLEU, chrF, significance)"),
     "evaluate-alignment": ("evaluate_alignment", "word-alignment precision, recall and AER"),
     "params": ("params", "count a config's parameters without data"),
+    "align": ("align", "word alignments from a model's attention or gates (forced decoding)"),
+    "analyze": ("analyze", "attention and gate heatmaps, ATR gate statistics, index.html"),
 }
 
 
