@@ -194,3 +194,13 @@ def test_analyze_translates_without_targets_and_draws_source_gates(atr_run, tmp_
     assert images == ["line00001_attention.png", "line00001_update_gate.png", "line00001_reset_gate.png"]
     assert summary["gates"] == {}  # the wrapper hides the ATR units
     assert all((tmp_path / "r" / name).is_file() for name in images)
+
+
+def test_analyze_gru_model_draws_attention_only(tiny_run, texts, tmp_path):
+    src, tgt = texts
+    out = tmp_path / "gru"
+    assert main(["analyze", "--model", str(tiny_run), "--src", str(src), "--tgt", str(tgt), "--out", str(out),
+                 "--max-sentences", "2", "--threads", "1"]) == 0
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["gates"] == {} and not summary["encoder_atr"]
+    assert sorted(p.name for p in out.glob("*.png")) == ["line00001_attention.png", "line00003_attention.png"]
