@@ -21,6 +21,8 @@ COMMANDS = {
     "evaluate-alignment": ("evaluate_alignment", "word-alignment precision, recall and AER"),
     "params": ("params", "count a config's parameters without data"),
     "bench": ("bench", "measure training/decoding throughput and unit step times"),
+    "align": ("align", "word alignments from a model's attention or gates (forced decoding)"),
+    "analyze": ("analyze", "attention and gate heatmaps, ATR gate statistics, index.html"),
 }
 
 

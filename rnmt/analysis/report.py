@@ -1,0 +1,265 @@
+"""``rnmt analyze``: pictures and numbers for a trained model over a set of sentences.
+
+Per sentence (the first ``max_sentences`` non-blank lines):
+
+* attention weights, target x source tokens, from a forced decoding of the target (the
+  reference when given, otherwise the model's own translation);
+* the per-source-position reset and update gates r~, z~ of models that report
+  ``source_gates`` in their step extras (cyclic Cseq2seq);
+* for ATR units: the dependency weights of eq. 10 (mean over hidden units of g_k) of the
+  forward encoder, and of the decoder's first unit over the target words (the ATR paper's
+  eq. 13 unit), as lower-triangular heatmaps and as arcs to the strongest previous token.
+
+Over the whole set (every non-blank line): the position-wise mean input and forget gates
+of every ATR unit and Pearson's r over all (sentence, position) pairs of their
+hidden-unit means (ATR paper, Fig. 3 and section 5.1).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from rnmt.analysis import plots
+from rnmt.analysis.atr import decoder_chain, dependency_weights, pearson, position_means, strongest_previous
+from rnmt.cells.atr import ATR
+from rnmt.data import make_translation_batches
+from rnmt.data.collate import pad_sequences
+from rnmt.data.vocab import BOS_ID, EOS
+from rnmt.search.forced import forced_decode
+
+GATE_TITLES = {"z": ("update gate z~ (mean over units)", "update_gate"),
+               "r": ("reset gate r~ (mean over units)", "reset_gate")}
+
+
+def _encoder_is_atr(model) -> bool:
+    enc = getattr(model, "encoder", None)
+    return (hasattr(model, "encoder_gates") and isinstance(getattr(enc, "fwd", None), ATR)
+            and isinstance(getattr(enc, "bwd", None), ATR))
+
+
+def _decoder_is_atr(model) -> bool:
+    return (hasattr(model, "decoder_trace") and isinstance(getattr(model, "unit1", None), ATR)
+            and isinstance(getattr(model, "unit2", None), ATR))
+
+
+class _GateCollector:
+    """Per-sentence hidden-unit means of the i and f gates, per unit name."""
+
+    def __init__(self) -> None:
+        self.i: Dict[str, List[np.ndarray]] = {}
+        self.f: Dict[str, List[np.ndarray]] = {}
+
+    def add(self, name: str, i: torch.Tensor, f: torch.Tensor, lengths: Sequence[int]) -> None:
+        im, fm = i.float().mean(-1).cpu().numpy(), f.float().mean(-1).cpu().numpy()
+        for b, n in enumerate(lengths):
+            self.i.setdefault(name, []).append(im[b, :n])
+            self.f.setdefault(name, []).append(fm[b, :n])
+
+    def summary(self, groups: Dict[str, Sequence[str]]) -> Dict[str, dict]:
+        out = {}
+        for name, members in groups.items():
+            members = [m for m in members if m in self.i]
+            if not members:
+                continue
+            seq_i = [s for m in members for s in self.i[m]]
+            seq_f = [s for m in members for s in self.f[m]]
+            all_i, all_f = np.concatenate(seq_i), np.concatenate(seq_f)
+            mean_i, count = position_means(seq_i)
+            mean_f, _ = position_means(seq_f)
+            out[name] = {
+                "pearson_r": pearson(all_i, all_f),
+                "pairs": int(all_i.size),
+                "pearson_r_of_position_means": pearson(mean_i, mean_f),
+                "input": mean_i.tolist(), "forget": mean_f.tolist(), "count": count.tolist(),
+            }
+        return out
+
+
+def _labels(vocab, ids: Sequence[int]) -> List[str]:
+    return [vocab.id_to_piece(i) for i in ids] + [EOS]
+
+
+@torch.no_grad()
+def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Optional[Sequence[str]] = None,
+            max_sentences: int = 5, device: str | torch.device = "cpu", batch_tokens: int = 2000,
+            search: Optional[dict] = None, log: Callable[[str], None] = print) -> dict:
+    """Write the pictures, ``summary.json`` and ``index.html`` into ``out_dir``; returns the
+    summary. ``search`` overrides the model's search options when translating (no targets)."""
+    model, sv, tv = loaded.model, loaded.src_vocab, loaded.tgt_vocab
+    model.eval()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    todo = [k for k, line in enumerate(src_lines) if line.strip() and (tgt_lines is None or tgt_lines[k].strip())]
+    src_ids = [sv.encode(src_lines[k]) for k in todo]
+    pictured = list(range(min(max_sentences, len(todo))))
+    enc_atr, dec_atr = _encoder_is_atr(model), _decoder_is_atr(model)
+
+    # Targets: the given ones, else the model's translations (all of them when the decoder
+    # statistics need them, else only for the pictured sentences).
+    need = range(len(todo)) if dec_atr else pictured
+    if tgt_lines is not None:
+        tgt_ids = {n: tv.encode(tgt_lines[todo[n]]) for n in need}
+        target_kind = "reference (--tgt)"
+    else:
+        from rnmt.search.translator import Translator
+
+        translator = Translator(model, sv, tv, loaded.config.search, device)
+        opts = dict(search or {})
+        greedy = bool(opts.pop("greedy", False))
+        results = translator.translate([src_lines[todo[n]] for n in need], greedy=greedy, **opts)
+        tgt_ids = {n: r[0].tokens for n, r in zip(need, results)}
+        target_kind = "model translation (greedy)" if greedy else "model translation (beam search)"
+
+    summary: dict = {"sentences": len(todo), "pictured": len(pictured), "target": target_kind,
+                     "encoder_atr": enc_atr, "decoder_atr": dec_atr, "gates": {}, "per_sentence": []}
+
+    # Set-level gate statistics.
+    collector = _GateCollector()
+    if enc_atr or dec_atr:
+        for idx, src, mask in make_translation_batches(src_ids, batch_tokens):
+            src, mask = src.to(device), mask.to(device)
+            lengths = mask.sum(1).tolist()
+            if enc_atr:
+                gates = model.encoder_gates(src, mask)
+                for d in ("fwd", "bwd"):
+                    collector.add(f"encoder.{d}", gates[f"{d}.i"], gates[f"{d}.f"], lengths)
+            if dec_atr:
+                tgts = [np.asarray(tgt_ids[n], dtype=np.int64) for n in idx]
+                tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
+                trace = model.decoder_trace(src, mask, tgt_in)
+                steps = [len(t) + 1 for t in tgts]
+                for u in ("unit1", "unit2"):
+                    collector.add(f"decoder.{u}", trace[f"{u}.i"], trace[f"{u}.f"], steps)
+        groups = {"encoder.fwd": ["encoder.fwd"], "encoder.bwd": ["encoder.bwd"],
+                  "encoder (both directions)": ["encoder.fwd", "encoder.bwd"],
+                  "decoder.unit1": ["decoder.unit1"], "decoder.unit2": ["decoder.unit2"]}
+        summary["gates"] = collector.summary(groups)
+        curves = {k: {"input": np.array(v["input"]), "forget": np.array(v["forget"]),
+                      "r": v["pearson_r"], "pairs": v["pairs"]}
+                  for k, v in summary["gates"].items() if k != "encoder (both directions)"}
+        enc_curves = {k: v for k, v in curves.items() if k.startswith("encoder")}
+        dec_curves = {k: v for k, v in curves.items() if k.startswith("decoder")}
+        summary["set_images"] = []
+        if enc_curves:
+            plots.gate_positions(enc_curves, out / "gates_encoder.png",
+                                 title=f"ATR encoder: position-wise mean gates over {len(todo)} sentences")
+            summary["set_images"].append("gates_encoder.png")
+        if dec_curves:
+            plots.gate_positions(dec_curves, out / "gates_decoder.png",
+                                 title=f"ATR decoder (target positions): mean gates over {len(todo)} sentences")
+            summary["set_images"].append("gates_decoder.png")
+
+    # Per-sentence pictures.
+    forced = forced_decode(model, [src_ids[n] for n in pictured], [tgt_ids[n] for n in pictured],
+                           batch_tokens, device)
+    for n, fd in zip(pictured, forced):
+        line = todo[n] + 1
+        stem = f"line{line:05d}"
+        src_lab, tgt_lab = _labels(sv, fd.src_ids), _labels(tv, fd.tgt_ids)
+        entry = {"line": line, "source": src_lines[todo[n]], "target": tv.decode(fd.tgt_ids),
+                 "forced_log_prob": fd.score, "images": []}
+        if fd.attention is not None:
+            name = f"{stem}_attention.png"
+            plots.heatmap(fd.attention, tgt_lab, src_lab, out / name, vmin=0.0,
+                          title=f"line {line}: attention weights", xlabel="source tokens",
+                          ylabel="target tokens (step j predicts this token)", colorbar_label="attention weight")
+            entry["images"].append(name)
+        for key, values in sorted(fd.source_gates.items(), reverse=True):
+            title, suffix = GATE_TITLES.get(key, (f"source gate {key}", f"gate_{key}"))
+            name = f"{stem}_{suffix}.png"
+            plots.heatmap(values, tgt_lab, src_lab, out / name, vmin=0.0, vmax=1.0, cmap="gray",
+                          title=f"line {line}: {title}", xlabel="source tokens",
+                          ylabel="target tokens (step j predicts this token)", colorbar_label=title)
+            entry["images"].append(name)
+        if enc_atr:
+            src = torch.tensor([fd.src_ids + [loaded.src_vocab.eos_id]], device=device)
+            dep = dependency_weights(model.encoder.fwd, model.encoder_inputs(src), full=False)
+            entry.update(_dependencies(dep.mean[0].cpu().numpy(), src_lab, out, f"{stem}_encoder",
+                                       f"line {line}: forward encoder", "source token k (input)",
+                                       "source position t (state h_t)", entry["images"], "encoder"))
+        if dec_atr:
+            src = torch.tensor([fd.src_ids + [loaded.src_vocab.eos_id]], device=device)
+            tgt_in = torch.tensor([[BOS_ID] + fd.tgt_ids], device=device)
+            trace = model.decoder_trace(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
+            _, mean, _ = decoder_chain(trace, full=False)
+            inputs = mean[0, 0::2, 0::2].cpu().numpy()  # s~_j on the word inputs y_{k-1}
+            in_lab = ["<s>"] + [tv.id_to_piece(i) for i in fd.tgt_ids]
+            entry.update(_dependencies(inputs, in_lab, out, f"{stem}_decoder",
+                                       f"line {line}: decoder unit 1 (inputs y_(j-1))",
+                                       "previous target token y_(k-1) (input)",
+                                       "decoder step j (state s~_j reads y_(j-1))", entry["images"], "decoder"))
+        summary["per_sentence"].append(entry)
+
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "index.html").write_text(render_html(summary), encoding="utf-8")
+    for name, g in summary["gates"].items():
+        r = "undefined" if g["pearson_r"] is None else f"{g['pearson_r']:.4f}"
+        log(f"pearson r(input gate, forget gate) {name}: {r} over {g['pairs']} (sentence, position) pairs")
+    log(f"wrote {len(summary['per_sentence'])} sentence reports and index.html to {out}")
+    return summary
+
+
+def _dependencies(mean: np.ndarray, labels: List[str], out: Path, stem: str, title: str, xlabel: str,
+                  ylabel: str, images: List[str], key: str) -> dict:
+    heads = strongest_previous(mean)
+    weights = [None if h is None else float(mean[t, h]) for t, h in enumerate(heads)]
+    plots.heatmap(mean, labels, labels, out / f"{stem}_dependency.png", lower_triangle=True, vmin=0.0,
+                  title=f"{title}: dependency weights g_k (ATR eq. 10)", xlabel=xlabel, ylabel=ylabel,
+                  colorbar_label="mean over hidden units of g_k")
+    plots.dependency_arcs(labels, heads, weights, out / f"{stem}_arcs.png",
+                          title=f"{title}: strongest previous token")
+    images += [f"{stem}_dependency.png", f"{stem}_arcs.png"]
+    return {f"{key}_strongest_previous": [
+        {"position": t, "token": labels[t], "previous": None if h is None else labels[h],
+         "previous_position": h, "weight": w} for t, (h, w) in enumerate(zip(heads, weights))]}
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def render_html(summary: dict) -> str:
+    """A self-contained page (no scripts, fonts or styles from elsewhere)."""
+    e = html.escape
+    parts = ["<!DOCTYPE html>", "<html><head><meta charset=\"utf-8\"><title>rnmt analyze</title>",
+             "<style>body{font-family:sans-serif;margin:1.5em;max-width:100%}img{max-width:100%;"
+             "border:1px solid #ccc;margin:4px}table{border-collapse:collapse}td,th{border:1px solid #bbb;"
+             "padding:2px 8px;text-align:right}.t{text-align:left}</style></head><body>",
+             "<h1>rnmt analyze</h1>",
+             f"<p>{summary['sentences']} sentences; pictures for the first {summary['pictured']}. "
+             f"Target side: {e(summary['target'])}.</p>"]
+    if summary["gates"]:
+        parts.append("<h2>ATR input and forget gates</h2><table><tr><th class=t>unit</th><th>Pearson r "
+                     "(all pairs)</th><th>pairs</th><th>r of position means</th></tr>")
+        for name, g in summary["gates"].items():
+            parts.append(f"<tr><td class=t>{e(name)}</td><td>{_fmt(g['pearson_r'])}</td><td>{g['pairs']}</td>"
+                         f"<td>{_fmt(g['pearson_r_of_position_means'])}</td></tr>")
+        parts.append("</table>")
+        for img in summary.get("set_images", []):
+            parts.append(f"<div><img src=\"{e(img)}\" alt=\"{e(img)}\"></div>")
+    for s in summary["per_sentence"]:
+        parts.append(f"<h2>line {s['line']}</h2><p><b>source:</b> {e(s['source'])}<br>"
+                     f"<b>target:</b> {e(s['target'])}<br><b>forced log-probability:</b> "
+                     f"{s['forced_log_prob']:.3f}</p>")
+        for img in s["images"]:
+            parts.append(f"<div><img src=\"{e(img)}\" alt=\"{e(img)}\"></div>")
+        for key, label in (("encoder_strongest_previous", "forward encoder"),
+                           ("decoder_strongest_previous", "decoder unit 1")):
+            if key in s:
+                parts.append(f"<p>Strongest previous token ({label}):</p><table><tr><th>t</th>"
+                             "<th class=t>token</th><th class=t>strongest previous</th><th>k</th>"
+                             "<th>mean g_k</th></tr>")
+                for row in s[key]:
+                    parts.append(f"<tr><td>{row['position']}</td><td class=t>{e(row['token'])}</td>"
+                                 f"<td class=t>{e(row['previous'] or '-')}</td>"
+                                 f"<td>{'-' if row['previous_position'] is None else row['previous_position']}</td>"
+                                 f"<td>{_fmt(row['weight'])}</td></tr>")
+                parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

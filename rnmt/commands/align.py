@@ -1,0 +1,68 @@
+"""rnmt align --model M --src S --tgt T [--from attention|update-gate] [--output F]
+
+Forced-decodes every sentence pair and writes one line of Pharaoh links ``i-j`` (0-based
+source word i, target word j, whitespace words) per pair; blank pairs give blank lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from rnmt.errors import UserError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="training output directory or checkpoint file")
+    p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one per line")
+    p.add_argument("--tgt", required=True, metavar="FILE", help="target sentences, line-aligned with --src")
+    p.add_argument("--from", dest="source", choices=["attention", "update-gate"], default="attention",
+                   help="attention weights (default) or the per-source update gates z~ of a cyclic model")
+    p.add_argument("--threshold", type=float, metavar="X",
+                   help="link every source word scoring >= X instead of only the argmax word")
+    p.add_argument("--output", metavar="FILE", help="where to write the alignments (default: stdout)")
+    p.add_argument("--batch-tokens", type=int, default=4000, help="source tokens per batch")
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--threads", type=int, help="CPU threads")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rnmt.analysis.align import word_alignment
+    from rnmt.analysis.words import format_pharaoh, word_index_of_pieces
+    from rnmt.data import read_lines
+    from rnmt.evaluate.textfiles import check_same_length
+    from rnmt.models import load_model
+    from rnmt.search.forced import forced_decode
+    from rnmt.train.trainer import pick_device
+
+    if args.batch_tokens < 1:
+        raise UserError(f"--batch-tokens must be at least 1, got {args.batch_tokens}")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    src_lines, tgt_lines = read_lines(args.src), read_lines(args.tgt)
+    check_same_length(args.src, src_lines, args.tgt, tgt_lines)
+    device = pick_device(args.device)
+    loaded = load_model(args.model, device)
+    todo = [k for k, (s, t) in enumerate(zip(src_lines, tgt_lines)) if s.strip() and t.strip()]
+    src_ids = [loaded.src_vocab.encode(src_lines[k]) for k in todo]
+    tgt_ids = [loaded.tgt_vocab.encode(tgt_lines[k]) for k in todo]
+    decoded = forced_decode(loaded.model, src_ids, tgt_ids, args.batch_tokens, device)
+    out_lines = [""] * len(src_lines)
+    for k, s_ids, t_ids, fd in zip(todo, src_ids, tgt_ids, decoded):
+        src_pieces = [loaded.src_vocab.id_to_piece(i) for i in s_ids]
+        tgt_pieces = [loaded.tgt_vocab.id_to_piece(i) for i in t_ids]
+        for name, pieces, text in (("--src", src_pieces, src_lines[k]), ("--tgt", tgt_pieces, tgt_lines[k])):
+            n = max(word_index_of_pieces(pieces), default=-1) + 1
+            if n != len(text.split()):
+                print(f"warning: {name} line {k + 1}: the subword pieces give {n} words but the line "
+                      f"has {len(text.split())} whitespace words; positions may be shifted", file=sys.stderr)
+        out_lines[k] = format_pharaoh(word_alignment(fd, src_pieces, tgt_pieces, args.source, args.threshold))
+    text = "".join(line + "\n" for line in out_lines)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0

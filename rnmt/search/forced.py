@@ -1,0 +1,88 @@
+"""Forced decoding: score given target sentences with a model's own `step`, keeping what
+each step reports.
+
+The decoder is fed ``<s> y_1 .. y_J`` (teacher forcing) and must produce ``y_1 .. y_J </s>``:
+J + 1 steps per sentence. For every step the result keeps the log-probability of the forced
+token and the step's extras over the source tokens (``attention`` [B, S]; the per-source
+gate means ``source_gates`` = {"z": [B, S], "r": [B, S]} of models that provide them).
+Source sentences get ``</s>`` appended as in translation, so the matrices are
+``[J + 1, S + 1]``: the last row is the end-of-sentence step, the last column the source
+``</s>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from rnmt.data import make_translation_batches, restore_order
+from rnmt.data.collate import pad_sequences
+from rnmt.data.vocab import BOS_ID, EOS_ID
+from rnmt.models.base import TranslationModel
+
+
+@dataclass
+class ForcedDecoding:
+    """One forced-decoded pair (ids without ``</s>``)."""
+
+    src_ids: List[int]
+    tgt_ids: List[int]
+    token_log_probs: np.ndarray  # [J + 1]: log p(y_j | y_<j, x), the last one for </s>
+    attention: Optional[np.ndarray] = None  # [J + 1, S + 1]
+    source_gates: Dict[str, np.ndarray] = field(default_factory=dict)  # name -> [J + 1, S + 1]
+
+    @property
+    def score(self) -> float:
+        return float(self.token_log_probs.sum())
+
+
+def _source_gates(extras: dict) -> Dict[str, torch.Tensor]:
+    gates = extras.get("source_gates")
+    if isinstance(gates, dict):
+        return {k: v for k, v in gates.items() if torch.is_tensor(v)}
+    return {}
+
+
+@torch.no_grad()
+def forced_decode(model: TranslationModel, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
+                  batch_tokens: int = 4000, device: str | torch.device = "cpu") -> List[ForcedDecoding]:
+    """Force-decode every (source ids, target ids) pair; results in input order."""
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    was_training = model.training
+    model.eval()
+    batch_indices, batch_results = [], []
+    try:
+        for idx, src, mask in make_translation_batches(sources, batch_tokens):
+            src, mask = src.to(device), mask.to(device)
+            tgts = [np.asarray(targets[i], dtype=np.int64) for i in idx]
+            tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
+            tgt_out = torch.from_numpy(pad_sequences(tgts, suffix=EOS_ID)).to(device)
+            memory = model.encode(src, mask)
+            state = model.init_state(memory)
+            logps, attn, gates = [], [], {}
+            for j in range(tgt_in.size(1)):
+                log_probs, state, extras = model.step(tgt_in[:, j], state, memory)
+                logps.append(log_probs.gather(1, tgt_out[:, j:j + 1]).squeeze(1))
+                if "attention" in extras:
+                    attn.append(extras["attention"].float())
+                for name, value in _source_gates(extras).items():
+                    gates.setdefault(name, []).append(value.float())
+            logp = torch.stack(logps, 1).cpu().numpy()
+            attn_all = torch.stack(attn, 1).cpu().numpy() if attn else None
+            gates_all = {k: torch.stack(v, 1).cpu().numpy() for k, v in gates.items()}
+            results = []
+            for b, i in enumerate(idx):
+                J, S = len(targets[i]) + 1, len(sources[i]) + 1
+                results.append(ForcedDecoding(
+                    list(sources[i]), list(targets[i]), logp[b, :J],
+                    None if attn_all is None else attn_all[b, :J, :S],
+                    {k: v[b, :J, :S] for k, v in gates_all.items()}))
+            batch_indices.append(idx)
+            batch_results.append(results)
+    finally:
+        model.train(was_training)
+    return restore_order(batch_indices, batch_results) if batch_indices else []
