@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +31,8 @@ def main() -> None:
     print(f"batch {args.batch} x length {args.length} x size {args.size}, {args.threads} threads, "
           f"best of {args.repeats} round-robin passes, forward + backward")
     print(format_rows(rows))
+    # Other processes skew absolute times; the round-robin ratios suffer much less.
+    print("load average (1, 5, 15 min): " + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
 
 
 if __name__ == "__main__":
