@@ -20,6 +20,7 @@ COMMANDS = {
     "evaluate": ("evaluate", "score hypotheses against references (BLEU, chrF, significance)"),
     "evaluate-alignment": ("evaluate_alignment", "word-alignment precision, recall and AER"),
     "params": ("params", "count a config's parameters without data"),
+    "serve": ("serve", "serve a model over HTTP (JSON API and a web page)"),
 }
 
 
