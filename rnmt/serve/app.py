@@ -86,7 +86,14 @@ class TranslationService:
 
 
 class BodyTooLarge(Exception):
-    pass
+    def __init__(self, size: int) -> None:
+        super().__init__(f"request body over {size} bytes")
+        self.size = size
+
+
+def too_large_body(size: int, limit: int) -> Dict[str, Any]:
+    return {"error": f"request body too large: at least {size} bytes, the limit is {limit} bytes",
+            "detail": {"limit_bytes": limit}}
 
 
 class BodyLimitMiddleware:
@@ -118,7 +125,7 @@ class BodyLimitMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    raise BodyTooLarge()
+                    raise BodyTooLarge(received)
             return message
 
         async def tracking_send(message):
@@ -134,8 +141,7 @@ class BodyLimitMiddleware:
                 await self._reject(send, received)
 
     async def _reject(self, send, size: int) -> None:
-        body = json.dumps({"error": f"request body too large: {size} bytes, the limit is {self.limit}",
-                           "detail": {"limit_bytes": self.limit}}).encode()
+        body = json.dumps(too_large_body(size, self.limit)).encode()
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
@@ -205,6 +211,9 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, BodyTooLarge):  # FastAPI turns errors while reading the body into a 400
+            return JSONResponse(too_large_body(cause.size, settings.max_body_bytes), status_code=413)
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True,

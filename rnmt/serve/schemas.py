@@ -20,7 +20,8 @@ def make_translate_request(settings: ServeSettings) -> type:
 
         model_config = ConfigDict(extra="forbid", title="TranslateRequest", json_schema_extra={
             "examples": [{"text": "En el principio creó Dios los cielos y la tierra."},
-                         {"texts": ["Hola.", ""], "beam": 5, "nbest": 2, "return_alignment": True}]})
+                         {"texts": ["Hola.", ""], "beam": min(4, settings.max_beam),
+                          "nbest": min(2, settings.max_beam), "return_alignment": True}]})
 
         text: Optional[Text] = Field(None, description="one source segment")
         texts: Optional[List[Text]] = Field(None, max_length=settings.max_texts,
