@@ -194,14 +194,17 @@ def _rnmt(*args, timeout=60):
                           timeout=timeout, cwd=REPO)
 
 
-def test_invalid_model_path_fails_at_start_with_one_line(tmp_path):
+def test_invalid_model_path_fails_at_start_with_one_line(tmp_path, capsys):
     r = _rnmt("serve", "--model", str(tmp_path / "missing"), "--port", "0")
     assert r.returncode == 2
     assert r.stderr.startswith("error: ") and len(r.stderr.strip().splitlines()) == 1
+    from rnmt.cli import main
+
     garbage = tmp_path / "garbage.safetensors"
     garbage.write_bytes(b"not a checkpoint")
-    r = _rnmt("serve", "--model", str(garbage), "--port", "0")
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert main(["serve", "--model", str(garbage), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
 
 
 def test_bad_settings_and_taken_port_fail_with_one_line(tiny_run):
