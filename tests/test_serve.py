@@ -250,3 +250,7 @@ def test_rnmt_serve_runs_end_to_end(tiny_run):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
+
+
+def test_no_page_loads_anything_from_outside(client):
+    assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404

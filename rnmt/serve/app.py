@@ -194,7 +194,8 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
 
     app = FastAPI(title="rnmt translation server", version=rnmt.__version__,
                   description="Neural machine translation with a recurrent model. Concurrent requests with equal "
-                              "search options are batched together.", lifespan=lifespan)
+                              "search options are batched together.", lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # FastAPI's doc pages load scripts from a CDN
     app.state.service = service
     app.state.batcher = batcher
     app.state.settings = settings
