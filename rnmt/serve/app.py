@@ -232,7 +232,7 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
             if (body.nbest or 1) > 1:
                 for item in items:
                     item["nbest"] = [{"text": "", "score": 0.0}]
-            return {"translations": items, "elapsed_ms": (time.perf_counter() - t0) * 1000}
+            return {"translations": items, "elapsed_ms": round((time.perf_counter() - t0) * 1000, 3)}
         future = batcher.submit(lines, options, cost=service.cost(lines))
         try:
             items = await _wait(request, future, settings.request_timeout)
