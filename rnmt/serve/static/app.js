@@ -63,7 +63,8 @@ function drawHeatmap(alignment) {
         "data-src": srcTok, "data-tgt": tgtTok, "data-weight": w.toFixed(4),
         title: `${srcTok} \u2192 ${tgtTok}: ${w.toFixed(3)}`,
       });
-      const shade = Math.round(255 * (1 - Math.min(1, Math.max(0, w))));
+      // square-root scale: small weights stay visible, 1 is the darkest
+      const shade = Math.round(255 * (1 - Math.sqrt(Math.min(1, Math.max(0, w)))));
       cell.style.background = `rgb(${shade}, ${shade}, 255)`;
       cell.addEventListener("mouseenter", () => {
         info.textContent = `source: ${srcTok} \u00b7 target: ${tgtTok} \u00b7 weight ${w.toFixed(3)}`;
@@ -77,6 +78,8 @@ function drawHeatmap(alignment) {
   });
   table.appendChild(body);
   box.appendChild(table);
+  box.appendChild(el("p", "Rows: target tokens; columns: source tokens; darker = more attention (square-root scale).",
+                     { class: "muted", id: "heatmap-scale" }));
 }
 
 async function translate() {
