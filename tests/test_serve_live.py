@@ -23,6 +23,13 @@ def _raw_request(url: str, body: bytes, declared_length: int) -> socket.socket:
     return sock
 
 
+def _until(condition, message: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, message
+        time.sleep(0.02)
+
+
 def test_a_slow_client_does_not_block_others(tiny_run):
     app = make_app(tiny_run)
     with live_server(app) as url:
@@ -62,9 +69,11 @@ def test_a_client_that_disconnects_is_dropped_and_others_are_served(tiny_run):
         assert entered.wait(10)
         body = b'{"text": "gone away"}'
         quitter = _raw_request(url, body, declared_length=len(body))
-        time.sleep(0.3)  # let the server queue it
+        batcher = app.state.batcher
+        waiting = lambda: list(batcher._queue._queue)  # noqa: E731 (jobs not yet taken by the worker)
+        _until(lambda: len(waiting()) == 1, "the request was never queued")
         quitter.close()  # the client gives up before the model reaches its request
-        time.sleep(0.6)  # the server notices within its polling interval
+        _until(lambda: waiting()[0].future.cancelled(), "the server did not notice the disconnect")
         other = threading.Thread(target=post, args=("other", "En el principio"))
         other.start()
         gate.set()
