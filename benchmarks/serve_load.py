@@ -118,6 +118,7 @@ async def load(url: str, sentences: List[str], clients: int, duration: float, wa
     limits = httpx.Limits(max_connections=clients + 2, max_keepalive_connections=clients + 2)
     async with httpx.AsyncClient(limits=limits, timeout=request_timeout) as client:
         await wait_ready(client, url, 60)
+        busy_before = (await client.get(f"{url}/health", timeout=10)).json()["batching"]["busy_seconds"]
         counter = iter(range(10 ** 9))
         latencies: List[float] = []
         errors: Dict[str, int] = {}
@@ -153,6 +154,7 @@ async def load(url: str, sentences: List[str], clients: int, duration: float, wa
         "seconds": round(elapsed, 3), "requests_per_s": round(len(latencies) / elapsed, 2),
         "p50_ms": round(percentile(latencies, 50) * 1000, 1), "p99_ms": round(percentile(latencies, 99) * 1000, 1),
         "mean_batch_requests": stats.get("mean_batch_requests"),
+        "model_busy": round((stats["busy_seconds"] - busy_before) / (elapsed + warmup), 3),
     }
 
 
@@ -163,7 +165,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--duration", type=float, default=15.0, help="measured seconds per mode (default: 15)")
     p.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds before each run (default: 3)")
-    p.add_argument("--threads", type=int, default=2, help="server CPU threads (default: 2)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="server CPU threads (default: 1, leaving a core to the clients)")
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="server batching wait (default: 5)")
     p.add_argument("--beam", type=int, help="beam size per request (default: the model's)")
     p.add_argument("--request-timeout", type=float, default=60.0)
@@ -199,10 +202,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     print(f"\nmodel {model}, {args.clients} clients, {args.duration:g} s per mode, server threads {args.threads}, "
           f"beam {args.beam or 'model default'}")
-    print(f"{'mode':<12} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'batch':>6}")
+    print(f"{'mode':<12} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'batch':>6} "
+          f"{'busy':>5}")
     for mode, r in results.items():
         print(f"{mode:<12} {r['requests']:>9} {r['requests_per_s']:>8.2f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} "
-              f"{r['errors']:>7} {r['mean_batch_requests'] or 0:>6.2f}")
+              f"{r['errors']:>7} {r['mean_batch_requests'] or 0:>6.2f} {r['model_busy']:>5.0%}")
+    print("batch: mean requests per model call; busy: share of the time the model was translating")
     summary: Dict[str, object] = {"model": str(model), "clients": args.clients, "duration_s": args.duration,
                                   "threads": args.threads, "beam": args.beam, "modes": results}
     if "batching" in results and "no-batching" in results and results["no-batching"]["requests_per_s"] > 0:
