@@ -150,11 +150,29 @@ async def load(url: str, sentences: List[str], clients: int, duration: float, wa
         elapsed = max(done_times[-1] if done_times else t_end, t_end) - measure_from
         stats = (await client.get(f"{url}/health", timeout=10)).json()["batching"]
     return {
+        "latencies": latencies,
         "requests": len(latencies), "errors": sum(errors.values()), "error_kinds": errors,
         "seconds": round(elapsed, 3), "requests_per_s": round(len(latencies) / elapsed, 2),
-        "p50_ms": round(percentile(latencies, 50) * 1000, 1), "p99_ms": round(percentile(latencies, 99) * 1000, 1),
         "mean_batch_requests": stats.get("mean_batch_requests"),
         "model_busy": round((stats["busy_seconds"] - busy_before) / (elapsed + warmup), 3),
+    }
+
+
+def combine(runs: List[Dict]) -> Dict:
+    """One mode's figures over all rounds (latencies pooled, rates from total requests and time)."""
+    latencies = [x for r in runs for x in r.pop("latencies")]
+    seconds = sum(r["seconds"] for r in runs)
+    kinds: Dict[str, int] = {}
+    for r in runs:
+        for kind, n in r["error_kinds"].items():
+            kinds[kind] = kinds.get(kind, 0) + n
+    return {
+        "requests": len(latencies), "errors": sum(r["errors"] for r in runs), "error_kinds": kinds,
+        "seconds": round(seconds, 3), "requests_per_s": round(len(latencies) / seconds, 2),
+        "p50_ms": round(percentile(latencies, 50) * 1000, 1), "p99_ms": round(percentile(latencies, 99) * 1000, 1),
+        "mean_batch_requests": round(sum(r["mean_batch_requests"] or 0 for r in runs) / len(runs), 2),
+        "model_busy": round(sum(r["model_busy"] for r in runs) / len(runs), 3),
+        "rounds_requests_per_s": [r["requests_per_s"] for r in runs],
     }
 
 
@@ -169,13 +187,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="server CPU threads (default: 1, leaving a core to the clients)")
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="server batching wait (default: 5)")
     p.add_argument("--beam", type=int, help="beam size per request (default: the model's)")
+    p.add_argument("--rounds", type=int, default=1, help="alternate the modes this many times (default: 1)")
     p.add_argument("--request-timeout", type=float, default=60.0)
     p.add_argument("--train-minutes", type=float, default=0.5, help="training time of the fallback model")
     p.add_argument("--modes", default="batching,no-batching", help="comma-separated: batching, no-batching")
     p.add_argument("--json", help="also write the results to this JSON file")
     args = p.parse_args(argv)
-    if args.clients < 1 or args.duration <= 0 or args.duration > 600 or args.warmup < 0:
-        p.error("need --clients >= 1 and 0 < --duration <= 600 and --warmup >= 0")
+    if not (1 <= args.clients <= 1000 and 0 < args.duration <= 600 and args.warmup >= 0 and 1 <= args.rounds <= 10):
+        p.error("need 1 <= --clients <= 1000, 0 < --duration <= 600, --warmup >= 0, 1 <= --rounds <= 10")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or any(m not in ("batching", "no-batching") for m in modes):
         p.error("--modes takes 'batching' and/or 'no-batching'")
@@ -189,19 +208,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     sentences = [line.strip() for line in (SAMPLE / "test.es").read_text(encoding="utf-8").splitlines()
                  if line.strip()]
 
-    results: Dict[str, Dict[str, float]] = {}
-    for mode in modes:
-        print(f"{mode}: {args.clients} clients, {args.warmup:g} s warm-up + {args.duration:g} s ...",
-              file=sys.stderr, flush=True)
-        server = Server(model, mode == "batching", args.threads, args.max_wait_ms, start_timeout=120)
-        try:
-            results[mode] = asyncio.run(load(server.url, sentences, args.clients, args.duration, args.warmup,
-                                             args.request_timeout, args.beam))
-        finally:
-            server.stop()
+    runs: Dict[str, List[Dict[str, float]]] = {mode: [] for mode in modes}
+    for round_no in range(args.rounds):  # modes alternate, so a change in machine load hits both
+        for mode in modes:
+            print(f"round {round_no + 1}/{args.rounds}, {mode}: {args.clients} clients, {args.warmup:g} s warm-up + "
+                  f"{args.duration:g} s ...", file=sys.stderr, flush=True)
+            server = Server(model, mode == "batching", args.threads, args.max_wait_ms, start_timeout=120)
+            try:
+                runs[mode].append(asyncio.run(load(server.url, sentences, args.clients, args.duration, args.warmup,
+                                                   args.request_timeout, args.beam)))
+            finally:
+                server.stop()
+    results = {mode: combine(r) for mode, r in runs.items()}
 
-    print(f"\nmodel {model}, {args.clients} clients, {args.duration:g} s per mode, server threads {args.threads}, "
-          f"beam {args.beam or 'model default'}")
+    print(f"\nmodel {model}, {args.clients} clients, {args.rounds} x {args.duration:g} s per mode, "
+          f"server threads {args.threads}, max wait {args.max_wait_ms:g} ms, beam {args.beam or 'model default'}")
     print(f"{'mode':<12} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} {'batch':>6} "
           f"{'busy':>5}")
     for mode, r in results.items():
@@ -209,7 +230,8 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"{r['errors']:>7} {r['mean_batch_requests'] or 0:>6.2f} {r['model_busy']:>5.0%}")
     print("batch: mean requests per model call; busy: share of the time the model was translating")
     summary: Dict[str, object] = {"model": str(model), "clients": args.clients, "duration_s": args.duration,
-                                  "threads": args.threads, "beam": args.beam, "modes": results}
+                                  "rounds": args.rounds, "threads": args.threads, "beam": args.beam,
+                                  "max_wait_ms": args.max_wait_ms, "modes": results}
     if "batching" in results and "no-batching" in results and results["no-batching"]["requests_per_s"] > 0:
         speedup = results["batching"]["requests_per_s"] / results["no-batching"]["requests_per_s"]
         errors = sum(r["errors"] for r in results.values())
