@@ -23,6 +23,7 @@ COMMANDS = {
     "bench": ("bench", "measure training/decoding throughput and unit step times"),
     "align": ("align", "word alignments from a model's attention or gates (forced decoding)"),
     "analyze": ("analyze", "attention and gate heatmaps, ATR gate statistics, index.html"),
+    "serve": ("serve", "serve a model over HTTP (JSON API and a web page)"),
 }
 
 

@@ -1,0 +1,291 @@
+"""The FastAPI application: ``POST /translate``, ``GET /health``, ``GET /model`` and the page.
+
+`create_app` takes an already loaded model, so the model is loaded once, before the server
+listens, and a bad model path never gets as far as starting a server.
+"""
+
+
+import asyncio
+import json
+import math
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import rnmt
+from rnmt.data.vocab import EOS
+from rnmt.models.loading import LoadedModel, count_parameters
+from rnmt.search.translator import Translation, Translator
+from rnmt.serve.batcher import DynamicBatcher, SearchOptions
+from rnmt.serve.schemas import (ErrorResponse, Health, ModelInfo, TranslateResponse, TranslationResult,
+                                make_translate_request)
+from rnmt.serve.settings import ServeSettings
+
+STATIC = Path(__file__).resolve().parent / "static"
+ERRORS = {413: {"model": ErrorResponse, "description": "body, number of texts or a text too large"},
+          422: {"model": ErrorResponse, "description": "malformed JSON or invalid fields"},
+          503: {"model": ErrorResponse, "description": "the translation did not finish in time"}}
+
+
+def model_name(path: Path) -> str:
+    path = Path(path)
+    return path.parent.name if path.suffix == ".safetensors" and path.parent.name else path.name
+
+
+def _round(x: float) -> float:
+    return round(float(x), 5) if math.isfinite(x) else 0.0
+
+
+def _result(source: str, nbest: List[Translation], options: SearchOptions) -> Dict[str, Any]:
+    """One response item, built in the model thread so the event loop stays free."""
+    best = nbest[0]
+    item: Dict[str, Any] = {"source": source, "text": best.text, "score": _round(best.score)}
+    if (options.nbest or 1) > 1:
+        item["nbest"] = [{"text": t.text, "score": _round(t.score)} for t in nbest]
+    if options.return_alignment:
+        if best.attention is None:  # an empty source
+            item["alignment"] = {"src_tokens": [], "tgt_tokens": [], "attention": []}
+        else:
+            att = best.attention.detach().float().cpu()
+            item["alignment"] = {
+                "src_tokens": list(best.src_pieces) + [EOS],
+                "tgt_tokens": list(best.tgt_pieces) + [EOS],
+                "attention": [[round(v, 4) for v in row] for row in att.tolist()],
+            }
+    return item
+
+
+class TranslationService:
+    """The loaded model and its translator; `translate` runs in the model thread."""
+
+    def __init__(self, loaded: LoadedModel, device: torch.device | str = "cpu") -> None:
+        self.loaded = loaded
+        self.device = torch.device(device)
+        self.translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search,
+                                     self.device)
+        self.parameters = count_parameters(loaded.model)
+
+    def cost(self, lines: List[str]) -> int:
+        """Source subwords (plus EOS) of ``lines``: the batcher's token budget unit."""
+        return sum(len(self.loaded.src_vocab.encode(line)) + 1 for line in lines if line.strip())
+
+    def translate(self, lines: List[str], options: SearchOptions) -> List[Dict[str, Any]]:
+        with torch.inference_mode():
+            results = self.translator.translate(lines, return_attention=options.return_alignment,
+                                                beam=options.beam, alpha=options.alpha, nbest=options.nbest)
+        return [_result(line, nbest, options) for line, nbest in zip(lines, results)]
+
+
+class BodyTooLarge(Exception):
+    def __init__(self, size: int) -> None:
+        super().__init__(f"request body over {size} bytes")
+        self.size = size
+
+
+def too_large_body(size: int, limit: int) -> Dict[str, Any]:
+    return {"error": f"request body too large: at least {size} bytes, the limit is {limit} bytes",
+            "detail": {"limit_bytes": limit}}
+
+
+class BodyLimitMiddleware:
+    """Rejects request bodies over ``limit`` bytes with 413, by Content-Length or while reading."""
+
+    def __init__(self, app, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            try:
+                too_large = int(declared) > self.limit
+            except ValueError:
+                too_large = False
+            if too_large:
+                await self._reject(send, int(declared))
+                return
+        received = 0
+        started = False
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise BodyTooLarge(received)
+            return message
+
+        async def tracking_send(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except BodyTooLarge:
+            if not started:
+                await self._reject(send, received)
+
+    async def _reject(self, send, size: int) -> None:
+        body = json.dumps(too_large_body(size, self.limit)).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _summary(errors: List[Dict[str, Any]]) -> str:
+    """One line for the first validation error, e.g. ``texts.2: String should have at most 5 characters``."""
+    if not errors:
+        return "invalid request"
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        reason = (first.get("ctx") or {}).get("error", "")
+        where = [part for part in first.get("loc", ()) if isinstance(part, int)]
+        at = f" at character {where[0]}" if where else ""
+        return f"malformed JSON{at}: {reason}" if reason else f"malformed JSON{at}"
+    if first.get("type") in ("model_attributes_type", "dict_type") and tuple(first.get("loc", ())) == ("body",):
+        return "the request body must be a JSON object (Content-Type: application/json) with 'text' or 'texts'"
+    loc = [str(part) for part in first.get("loc", ()) if part != "body"]
+    msg = str(first.get("msg", "invalid value"))
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return (f"{'.'.join(loc)}: {msg}" if loc else msg) + more
+
+
+def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
+               device: torch.device | str = "cpu") -> FastAPI:
+    settings = (settings or ServeSettings()).check()
+    service = TranslationService(loaded, device)
+
+    def thread_init() -> None:
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+
+    batcher = DynamicBatcher(service.translate, batching=settings.batching,
+                             max_wait_ms=settings.max_wait_ms if settings.batching else 0.0,
+                             max_batch_tokens=settings.max_batch_tokens,
+                             max_batch_sentences=settings.max_batch_sentences if settings.batching else 1,
+                             thread_init=thread_init)
+    started = time.monotonic()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        await batcher.start()
+        try:
+            yield
+        finally:
+            await batcher.stop()
+
+    app = FastAPI(title="rnmt translation server", version=rnmt.__version__,
+                  description="Neural machine translation with a recurrent model. Concurrent requests with equal "
+                              "search options are batched together.", lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # FastAPI's doc pages load scripts from a CDN
+    app.state.service = service
+    app.state.batcher = batcher
+    app.state.settings = settings
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    TranslateRequest = make_translate_request(settings)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = jsonable_encoder(exc.errors(), custom_encoder={Exception: str})
+        for e in errors:
+            e.pop("input", None)  # do not echo (possibly huge) inputs back
+            e.pop("url", None)
+        return JSONResponse({"error": _summary(errors), "detail": errors}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        cause = exc.__cause__ or exc.__context__
+        if isinstance(cause, BodyTooLarge):  # FastAPI turns errors while reading the body into a 400
+            return JSONResponse(too_large_body(cause.size, settings.max_body_bytes), status_code=413)
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True,
+              responses=ERRORS, summary="Translate one or more segments")
+    async def translate(body: TranslateRequest, request: Request):  # type: ignore[valid-type]
+        t0 = time.perf_counter()
+        lines = body.lines()
+        options = SearchOptions(beam=body.beam, alpha=body.alpha, nbest=body.nbest,
+                                return_alignment=body.return_alignment)
+        if not any(line.strip() for line in lines):  # nothing for the model to do
+            items = [{"source": line, "text": "", "score": 0.0} for line in lines]
+            if body.return_alignment:
+                for item in items:
+                    item["alignment"] = {"src_tokens": [], "tgt_tokens": [], "attention": []}
+            if (body.nbest or 1) > 1:
+                for item in items:
+                    item["nbest"] = [{"text": "", "score": 0.0}]
+            return {"translations": items, "elapsed_ms": round((time.perf_counter() - t0) * 1000, 3)}
+        future = batcher.submit(lines, options, cost=service.cost(lines))
+        try:
+            items = await _wait(request, future, settings.request_timeout)
+        finally:
+            if not future.done():
+                future.cancel()  # the client left or the request was cancelled: drop the job
+        if items is None:
+            return Response(status_code=499)
+        if isinstance(items, str):
+            return JSONResponse({"error": items}, status_code=503)
+        return {"translations": items, "elapsed_ms": round((time.perf_counter() - t0) * 1000, 3)}
+
+    @app.get("/health", response_model=Health, summary="Liveness and queue state")
+    async def health():
+        return {"status": "ok" if batcher.running else "stopped", "uptime_s": round(time.monotonic() - started, 3),
+                "pending": batcher.pending, "batching": {"enabled": settings.batching, **batcher.stats.as_dict()}}
+
+    @app.get("/model", response_model=ModelInfo, summary="The model being served")
+    async def model_info():
+        cfg = loaded.config
+        return {
+            "name": model_name(loaded.path), "arch": cfg.model.arch, "cell": cfg.model.cell,
+            "source_language": cfg.data.src, "target_language": cfg.data.tgt,
+            "parameters": service.parameters, "src_vocab_size": loaded.src_vocab.size,
+            "tgt_vocab_size": loaded.tgt_vocab.size, "emb_size": cfg.model.emb_size,
+            "hidden_size": cfg.model.hidden_size,
+            "step": loaded.meta.get("step"), "dev_bleu": loaded.meta.get("dev_bleu"),
+            "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "nbest": cfg.search.nbest},
+            "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
+            "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
+                       "max_chars": settings.max_chars, "max_beam": settings.max_beam},
+            "batching": {"enabled": settings.batching, "max_wait_ms": batcher.max_wait * 1000,
+                         "max_batch_tokens": batcher.max_batch_tokens,
+                         "max_batch_sentences": batcher.max_batch_sentences},
+        }
+
+    @app.get("/", include_in_schema=False)
+    async def index():
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+async def _wait(request: Request, future: asyncio.Future, timeout: float):
+    """The job's result; None if the client disconnected, a message string on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return f"the translation did not finish within {timeout:g} s"
+        done, _ = await asyncio.wait({future}, timeout=min(0.2, remaining))
+        if done:
+            return future.result()
+        if await request.is_disconnected():
+            return None

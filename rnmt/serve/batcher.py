@@ -1,0 +1,248 @@
+"""Dynamic batching: concurrent requests are translated together by one model worker.
+
+Requests are put on an asyncio queue as jobs (lines, search options, future). A single
+worker task takes the first job, keeps collecting jobs with the same search options for at
+most ``max_wait_ms`` or until the batch holds ``max_batch_tokens`` source tokens or
+``max_batch_sentences`` lines, runs one ``translate`` call on all their lines in a
+dedicated thread (so the event loop keeps serving other clients) and hands every job its
+share of the results. Jobs with different options wait for the next batch; jobs whose
+client has gone away are dropped without being translated.
+
+With ``batching=False`` the worker serves one request at a time (the baseline the load
+benchmark compares against).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """The options that must be equal for two requests to share a batch."""
+
+    beam: Optional[int] = None
+    alpha: Optional[float] = None
+    nbest: Optional[int] = None
+    return_alignment: bool = False
+
+
+@dataclass
+class BatcherStats:
+    requests: int = 0  # requests translated
+    dropped: int = 0  # requests whose client left before translation
+    batches: int = 0  # translate calls
+    sentences: int = 0
+    max_batch_requests: int = 0
+    busy_seconds: float = 0.0
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {
+            "requests": self.requests, "dropped": self.dropped, "batches": self.batches,
+            "sentences": self.sentences, "max_batch_requests": self.max_batch_requests,
+            "mean_batch_requests": round(self.requests / self.batches, 3) if self.batches else 0.0,
+            "busy_seconds": round(self.busy_seconds, 3),
+        }
+
+
+@dataclass
+class _Job:
+    lines: List[str]
+    options: SearchOptions
+    cost: int
+    future: asyncio.Future
+    enqueued: float = field(default_factory=time.monotonic)
+
+
+# translate(lines, options) -> one result per line
+TranslateFn = Callable[[List[str], SearchOptions], List[Any]]
+
+
+class DynamicBatcher:
+    def __init__(self, translate: TranslateFn, *, batching: bool = True, max_wait_ms: float = 5.0,
+                 max_batch_tokens: int = 4000, max_batch_sentences: int = 64,
+                 thread_init: Optional[Callable[[], None]] = None) -> None:
+        if max_wait_ms < 0 or max_batch_tokens < 1 or max_batch_sentences < 1:
+            raise ValueError("max_wait_ms must be >= 0 and the batch budgets >= 1")
+        self._translate = translate
+        self.batching = batching
+        self.max_wait = max_wait_ms / 1000.0 if batching else 0.0
+        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_sentences = max_batch_sentences
+        self._thread_init = thread_init
+        self.stats = BatcherStats()
+        self._queue: Optional[asyncio.Queue] = None
+        self._held: Deque[_Job] = collections.deque()  # taken from the queue, waiting for their batch
+        self._task: Optional[asyncio.Task] = None
+        self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._task is not None:
+            return
+        self._queue = asyncio.Queue()
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="rnmt-model", initializer=self._thread_init)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="rnmt-batcher")
+
+    async def stop(self) -> None:
+        if self._task is None:
+            return
+        self._task.cancel()
+        try:
+            await self._task
+        except asyncio.CancelledError:
+            pass
+        self._task = None
+        for job in list(self._held) + self._drain_queue():
+            if not job.future.done():
+                job.future.set_exception(RuntimeError("the server is shutting down"))
+        self._held.clear()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def pending(self) -> int:
+        """Requests waiting for the model."""
+        return len(self._held) + (self._queue.qsize() if self._queue is not None else 0)
+
+    # -- submitting ---------------------------------------------------------------------
+
+    def submit(self, lines: Sequence[str], options: SearchOptions, cost: Optional[int] = None) -> asyncio.Future:
+        """Queue ``lines``; the returned future resolves to one result per line.
+
+        Cancelling the future (e.g. because the client disconnected) drops the job if it has
+        not reached the model yet.
+        """
+        if not self.running or self._queue is None:
+            raise RuntimeError("the batcher is not running")
+        future = asyncio.get_running_loop().create_future()
+        lines = list(lines)
+        if cost is None:
+            cost = sum(len(line.split()) + 1 for line in lines)
+        self._queue.put_nowait(_Job(lines, options, max(1, cost), future))
+        return future
+
+    async def translate(self, lines: Sequence[str], options: SearchOptions, cost: Optional[int] = None) -> List[Any]:
+        return await self.submit(lines, options, cost)
+
+    # -- the worker ---------------------------------------------------------------------
+
+    def _drain_queue(self) -> List[_Job]:
+        jobs = []
+        while self._queue is not None and not self._queue.empty():
+            jobs.append(self._queue.get_nowait())
+        return jobs
+
+    async def _next_job(self, timeout: Optional[float]) -> Optional[_Job]:
+        """The next job still wanted by its client; None when ``timeout`` passes first."""
+        assert self._queue is not None
+        while True:
+            if timeout is None:
+                job = await self._queue.get()
+            elif timeout <= 0:
+                if self._queue.empty():
+                    return None
+                job = self._queue.get_nowait()
+            else:
+                try:
+                    job = await asyncio.wait_for(self._queue.get(), timeout)
+                except asyncio.TimeoutError:
+                    return None
+            if job.future.done():  # cancelled by a client that went away
+                self.stats.dropped += 1
+                continue
+            return job
+
+    def _take_held(self) -> Optional[_Job]:
+        while self._held:
+            job = self._held.popleft()
+            if not job.future.done():
+                return job
+            self.stats.dropped += 1
+        return None
+
+    async def _collect(self) -> List[_Job]:
+        first = self._take_held() or await self._next_job(None)
+        assert first is not None
+        batch, tokens, sentences = [first], first.cost, len(first.lines)
+        if not self.batching:
+            return batch
+
+        def fits(job: _Job) -> bool:
+            return (tokens + job.cost <= self.max_batch_tokens
+                    and sentences + len(job.lines) <= self.max_batch_sentences)
+
+        # jobs held back from earlier batches come first (they are older)
+        still_held: Deque[_Job] = collections.deque()
+        while self._held:
+            job = self._held.popleft()
+            if job.future.done():
+                self.stats.dropped += 1
+            elif job.options == first.options and fits(job):
+                batch.append(job)
+                tokens, sentences = tokens + job.cost, sentences + len(job.lines)
+            else:
+                still_held.append(job)
+        self._held = still_held
+
+        deadline = time.monotonic() + self.max_wait
+        while tokens < self.max_batch_tokens and sentences < self.max_batch_sentences:
+            job = await self._next_job(deadline - time.monotonic())
+            if job is None:
+                break
+            if job.options == first.options and fits(job):
+                batch.append(job)
+                tokens, sentences = tokens + job.cost, sentences + len(job.lines)
+            else:
+                self._held.append(job)
+                if job.options == first.options:  # compatible but over budget: the batch is full
+                    break
+        return batch
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = await self._collect()
+            batch = [job for job in batch if not job.future.done()]
+            if not batch:
+                continue
+            lines = [line for job in batch for line in job.lines]
+            start = time.perf_counter()
+            try:
+                results = await loop.run_in_executor(self._executor, self._translate, lines, batch[0].options)
+            except asyncio.CancelledError:
+                for job in batch:
+                    if not job.future.done():
+                        job.future.set_exception(RuntimeError("the server is shutting down"))
+                raise
+            except Exception as exc:  # a failure belongs to the requests of this batch only
+                for job in batch:
+                    if not job.future.done():
+                        job.future.set_exception(exc)
+                continue
+            finally:
+                self.stats.busy_seconds += time.perf_counter() - start
+            self.stats.batches += 1
+            self.stats.sentences += len(lines)
+            self.stats.max_batch_requests = max(self.stats.max_batch_requests, len(batch))
+            pos = 0
+            for job in batch:
+                share = results[pos:pos + len(job.lines)]
+                pos += len(job.lines)
+                if job.future.done():
+                    self.stats.dropped += 1
+                else:
+                    job.future.set_result(share)
+                    self.stats.requests += 1

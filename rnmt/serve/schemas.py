@@ -1,0 +1,117 @@
+"""Request and response bodies of the HTTP API (they define its OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from typing_extensions import Annotated
+
+from rnmt.serve.settings import ServeSettings
+
+
+def make_translate_request(settings: ServeSettings) -> type:
+    """The body of ``POST /translate``, with this server's limits in its schema."""
+    Text = Annotated[str, StringConstraints(max_length=settings.max_chars)]
+
+    class TranslateRequest(BaseModel):
+        """Give either ``text`` (one segment) or ``texts`` (several). Search options left out
+        take the model's defaults; requests with equal options may be translated together."""
+
+        model_config = ConfigDict(extra="forbid", title="TranslateRequest", json_schema_extra={
+            "examples": [{"text": "En el principio creó Dios los cielos y la tierra."},
+                         {"texts": ["Hola.", ""], "beam": min(4, settings.max_beam),
+                          "nbest": min(2, settings.max_beam), "return_alignment": True}]})
+
+        text: Optional[Text] = Field(None, description="one source segment")
+        texts: Optional[List[Text]] = Field(None, max_length=settings.max_texts,
+                                            description="source segments, translated in order")
+        beam: Optional[int] = Field(None, ge=1, le=settings.max_beam, description="beam size (1 = greedy)")
+        alpha: Optional[float] = Field(None, ge=0.0, le=10.0, description="GNMT length penalty exponent")
+        nbest: Optional[int] = Field(None, ge=1, le=settings.max_beam,
+                                     description="number of hypotheses per segment")
+        return_alignment: bool = Field(False, description="return the attention matrix of the best hypothesis")
+
+        @model_validator(mode="after")
+        def _one_input(self) -> "TranslateRequest":
+            if (self.text is None) == (self.texts is None):
+                raise ValueError("give exactly one of 'text' and 'texts'")
+            return self
+
+        def lines(self) -> List[str]:
+            return [self.text] if self.text is not None else list(self.texts or [])
+
+    return TranslateRequest
+
+
+class Alignment(BaseModel):
+    """Attention weights of the best hypothesis: ``attention[i][j]`` is the weight of source
+    token j when target token i was produced. Both token lists end with ``</s>``."""
+
+    src_tokens: List[str]
+    tgt_tokens: List[str]
+    attention: List[List[float]]
+
+
+class Hypothesis(BaseModel):
+    text: str
+    score: float
+
+
+class TranslationResult(BaseModel):
+    source: str
+    text: str = Field(description="the best translation ('' for an empty source)")
+    score: float = Field(description="search score of the best translation (higher is better)")
+    nbest: Optional[List[Hypothesis]] = Field(None, description="the n best hypotheses, when nbest > 1")
+    alignment: Optional[Alignment] = Field(None, description="when return_alignment is true")
+
+
+class TranslateResponse(BaseModel):
+    translations: List[TranslationResult]
+    elapsed_ms: float = Field(description="time the request spent in the server, queueing included")
+
+
+class ErrorResponse(BaseModel):
+    error: str = Field(description="one line saying what is wrong")
+    detail: Optional[Any] = Field(None, description="machine-readable details, when there are any")
+
+
+class Health(BaseModel):
+    status: str
+    uptime_s: float
+    pending: int = Field(description="requests waiting for the model")
+    batching: Dict[str, Any]
+
+
+class Limits(BaseModel):
+    max_body_bytes: int
+    max_texts: int
+    max_chars: int
+    max_beam: int
+
+
+class BatchingInfo(BaseModel):
+    enabled: bool
+    max_wait_ms: float
+    max_batch_tokens: int
+    max_batch_sentences: int
+
+
+class ModelInfo(BaseModel):
+    name: str
+    arch: str
+    cell: str
+    source_language: str
+    target_language: str
+    parameters: Dict[str, int] = Field(description="per component and 'total'")
+    src_vocab_size: int
+    tgt_vocab_size: int
+    emb_size: int
+    hidden_size: int
+    step: Optional[int] = None
+    dev_bleu: Optional[float] = None
+    search: Dict[str, Any] = Field(description="default search options")
+    device: str
+    threads: int
+    limits: Limits
+    batching: BatchingInfo

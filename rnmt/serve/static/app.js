@@ -1,0 +1,128 @@
+// The rnmt demo page: no build step, no external resources.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+
+function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+}
+
+function el(tag, text, attrs) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = text;
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  return node;
+}
+
+async function loadModel() {
+  try {
+    const res = await fetch("/model");
+    const info = await res.json();
+    const params = (info.parameters.total / 1e6).toFixed(2);
+    $("model-info").textContent =
+      `${info.name}: ${info.arch} (${info.cell}), ${info.source_language} \u2192 ${info.target_language}, ` +
+      `${params}M parameters, vocabularies ${info.src_vocab_size}/${info.tgt_vocab_size}` +
+      (info.dev_bleu !== null && info.dev_bleu !== undefined ? `, dev BLEU ${info.dev_bleu.toFixed(1)}` : "");
+    $("languages").textContent = `(${info.source_language} \u2192 ${info.target_language})`;
+    $("beam").value = info.search.beam;
+    $("beam").max = info.limits.max_beam;
+    document.body.dataset.model = info.name;
+  } catch (err) {
+    $("model-info").textContent = `could not read /model: ${err}`;
+  }
+}
+
+function drawHeatmap(alignment) {
+  const box = $("heatmap");
+  clear(box);
+  $("hover-info").textContent = "Hover over a cell to see its source and target tokens.";
+  if (!alignment || alignment.tgt_tokens.length === 0) {
+    box.appendChild(el("p", "No attention: the last sentence is empty.", { class: "muted" }));
+    return;
+  }
+  const { src_tokens: src, tgt_tokens: tgt, attention } = alignment;
+  const table = el("table", null, { id: "attention", "aria-label": "attention heatmap" });
+  const head = el("thead");
+  const headRow = el("tr");
+  headRow.appendChild(el("th"));
+  src.forEach((tok, j) => {
+    const th = el("th", null, { "data-col": j });
+    th.appendChild(el("span", tok));
+    headRow.appendChild(th);
+  });
+  head.appendChild(headRow);
+  table.appendChild(head);
+  const body = el("tbody");
+  const info = $("hover-info");
+  tgt.forEach((tgtTok, i) => {
+    const row = el("tr");
+    row.appendChild(el("th", tgtTok, { "data-row": i }));
+    src.forEach((srcTok, j) => {
+      const w = attention[i][j];
+      const cell = el("td", null, {
+        "data-src": srcTok, "data-tgt": tgtTok, "data-weight": w.toFixed(4),
+        title: `${srcTok} \u2192 ${tgtTok}: ${w.toFixed(3)}`,
+      });
+      // square-root scale: small weights stay visible, 1 is the darkest
+      const shade = Math.round(255 * (1 - Math.sqrt(Math.min(1, Math.max(0, w)))));
+      cell.style.background = `rgb(${shade}, ${shade}, 255)`;
+      cell.addEventListener("mouseenter", () => {
+        info.textContent = `source: ${srcTok} \u00b7 target: ${tgtTok} \u00b7 weight ${w.toFixed(3)}`;
+        table.querySelectorAll(".hl").forEach((n) => n.classList.remove("hl"));
+        table.querySelector(`th[data-col="${j}"]`).classList.add("hl");
+        table.querySelector(`th[data-row="${i}"]`).classList.add("hl");
+      });
+      row.appendChild(cell);
+    });
+    body.appendChild(row);
+  });
+  table.appendChild(body);
+  box.appendChild(table);
+  box.appendChild(el("p", "Rows: target tokens; columns: source tokens; darker = more attention (square-root scale).",
+                     { class: "muted", id: "heatmap-scale" }));
+}
+
+async function translate() {
+  const button = $("translate");
+  const status = $("status");
+  const output = $("output");
+  const texts = $("source").value.split("\n");
+  while (texts.length > 1 && texts[texts.length - 1].trim() === "") texts.pop();
+  const beam = parseInt($("beam").value, 10);
+  button.disabled = true;
+  status.className = "muted";
+  status.textContent = "translating\u2026";
+  document.body.dataset.state = "busy";
+  try {
+    const res = await fetch("/translate", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ texts, beam: Number.isFinite(beam) ? beam : undefined, return_alignment: true }),
+    });
+    const data = await res.json();
+    if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
+    clear(output);
+    for (const t of data.translations) output.appendChild(el("p", t.text, { class: "translation" }));
+    let last = null;
+    for (const t of data.translations) if (t.source.trim() !== "") last = t;
+    drawHeatmap(last ? last.alignment : null);
+    status.textContent = `${data.translations.length} segment(s) in ${data.elapsed_ms.toFixed(0)} ms`;
+    document.body.dataset.state = "done";
+  } catch (err) {
+    clear(output);
+    output.appendChild(el("p", `error: ${err.message}`, { class: "error" }));
+    status.className = "error";
+    status.textContent = "failed";
+    document.body.dataset.state = "error";
+  } finally {
+    button.disabled = false;
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  loadModel();
+  $("translate").addEventListener("click", translate);
+  $("source").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) translate();
+  });
+});
