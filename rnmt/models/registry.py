@@ -17,7 +17,12 @@ from rnmt.models.base import TranslationModel
 _BUILDERS: Dict[str, Callable[[ModelConfig, int, int], TranslationModel]] = {}
 
 # modules whose import registers architectures
-_MODEL_MODULES = ("rnmt.models.rnnsearch",)
+_MODEL_MODULES = (
+    "rnmt.models.rnnsearch",
+    "rnmt.models.seq2seq",
+    "rnmt.models.cseq2seq",
+    "rnmt.models.bahdanau",
+)
 
 
 def register(*names: str):
