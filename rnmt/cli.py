@@ -18,7 +18,7 @@ COMMANDS = {
     "train": ("train", "train a model from a YAML config"),
     "translate": ("translate", "translate text with a trained model"),
     "evaluate": ("evaluate", "score hypotheses against references (BLEU, chrF, significance)"),
-    "evaluate-alignment": ("evaluate_alignment", "word-alignment precision, recall and AER against gold links"),
+    "evaluate-alignment": ("evaluate_alignment", "word-alignment precision, recall and AER"),
     "params": ("params", "count a config's parameters without data"),
 }
 

@@ -61,3 +61,152 @@ def test_gru_with_layer_norm_normalises_each_gate():
     z = sig(ln(x @ m["W_z"] + h @ m["U_z"], cell.gate_norm, 1))
     cand = tanh(x @ m["W_h"] + r * (h @ m["U_h"] + b["b_h"]))
     check(cell, x, h, (1 - z) * h + z * cand, {"r": r, "z": z})
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_lstm_step_follows_survey_section_2_3(layer_norm):
+    cell = make("lstm", layer_norm)
+    m, b = cell.matrices(), cell.biases()
+    x, state = inputs(2 * D)
+    h, c = state[:, :D], state[:, D:]
+
+    def gate(k, name):
+        pre = x @ m[f"W_{name}"] + h @ m[f"U_{name}"]
+        return sig(ln(pre, cell.gate_norm, k)) if layer_norm else sig(pre + b[f"b_{name}"])
+
+    i, f, o = gate(0, "i"), gate(1, "f"), gate(2, "o")
+    c_tilde = tanh(x @ m["W_c"] + h @ m["U_c"] + b["b_c"])
+    c_new = f * c + i * c_tilde
+    h_new = o * tanh(c_new)
+    check(cell, x, state, torch.cat([h_new, c_new], 1), {"i": i, "f": f, "o": o})
+    assert torch.equal(cell.output(torch.cat([h_new, c_new], 1)), h_new)
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_srnn_step_follows_elman_eq_1(layer_norm):
+    cell = make("srnn", layer_norm)
+    m = cell.matrices()
+    x, h = inputs()
+    pre = x @ m["W"] + h @ m["U"]
+    expected = tanh(ln(pre, cell.norm, 0)) if layer_norm else tanh(pre + cell.bias)
+    check(cell, x, h, expected, {})
+
+
+def test_atr_step_follows_atr_eq_6_to_9():
+    cell = make("atr")
+    m = cell.matrices()
+    x, h = inputs()
+    p = x @ m["W_x"]
+    q = h @ m["W_h"] + cell.bias
+    i, f = sig(p + q), sig(p - q)  # eq. 8 with the authors' sign correction
+    check(cell, x, h, i * p + f * h, {"i": i, "f": f})
+
+
+def test_atr_with_layer_norm_normalises_p_and_q_separately():
+    cell = make("atr", layer_norm=True)
+    m = cell.matrices()
+    x, h = inputs()
+    p = ln(x @ m["W_x"], cell.norm_p, 0)
+    q = ln(h @ m["W_h"], cell.norm_q, 0) + cell.bias
+    i, f = sig(p + q), sig(p - q)
+    check(cell, x, h, i * p + f * h, {"i": i, "f": f})
+
+
+@pytest.mark.parametrize("activation", ["identity", "tanh"])
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_ran_step_follows_lee_et_al(activation, layer_norm):
+    cell = make("ran", layer_norm, activation=activation)
+    m, b = cell.matrices(), cell.biases()
+    x, c = inputs()
+    g = tanh if activation == "tanh" else (lambda v: v)
+    h = g(c)
+    c_tilde = x @ m["W_cx"]
+    i_pre = h @ m["W_ih"] + x @ m["W_ix"]
+    f_pre = h @ m["W_fh"] + x @ m["W_fx"]
+    if layer_norm:
+        i, f = sig(ln(i_pre, cell.gate_norm, 0)), sig(ln(f_pre, cell.gate_norm, 1))
+    else:
+        i, f = sig(i_pre + b["b_i"]), sig(f_pre + b["b_f"])
+    c_new = i * c_tilde + f * c
+    check(cell, x, c, c_new, {"i": i, "f": f})
+    torch.testing.assert_close(cell.output(c_new), g(c_new))
+
+
+def three_gates(cell, x, h, names, layer_norm):
+    m, b = cell.matrices(), cell.biases()
+    out = []
+    for k, g in enumerate(names):
+        pre = x @ m[f"W_x{g}"] + h @ m[f"W_h{g}"]
+        out.append(sig(ln(pre, cell.gate_norm, k)) if layer_norm else sig(pre + b[f"b_{g}"]))
+    return out
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_lau_step_follows_wang_et_al(layer_norm):
+    cell = make("lau", layer_norm)
+    m, b = cell.matrices(), cell.biases()
+    x, h = inputs()
+    r, z, g = three_gates(cell, x, h, "rzg", layer_norm)
+    cand = tanh(x @ m["W_xh"] + r * (h @ m["W_hh"] + b["b_h"]))
+    expected = ((1 - z) * h + z * cand) * (1 - g) + g * (x @ m["W_x"])
+    check(cell, x, h, expected, {"r": r, "z": z, "g": g})
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_lgru_step_follows_dtmt_eq_14_to_16(layer_norm):
+    cell = make("lgru", layer_norm)
+    m, b = cell.matrices(), cell.biases()
+    x, h = inputs()
+    r, z, l = three_gates(cell, x, h, "rzl", layer_norm)
+    cand = tanh(x @ m["W_xh"] + r * (h @ m["W_hh"] + b["b_h"])) + l * (x @ m["W_x"])
+    check(cell, x, h, (1 - z) * h + z * cand, {"r": r, "z": z, "l": l})
+
+
+def tgru_naive(cell, h, layer_norm):
+    m, b = cell.matrices(), cell.biases()
+    if layer_norm:
+        r, z = sig(ln(h @ m["W_hr"], cell.gate_norm, 0)), sig(ln(h @ m["W_hz"], cell.gate_norm, 1))
+    else:
+        r, z = sig(h @ m["W_hr"] + b["b_r"]), sig(h @ m["W_hz"] + b["b_z"])
+    cand = tanh(r * (h @ m["W_hh"] + b["b_h"]))
+    return (1 - z) * h + z * cand, r, z
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_tgru_step_follows_dtmt_eq_10_to_13(layer_norm):
+    cell = make("tgru", layer_norm)
+    x, h = inputs()
+    expected, r, z = tgru_naive(cell, h, layer_norm)
+    check(cell, x, h, expected, {"r": r, "z": z})
+
+
+@pytest.mark.parametrize("bottom", ["lgru", "gru", "lau"])
+def test_transition_block_runs_bottom_then_each_tgru(bottom):
+    cell = make("transition", True, bottom=bottom, depth=2)
+    x, h = inputs()
+    s, bottom_gates = cell.bottom.step(cell.bottom.project_inputs(x), h, return_gates=True)
+    expected_gates = {f"bottom.{k}": v for k, v in bottom_gates.items()}
+    for k, tgru in enumerate(cell.transitions):
+        s, r, z = tgru_naive(tgru, s, True)
+        expected_gates.update({f"t{k + 1}.r": r, f"t{k + 1}.z": z})
+    check(cell, x, h, s, expected_gates)
+
+
+@pytest.mark.parametrize("bottom", ["lgru", "gru", "lau"])
+def test_transition_block_with_depth_0_equals_its_bottom_unit(bottom):
+    from rnmt.cells import run_cell
+
+    block = make("transition", True, bottom=bottom, depth=0)
+    alone = build(bottom, DX, D, layer_norm=True).to(torch.float64)
+    alone.load_state_dict({k.removeprefix("bottom."): v for k, v in block.state_dict().items()})
+    torch.manual_seed(4)
+    x = torch.randn(2, 3, DX, dtype=torch.float64)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    torch.testing.assert_close(run_cell(block, x, mask)[0], run_cell(alone, x, mask)[0], rtol=0, atol=0)
+
+
+def test_transition_rejects_a_bottom_it_cannot_carry():
+    from rnmt.errors import UserError
+
+    with pytest.raises(UserError, match="option 'bottom'.*lgru"):
+        build("transition", 4, 4, bottom="lstm")

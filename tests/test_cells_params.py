@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rnmt.cells import build
+from rnmt.cells import CELL_NAMES, build
 
 
 def n_params(module):
@@ -12,9 +12,45 @@ def n_params(module):
 
 
 # name -> (number of weight matrices, params(dx, d) without LN, params(dx, d) with LN)
+def lgru_ln(x, d):
+    return 3 * (x + d) * d + 2 * x * d + d * d + d + 3 * 2 * d  # DTMT section 1 of the spec
+
+
+def tgru_ln(x, d):
+    return 3 * d * d + d + 2 * 2 * d
+
+
 EXPECTED = {
     "gru": (6, lambda x, d: 3 * x * d + 3 * d * d + 3 * d, lambda x, d: 3 * x * d + 3 * d * d + d + 2 * 2 * d),
+    "lstm": (8, lambda x, d: 4 * x * d + 4 * d * d + 4 * d, lambda x, d: 4 * x * d + 4 * d * d + d + 3 * 2 * d),
+    "srnn": (2, lambda x, d: x * d + d * d + d, lambda x, d: x * d + d * d + 2 * d),
+    "atr": (2, lambda x, d: x * d + d * d + d, lambda x, d: x * d + d * d + d + 2 * 2 * d),
+    "ran": (5, lambda x, d: 3 * x * d + 2 * d * d + 2 * d, lambda x, d: 3 * x * d + 2 * d * d + 2 * 2 * d),
+    "lau": (9, lambda x, d: 5 * x * d + 4 * d * d + 4 * d, lgru_ln),
+    "lgru": (9, lambda x, d: 5 * x * d + 4 * d * d + 4 * d, lgru_ln),
+    "tgru": (3, lambda x, d: 3 * d * d + 3 * d, tgru_ln),
+    # default block: L-GRU + 4 T-GRUs
+    "transition": (
+        9 + 4 * 3,
+        lambda x, d: 5 * x * d + 4 * d * d + 4 * d + 4 * (3 * d * d + 3 * d),
+        lambda x, d: lgru_ln(x, d) + 4 * tgru_ln(x, d),
+    ),
 }
+
+
+def test_every_unit_has_expected_counts():
+    assert set(EXPECTED) == set(CELL_NAMES)
+
+
+def test_lgru_adds_three_matrices_to_the_gru():
+    gru, lgru = build("gru", 5, 4).matrices(), build("lgru", 5, 4).matrices()
+    assert len(lgru) - len(gru) == 3 and {"W_x", "W_xl", "W_hl"} <= set(lgru)
+
+
+def test_each_tgru_adds_its_own_weights_to_a_block():
+    one = n_params(build("transition", 5, 4, layer_norm=True, depth=1))
+    three = n_params(build("transition", 5, 4, layer_norm=True, depth=3))
+    assert three - one == 2 * tgru_ln(5, 4)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -91,8 +91,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
 
+    pad = max(len(name) for name in names)  # line the score columns up
     for name in names:
-        print(_plain_line(name, metric_keys, scores[name], boot, args.width))
+        print(_plain_line(name.ljust(pad), name, metric_keys, scores[name], boot, args.width))
     for key in metric_keys:
         print(f"signature {scores[names[0]][key].metric}: {signatures[key]}")
     if length_results is not None:
@@ -114,10 +115,10 @@ def _write_length_report(results: Dict[str, List[by_length.BucketScore]], names:
     return by_length.write_tables(results, names, out) + plot_all(results, names, out)
 
 
-def _plain_line(name: str, keys: List[str], scores: Dict[str, CorpusScore],
+def _plain_line(label: str, name: str, keys: List[str], scores: Dict[str, CorpusScore],
                 boot: Optional[Dict[str, Dict[str, BootstrapResult]]], width: int) -> str:
-    """``NAME  BLEU 25.31  chrF2 51.77`` with bootstrap details when present."""
-    parts = [name]
+    """``LABEL  BLEU 25.31  chrF2 51.77`` with bootstrap details when present."""
+    parts = [label]
     for key in keys:
         s = scores[key]
         text = f"{s.metric} {s.score:.{width}f}"

@@ -1,0 +1,87 @@
+"""Recurrent additive network, RAN (Lee et al. 2017), as compared in the ATR paper.
+
+    c~_t = W_cx x_t
+    i_t  = sigma(W_ih h_{t-1} + W_ix x_t + b_i)
+    f_t  = sigma(W_fh h_{t-1} + W_fx x_t + b_f)
+    c_t  = i_t * c~_t + f_t * c_{t-1}
+    h_t  = g(c_t),   g = identity (default) or tanh (option ``activation``)
+
+3 input matrices, 2 recurrent matrices and 2 biases (the ATR paper's Table 4 count). The
+carried state is c; ``output(state)`` and the next step's recurrent input are g(c).
+``layer_norm=True`` normalises i's and f's pre-activations (their offsets replace b_i, b_f);
+``dropout`` drops the content c~.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import torch
+from torch import Tensor, nn
+
+from rnmt.cells.base import Cell, GateNorm, split_columns
+from rnmt.cells.registry import register
+from rnmt.errors import UserError
+
+ACTIVATIONS = ("identity", "tanh")
+
+
+@register("ran")
+class RAN(Cell):
+    """RAN (Lee et al. 2017); state = c, output = g(c)."""
+
+    gate_names = ("i", "f")
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        layer_norm: bool = False,
+        dropout: float = 0.0,
+        activation: str = "identity",
+    ) -> None:
+        super().__init__(input_size, hidden_size, layer_norm, dropout)
+        if activation not in ACTIVATIONS:
+            raise UserError(f"cell 'ran': option 'activation' must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+        d = hidden_size
+        self.activation = activation
+        self.proj_size = 3 * d
+        # Column blocks: [W_cx W_ix W_fx] and [W_ih W_fh].
+        self.weight_x = nn.Parameter(torch.empty(input_size, 3 * d))
+        self.weight_h = nn.Parameter(torch.empty(d, 2 * d))
+        self.bias = None if layer_norm else nn.Parameter(torch.empty(2 * d))
+        self.gate_norm = GateNorm(2, d) if layer_norm else None
+        self.reset_parameters()
+
+    def project_inputs(self, x: Tensor) -> Tensor:
+        return torch.matmul(x, self.weight_x)
+
+    def output(self, state: Tensor) -> Tensor:
+        return torch.tanh(state) if self.activation == "tanh" else state
+
+    def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
+        d = self.hidden_size
+        h = self.output(state)
+        if self.gate_norm is None:
+            pre = torch.addmm(px[:, d:], h, self.weight_h).add_(self.bias)
+        else:
+            pre = self.gate_norm(torch.addmm(px[:, d:], h, self.weight_h))
+        i, f = torch.sigmoid(pre).chunk(2, dim=1)
+        new = torch.addcmul(f * state, i, self.drop_candidate(px[:, :d]))
+        if return_gates:
+            return new, {"i": i, "f": f}
+        return new
+
+    def matrices(self) -> Dict[str, Tensor]:
+        d = self.hidden_size
+        return {
+            **split_columns(self.weight_x, ("W_cx", "W_ix", "W_fx"), d),
+            **split_columns(self.weight_h, ("W_ih", "W_fh"), d),
+        }
+
+    def biases(self) -> Dict[str, Tensor]:
+        d = self.hidden_size
+        return {} if self.bias is None else {"b_i": self.bias[:d], "b_f": self.bias[d:]}
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + f", activation={self.activation}"
