@@ -22,6 +22,8 @@ _MODEL_MODULES = (
     "rnmt.models.seq2seq",
     "rnmt.models.cseq2seq",
     "rnmt.models.bahdanau",
+    "rnmt.models.atr_rnnsearch",
+    "rnmt.models.dtmt",
 )
 
 
