@@ -24,6 +24,9 @@ _MODEL_MODULES = (
     "rnmt.models.bahdanau",
     "rnmt.models.atr_rnnsearch",
     "rnmt.models.dtmt",
+    "rnmt.models.luong",
+    "rnmt.models.gnmt",
+    "rnmt.models.transformer",
 )
 
 
