@@ -26,6 +26,15 @@ SRC_V, TGT_V = 23, 19
 TINY = ["model.emb_size=8", "model.hidden_size=12", "model.dropout=0.0", "model.rnn_dropout=0.0"]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models run fastest on one thread (and do not crowd a shared machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _needed_cells(cfg) -> set:
     names = {cfg.model.cell, cfg.model.enc_cell, cfg.model.dec_cell, cfg.model.options.get("query_cell")}
     if cfg.model.enc_depth or cfg.model.query_depth or cfg.model.dec_depth:
