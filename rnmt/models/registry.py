@@ -17,7 +17,17 @@ from rnmt.models.base import TranslationModel
 _BUILDERS: Dict[str, Callable[[ModelConfig, int, int], TranslationModel]] = {}
 
 # modules whose import registers architectures
-_MODEL_MODULES = ("rnmt.models.rnnsearch",)
+_MODEL_MODULES = (
+    "rnmt.models.rnnsearch",
+    "rnmt.models.seq2seq",
+    "rnmt.models.cseq2seq",
+    "rnmt.models.bahdanau",
+    "rnmt.models.atr_rnnsearch",
+    "rnmt.models.dtmt",
+    "rnmt.models.luong",
+    "rnmt.models.gnmt",
+    "rnmt.models.transformer",
+)
 
 
 def register(*names: str):

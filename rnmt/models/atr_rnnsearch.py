@@ -1,0 +1,142 @@
+"""RNNSearch as built for the ATR paper (Zhang et al. 2018, appendix A.1; SPEC A5, A6, B2).
+
+Encoder (eq. 11): h_i = [->h_i; <-h_i] from a bidirectional layer of any unit over the
+embeddings E x_i + b_emb. Decoder (eq. 12-13), one step j:
+
+    s~_j = Unit_1(s_{j-1}, E y_{j-1})                                      (13)
+    e_ji = v^T tanh(W_q s~_j + b_q + U_a m_i) + b_v,  alpha_j = softmax(e_j)
+    c_j  = sum_i alpha_ji m_i,    m_i = tanh(h_i)  (the paper's {tanh(h_i)})
+    s_j  = Unit_2(s~_j, c_j)                                               (13)
+    o_j  = tanh(W_o [tanh(s_j); c_j; E y_{j-1}] + b_o)                      (12)
+    p(y_j | y_<j, x) = softmax(o_j E_y^T)      (output matrix tied to E_y, no bias)
+
+with s_0 = tanh(W_0 [->h_n; <-h_1] + b_0), the encoder's final states (for an LSTM this
+produces both h and c). ATR states are unbounded, hence the paper's tanh(h_i) and
+tanh(s_j); ``options.tanh_states: false`` gives the authors' code form (raw states), and
+the GRU/LSTM/RAN rows of Table 4 use it (their states are bounded or were reported so).
+
+``options.context_aware: true`` swaps in the context-aware (CA) encoder of Zhang et al.
+(2017) used by "RNNSearch+ATR+CA": a forward pass ->h_i = Unit(->h_{i-1}, E x_i), then a
+backward pass with two units per position,
+
+    u_i  = Unit_a(<-h_{i+1}, E x_i),    <-h_i = Unit_b(u_i, ->h_i),
+
+whose states <-h_i (d-dimensional) are the annotations, and s_0 = tanh(W_0 <-h_1 + b_0).
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from torch import Tensor, nn
+
+from rnmt import cells
+from rnmt.config import ModelConfig
+from rnmt.models.base import TensorDict, TranslationModel
+from rnmt.models.registry import register
+from rnmt.models.rnnsearch import build_cell
+from rnmt.modules.attention import AdditiveAttention
+from rnmt.modules.embedding import Embedding
+
+
+class ContextAwareEncoder(nn.Module):
+    """Zhang et al. (2017) CA encoder: the backward pass also reads the forward states."""
+
+    def __init__(self, cfg: ModelConfig, cell: str, emb_size: int, hidden_size: int) -> None:
+        super().__init__()
+        self.forward_unit = build_cell(cfg, cell, emb_size, hidden_size)
+        self.backward_word = build_cell(cfg, cell, emb_size, hidden_size)  # Unit_a reads E x_i
+        self.backward_context = build_cell(cfg, cell, hidden_size, hidden_size)  # Unit_b reads ->h_i
+        self.hidden_size = hidden_size
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
+        """Returns the annotations <-h_i [B, S, d] (zero at padding) and <-h_1 [B, d]."""
+        forward_states, _, _ = cells.run_cell(self.forward_unit, x, mask)
+        px_word = self.backward_word.project_inputs(x)
+        px_ctx = self.backward_context.project_inputs(forward_states)
+        state = self.backward_context.init_state(x.size(0), px_word)
+        outputs = [None] * x.size(1)
+        for i in range(x.size(1) - 1, -1, -1):  # padded positions keep the state (SPEC 0)
+            real = mask[:, i].unsqueeze(1)
+            u = self.backward_word.step(px_word[:, i], state)
+            state = torch.where(real, self.backward_context.step(px_ctx[:, i], u), state)
+            outputs[i] = self.backward_context.output(state) * real
+        return torch.stack(outputs, 1), self.backward_context.output(state)
+
+
+class ATRRNNSearch(TranslationModel):
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        self.tanh_states = bool(cfg.options.get("tanh_states", False))
+        self.context_aware = bool(cfg.options.get("context_aware", False))
+        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id, bias=True)
+        self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id, bias=True)
+        if self.context_aware:
+            self.encoder = ContextAwareEncoder(cfg, enc_cell, E, d)
+            ann = d
+        else:
+            self.encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+            ann = 2 * d
+        self.unit1 = build_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
+        self.unit2 = build_cell(cfg, dec_cell, ann, d)  # reads c_j
+        self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_0, b_0
+        self.attention = AdditiveAttention(d, ann)  # U_a (+ b_q), W_q, v, b_v
+        self.readout = nn.Linear(d + ann + E, E)  # W_o, b_o
+        self.output = nn.Linear(E, tgt_vocab, bias=False)
+        if cfg.tie_target_embeddings:
+            self.output.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        x = self.dropout(self.src_embed(src))
+        if self.context_aware:
+            annotations, final = self.encoder(x, src_mask)
+        else:
+            annotations, last_f, last_b, _ = self.encoder(x, src_mask)
+            final = torch.cat([self.encoder.fwd.output(last_f), self.encoder.bwd.output(last_b)], -1)
+        if self.tanh_states:
+            annotations = torch.tanh(annotations)
+        return {"annotations": annotations, "keys": self.attention.precompute(annotations),
+                "final": final, "src_mask": src_mask}
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        return {"s": torch.tanh(self.init_layer(memory["final"]))}
+
+    def _transition(self, px1: Tensor, s_prev: Tensor, memory: TensorDict):
+        s_tilde = self.unit1.step(px1, s_prev)
+        context, alpha = self.attention(self.unit1.output(s_tilde), memory["keys"], memory["annotations"],
+                                        memory["src_mask"])
+        s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
+        return s, context, alpha
+
+    def _logits(self, s_out: Tensor, context: Tensor, prev_emb: Tensor) -> Tensor:
+        if self.tanh_states:
+            s_out = torch.tanh(s_out)
+        o = torch.tanh(self.readout(torch.cat([s_out, context, prev_emb], -1)))
+        return self.output(self.dropout(o))
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        emb = self.dropout(self.tgt_embed(prev_tokens))
+        s, context, alpha = self._transition(self.unit1.project_inputs(emb), state["s"], memory)
+        logits = self._logits(self.unit2.output(s), context, emb)
+        return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {"attention": alpha}
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        s = self.init_state(memory)["s"]
+        emb = self.dropout(self.tgt_embed(tgt_in))
+        px1 = self.unit1.project_inputs(emb)
+        outputs, contexts = [], []
+        for j in range(tgt_in.size(1)):
+            s, context, _ = self._transition(px1[:, j], s, memory)
+            outputs.append(self.unit2.output(s))
+            contexts.append(context)
+        return self._logits(torch.stack(outputs, 1), torch.stack(contexts, 1), emb)
+
+
+@register("atr-rnnsearch")
+def build_atr_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> ATRRNNSearch:
+    return ATRRNNSearch(cfg, src_vocab, tgt_vocab)

@@ -1,0 +1,82 @@
+"""RNNSearch with a single recurrent layer in the decoder ("RNNSearch-" of the Cseq2seq
+paper's Table 1; the decoder of Bahdanau et al. 2015 and of the survey's section 2.5).
+
+    e_ji = v_a^T tanh(W_a s_{j-1} + U_a h_i),  alpha_j = softmax(e_j),  c_j = sum_i alpha_ji h_i
+    s_j  = Unit(s_{j-1}, [E y_{j-1}; c_j])
+    p(y_j | y_<j, x) = softmax(W_o g(s_j, E y_{j-1}, c_j))
+
+The attention is queried with the previous state s_{j-1} (there is no first-level unit
+that reads y_{j-1} before attending, which is what dl4mt's two-level decoder adds). The
+encoder, the initial state s_0 = tanh(W_init mean_i(h_i) + b_init) and the attention
+network are dl4mt's, as for RNNSearch in the same table. g is the deep output layer:
+``readout: maxout`` with ``options.readout_size`` l (Bahdanau et al.: l = 500) or dl4mt's
+``tanh`` (l = E).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from rnmt import cells
+from rnmt.config import ModelConfig
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.registry import register
+from rnmt.models.rnnsearch import build_cell
+from rnmt.modules.attention import AdditiveAttention
+from rnmt.modules.embedding import Embedding
+from rnmt.modules.readout import DeepOutput
+
+
+class RNNSearchMinus(TranslationModel):
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
+        self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
+        self.encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+        ann = self.encoder.hidden_size
+        self.unit = build_cell(cfg, dec_cell, E + ann, d)  # reads [E y_{j-1}; c_j]
+        self.init_layer = nn.Linear(ann, self.unit.state_size)
+        self.attention = AdditiveAttention(d, ann)
+        self.readout = DeepOutput(d, E, ann, tgt_vocab, kind=cfg.readout,
+                                  hidden_size=cfg.options.get("readout_size"), dropout=cfg.dropout)
+        if cfg.tie_target_embeddings:
+            self.readout.output.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        annotations, _, _, _ = self.encoder(self.dropout(self.src_embed(src)), src_mask)
+        return {"annotations": annotations, "keys": self.attention.precompute(annotations), "src_mask": src_mask}
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        return {"s": torch.tanh(self.init_layer(masked_mean(memory["annotations"], memory["src_mask"])))}
+
+    def _transition(self, emb: Tensor, s_prev: Tensor, memory: TensorDict):
+        context, alpha = self.attention(self.unit.output(s_prev), memory["keys"], memory["annotations"],
+                                        memory["src_mask"])
+        s = self.unit.step(self.unit.project_inputs(torch.cat([emb, context], -1)), s_prev)
+        return s, context, alpha
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        emb = self.dropout(self.tgt_embed(prev_tokens))
+        s, context, alpha = self._transition(emb, state["s"], memory)
+        logits = self.readout(self.unit.output(s), emb, context)
+        return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {"attention": alpha}
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        s = self.init_state(memory)["s"]
+        emb = self.dropout(self.tgt_embed(tgt_in))
+        outputs, contexts = [], []
+        for j in range(tgt_in.size(1)):
+            s, context, _ = self._transition(emb[:, j], s, memory)
+            outputs.append(self.unit.output(s))
+            contexts.append(context)
+        return self.readout(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))
+
+
+@register("rnnsearch-minus")
+def build_rnnsearch_minus(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> RNNSearchMinus:
+    return RNNSearchMinus(cfg, src_vocab, tgt_vocab)

@@ -1,0 +1,215 @@
+"""Cyclic sequence-to-sequence learning (Zhang, Xiong & Su, "Cseq2seq"; SPEC A2, A4).
+
+Both models keep the decoder of the paper's section 2 (eq. 2-4, dl4mt's two-level unit):
+
+    s~_j = GRU_1(s_{j-1}, E y_{j-1})        s_j = GRU_2(s~_j, c_j)            (4)
+    p(y_j | y_<j, x) = softmax(W_p tanh(W_1 s_j + W_2 E y_{j-1} + W_3 c_j + b))  (2)
+
+and replace the attention that produces c_j by a recurrent network that re-reads the
+source at every target step (`cyclic_context`), so each step costs O(n) sequential unit
+steps over the whole batch (and beam) at once.
+
+Cseq2seq-I (section 3.1, ``cseq2seq1``): a GRU_c re-reads the annotations h_i of the
+bidirectional encoder (eq. 6), started from the current decoder query:
+
+    c_{j,0} = tanh(V s~_j + b_0),   c_{j,i} = GRU_c(c_{j,i-1}, h_i)               (7)
+    c_j = (1/n) sum_i c_{j,i}  (mean-pooling, MP)   or   c_j = c_{j,n}  (last-state, LS)
+
+with s_0 = tanh(W_init mean_i(h_i) + b_init) as in RNNSearch. GRU_c's input projections
+of all h_i are computed once per sentence (they do not depend on j).
+
+Cseq2seq-II (section 3.2, ``cseq2seq2``): the SAME encoder GRU that read the source runs
+over it again at every step, started from the previous decoder query:
+
+    h_{j,0} = phi(s~_{j-1}),  h_{j,i} = f_enc(h_{j,i-1}, E x_i),  c_j = h_{j,n}  (9)
+    s_0 = phi_0(<-h_1),  <-h_i = f_enc(<-h_{i+1}, E x_i)                         (10)
+
+phi and phi_0 are one tanh layer each; s~_0 is taken to be s_0. The encoder's input
+projections of E x_i are computed once per sentence. Section 4's sharing:
+
+* SGRU (``options.share_gru``): GRU_1 IS the encoder GRU (theta_GRU -> theta_GRU1);
+* SWord (``tie_target_embeddings``): the softmax matrix W_p IS the target embedding E_y.
+
+``options.cyclic_query``: ``previous`` (default, eq. 9: phi(s~_{j-1})) or ``current``
+(phi(s~_j), the query of eq. 7) for Cseq2seq-II.
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from torch import Tensor, nn
+
+from rnmt import cells
+from rnmt.config import ModelConfig
+from rnmt.errors import UserError
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.registry import register
+from rnmt.models.rnnsearch import build_cell
+from rnmt.modules.embedding import Embedding
+from rnmt.modules.readout import DeepOutput
+
+CONTEXT_MODES = ("mean", "last")
+
+
+def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Tensor, mode: str) -> Tensor:
+    """Run ``cell`` over all source positions from ``state`` and pool its outputs.
+
+    Args:
+        px_src: the unit's input projections of the source, [B, S, proj_size] (cached).
+        src_mask: [B, S] True on real tokens; padded positions keep the state, so "last"
+            is the state at each sentence's own last token.
+        state: initial state [B, state_size] (c_{j,0} or h_{j,0}).
+        mode: "mean" (masked mean of the outputs) or "last" (output after the last token).
+
+    Returns:
+        the context vector c_j, [B, hidden_size].
+    """
+    total = None
+    for i in range(px_src.size(1)):
+        real = src_mask[:, i].unsqueeze(1)
+        state = torch.where(real, cell.step(px_src[:, i], state), state)
+        if mode == "mean":
+            out = cell.output(state) * real
+            total = out if total is None else total + out
+    if mode == "last":
+        return cell.output(state)
+    return total / src_mask.sum(1, keepdim=True).clamp_min(1).to(total.dtype)
+
+
+def _context_mode(cfg: ModelConfig) -> str:
+    if cfg.context not in CONTEXT_MODES:
+        raise UserError(f"model.context must be one of {', '.join(CONTEXT_MODES)}, got {cfg.context!r}")
+    return cfg.context
+
+
+class _CyclicDecoder(TranslationModel):
+    """Shared decoder of both Cseq2seq models: target embedding, GRU_1, GRU_2 reading the
+    d-dimensional context, and the deep output layer. Subclasses supply the context."""
+
+    def _build_decoder(self, cfg: ModelConfig, tgt_vocab: int, unit1: cells.Cell | None = None) -> None:
+        E, d = cfg.emb_size, cfg.hidden_size
+        dec_cell = cfg.dec_cell or cfg.cell
+        self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
+        self.unit1 = unit1 if unit1 is not None else build_cell(cfg, dec_cell, E, d)  # GRU_1
+        self.unit2 = build_cell(cfg, dec_cell, d, d)  # GRU_2 reads c_j (d-dim)
+        self.readout = DeepOutput(d, E, d, tgt_vocab, kind=cfg.readout, dropout=cfg.dropout)
+        if cfg.tie_target_embeddings:  # SWord: W_p -> E_y
+            self.readout.output.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[TensorDict, Tensor]:
+        raise NotImplementedError
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        emb = self.dropout(self.tgt_embed(prev_tokens))
+        state, context = self._decode_step(self.unit1.project_inputs(emb), state, memory)
+        logits = self.readout(self.unit2.output(state["s"]), emb, context)
+        return torch.log_softmax(logits.float(), dim=-1), state, {}
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        state = self.init_state(memory)
+        emb = self.dropout(self.tgt_embed(tgt_in))
+        px1 = self.unit1.project_inputs(emb)  # all target steps in one product
+        outputs, contexts = [], []
+        for j in range(tgt_in.size(1)):
+            state, context = self._decode_step(px1[:, j], state, memory)
+            outputs.append(self.unit2.output(state["s"]))
+            contexts.append(context)
+        return self.readout(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))
+
+
+class Cseq2seqI(_CyclicDecoder):
+    """Cseq2seq-I: an RNN over the annotations replaces the attention (eq. 7)."""
+
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        enc_cell = cfg.enc_cell or cfg.cell
+        self.context_mode = _context_mode(cfg)
+        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
+        self.encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+        ann = self.encoder.hidden_size
+        self._build_decoder(cfg, tgt_vocab)
+        self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_init, b_init
+        self.reader = build_cell(cfg, cfg.dec_cell or cfg.cell, ann, d)  # GRU_c of eq. 7
+        self.reader_init = nn.Linear(self.unit1.hidden_size, self.reader.state_size)  # V, b_0
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        x = self.dropout(self.src_embed(src))
+        annotations, _, _, _ = self.encoder(x, src_mask)
+        return {
+            "annotation_mean": masked_mean(annotations, src_mask),
+            "reader_px": self.reader.project_inputs(annotations),  # GRU_c's W h_i, once per sentence
+            "src_mask": src_mask,
+        }
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        return {"s": torch.tanh(self.init_layer(memory["annotation_mean"]))}
+
+    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[TensorDict, Tensor]:
+        s_tilde = self.unit1.step(px1, state["s"])
+        c0 = torch.tanh(self.reader_init(self.unit1.output(s_tilde)))  # c_{j,0}, eq. 7
+        context = cyclic_context(self.reader, memory["reader_px"], memory["src_mask"], c0, self.context_mode)
+        s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
+        return {"s": s}, context
+
+
+class Cseq2seqII(_CyclicDecoder):
+    """Cseq2seq-II: the encoder itself re-reads the source at every step (eq. 9-10)."""
+
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        enc_cell = cfg.enc_cell or cfg.cell
+        self.context_mode = _context_mode(cfg)
+        self.cyclic_query = cfg.options.get("cyclic_query", "previous")
+        if self.cyclic_query not in ("previous", "current"):
+            raise UserError(f"model.options.cyclic_query must be 'previous' or 'current', got {self.cyclic_query!r}")
+        share_gru = bool(cfg.options.get("share_gru", False))
+        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
+        self.encoder = build_cell(cfg, enc_cell, E, d)  # f_enc, both directions and every re-run
+        if share_gru and (cfg.dec_cell or cfg.cell) != enc_cell:
+            raise UserError("model.options.share_gru needs the same unit in encoder and decoder")
+        self._build_decoder(cfg, tgt_vocab, unit1=self.encoder if share_gru else None)
+        self.init_layer = nn.Linear(d, self.unit1.state_size)  # phi_0 of eq. 10
+        self.phi = nn.Linear(self.unit1.hidden_size, self.encoder.state_size)  # phi of eq. 9
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        x = self.dropout(self.src_embed(src))
+        _, backward_last, _ = cells.run_cell(self.encoder, x, src_mask, reverse=True)  # <-h_1, eq. 10
+        return {
+            "backward_last": self.encoder.output(backward_last),
+            "src_px": self.encoder.project_inputs(x),  # W E x_i, once per sentence
+            "src_mask": src_mask,
+        }
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        s0 = torch.tanh(self.init_layer(memory["backward_last"]))
+        return {"s": s0, "s_tilde": s0}  # s~_0 := s_0
+
+    def _reencode(self, s_tilde: Tensor, memory: TensorDict) -> Tensor:
+        h0 = torch.tanh(self.phi(self.unit1.output(s_tilde)))  # h_{j,0} = phi(s~), eq. 9
+        return cyclic_context(self.encoder, memory["src_px"], memory["src_mask"], h0, self.context_mode)
+
+    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[TensorDict, Tensor]:
+        if self.cyclic_query == "previous":
+            context = self._reencode(state["s_tilde"], memory)
+            s_tilde = self.unit1.step(px1, state["s"])
+        else:
+            s_tilde = self.unit1.step(px1, state["s"])
+            context = self._reencode(s_tilde, memory)
+        s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
+        return {"s": s, "s_tilde": s_tilde}, context
+
+
+@register("cseq2seq1")
+def build_cseq2seq1(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Cseq2seqI:
+    return Cseq2seqI(cfg, src_vocab, tgt_vocab)
+
+
+@register("cseq2seq2")
+def build_cseq2seq2(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Cseq2seqII:
+    return Cseq2seqII(cfg, src_vocab, tgt_vocab)

@@ -1,0 +1,134 @@
+"""DTMT: deep transition RNN-based NMT (Meng & Zhang 2019), and its ShallowRNMT baseline.
+
+Three transition modules, each a bottom unit (L-GRU in DTMT; GRU or LAU in Table 3's
+variants) followed by L T-GRUs at every time step (``cells.build("transition", ...)``);
+depth 0 is the bare bottom unit, which is ShallowRNMT's (GRU) and what Table 4's
+ablations put back in place of one module.
+
+Encoder ("Encoder"): x_j = E x_j + b_emb + PE(j)/sqrt(E) (dropout); a bidirectional layer of
+encoder transitions of depth L_s; C = {[->h_j,Ls; <-h_j,Ls]} (2d per position).
+
+Decoder ("Decoder"), one step t, with y_{t-1} embedded like the source (PE of the target
+position) and the zero vector at t = 1:
+
+    s_{t,0}   = L-GRU(y_{t-1}, s_{t-1})       s_{t,k} = T-GRU(s_{t,k-1}), k <= L_q   query transition
+    c_t       = Multihead-Attention(C, s_{t,Lq})                                     (`MultiHeadAdditiveAttention`)
+    s_{t,Lq+1} = L-GRU(c_t, s_{t,Lq})          then L_d T-GRUs                        decoder transition
+    o_t = tanh(W_r [y_{t-1}; s_t; c_t] + b_r),  p(y_t) = softmax(W_V o_t + b_V)      eq. (1), readout
+
+s_0 = tanh(W_s mean_j(C_j) + b_s). The decoder transition reads the 2d context as in the
+paper's equations (SPEC A7, the count that reproduces Table 3); ``options.context_projection:
+true`` adds the released code's projection of c_t to d. "Advanced techniques": per-gate
+layer normalisation (``layer_norm``), dropout on embeddings and o_t (``dropout``) and on
+every candidate activation (``rnn_dropout``), label smoothing (``train.label_smoothing``)
+and the scaled positional encoding (``positional_encoding``, Table 6's switch).
+
+Per-module units: ``enc_cell``, ``options.query_cell``, ``dec_cell`` (default ``cell``) and
+depths ``enc_depth``, ``query_depth``, ``dec_depth``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from rnmt import cells
+from rnmt.config import ModelConfig
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.registry import register
+from rnmt.models.rnnsearch import build_cell
+from rnmt.modules.embedding import Embedding, positional_encoding
+from rnmt.modules.multihead import MultiHeadAdditiveAttention
+
+
+def transition_module(cfg: ModelConfig, bottom: str, depth: int, input_size: int) -> cells.Cell:
+    """A bottom unit followed by ``depth`` T-GRUs (the bare unit when depth is 0)."""
+    if depth == 0:
+        return build_cell(cfg, bottom, input_size, cfg.hidden_size)
+    return cells.build("transition", input_size, cfg.hidden_size, layer_norm=cfg.layer_norm,
+                       dropout=cfg.rnn_dropout, bottom=bottom, depth=depth)
+
+
+class DTMT(TranslationModel):
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        enc_cell = cfg.enc_cell or cfg.cell
+        query_cell = cfg.options.get("query_cell") or cfg.cell
+        dec_cell = cfg.dec_cell or cfg.cell
+        self.positional = cfg.positional_encoding
+        self.pe_scale = 1.0 / math.sqrt(E)  # the paper's 1/sqrt(d_k) scaling
+        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id, bias=True)
+        self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id, bias=True)
+        self.encoder = cells.Bidirectional(transition_module(cfg, enc_cell, cfg.enc_depth, E),
+                                           transition_module(cfg, enc_cell, cfg.enc_depth, E))
+        ann = self.encoder.hidden_size
+        self.query_transition = transition_module(cfg, query_cell, cfg.query_depth, E)
+        ctx = d if cfg.options.get("context_projection", False) else ann
+        self.attention = MultiHeadAdditiveAttention(d, ann, d, cfg.attention_heads,
+                                                    per_head_v=bool(cfg.options.get("per_head_v", False)),
+                                                    output_size=ctx if ctx != ann else None)
+        self.decoder_transition = transition_module(cfg, dec_cell, cfg.dec_depth, ctx)
+        self.init_layer = nn.Linear(ann, self.query_transition.state_size)  # W_s, b_s
+        self.readout = nn.Linear(E + d + ctx, d)  # W_r, b_r
+        self.output = nn.Linear(d, tgt_vocab)  # W_V, b_V
+        if cfg.tie_target_embeddings:
+            self.output.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def _embed(self, table: Embedding, tokens: Tensor, positions: Tensor) -> Tensor:
+        emb = table(tokens)
+        if self.positional:
+            emb = emb + (positional_encoding(positions, emb.size(-1)) * self.pe_scale).to(emb.dtype)
+            if table.padding_idx is not None:
+                emb = emb.masked_fill((tokens == table.padding_idx).unsqueeze(-1), 0.0)
+        return self.dropout(emb)
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        positions = torch.arange(src.size(1), device=src.device).expand_as(src)
+        annotations, _, _, _ = self.encoder(self._embed(self.src_embed, src, positions), src_mask)
+        return {"annotations": annotations, "keys": self.attention.precompute(annotations), "src_mask": src_mask}
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        mean = masked_mean(memory["annotations"], memory["src_mask"])
+        s0 = torch.tanh(self.init_layer(mean))
+        return {"s": s0, "position": torch.zeros(s0.size(0), dtype=torch.long, device=s0.device)}
+
+    def _transition(self, px_query: Tensor, s_prev: Tensor, memory: TensorDict):
+        s_query = self.query_transition.step(px_query, s_prev)
+        context, alpha = self.attention(self.query_transition.output(s_query), memory["keys"],
+                                        memory["annotations"], memory["src_mask"])
+        s = self.decoder_transition.step(self.decoder_transition.project_inputs(context), s_query)
+        return s, context, alpha
+
+    def _logits(self, prev_emb: Tensor, s_out: Tensor, context: Tensor) -> Tensor:
+        o = torch.tanh(self.readout(torch.cat([prev_emb, s_out, context], -1)))
+        return self.output(self.dropout(o))
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        # y_{t-1} sits at target position t-2: the shifted-in zero vector takes position -1.
+        emb = self._embed(self.tgt_embed, prev_tokens, (state["position"] - 1).clamp_min(0))
+        s, context, alpha = self._transition(self.query_transition.project_inputs(emb), state["s"], memory)
+        logits = self._logits(emb, self.decoder_transition.output(s), context)
+        new_state = {"s": s, "position": state["position"] + 1}
+        return torch.log_softmax(logits.float(), dim=-1), new_state, {"attention": alpha}
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        s = self.init_state(memory)["s"]
+        positions = (torch.arange(tgt_in.size(1), device=tgt_in.device) - 1).clamp_min(0).expand_as(tgt_in)
+        emb = self._embed(self.tgt_embed, tgt_in, positions)
+        px_query = self.query_transition.project_inputs(emb)  # all target steps in one product
+        outputs, contexts = [], []
+        for t in range(tgt_in.size(1)):
+            s, context, _ = self._transition(px_query[:, t], s, memory)
+            outputs.append(self.decoder_transition.output(s))
+            contexts.append(context)
+        return self._logits(emb, torch.stack(outputs, 1), torch.stack(contexts, 1))
+
+
+@register("dtmt")
+def build_dtmt(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> DTMT:
+    return DTMT(cfg, src_vocab, tgt_vocab)

@@ -1,0 +1,98 @@
+"""Luong et al. (2015) attentional NMT, global and local-p attention (survey section 2.5).
+
+A stack of ``enc_layers`` units reads the source (reversed by default, as in the paper's
+"reverse" setting; ``options.reverse_source``), a stack of ``dec_layers`` units starts from
+the encoder's final states and, with input feeding, reads [E y_{t-1}; h~_{t-1}]:
+
+    h_t  = Stack(h_{t-1}, [E y_{t-1}; h~_{t-1}])          top state h_t, h~_0 = 0
+    a_t  = align(h_t, h_s)   (`rnmt.modules.luong.LuongAttention`),  c_t = sum_s a_t(s) h_s
+    h~_t = tanh(W_c [c_t; h_t])
+    p(y_t | y_<t, x) = softmax(W_s h~_t)
+
+``attention``: dot | general | concat | local-p (window ``options.window``, D = 10).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from rnmt import cells
+from rnmt.config import ModelConfig
+from rnmt.errors import UserError
+from rnmt.models.base import TensorDict, TranslationModel
+from rnmt.models.registry import register
+from rnmt.models.rnnsearch import build_cell
+from rnmt.modules.embedding import Embedding
+from rnmt.modules.luong import SCORES, LuongAttention
+
+
+class LuongNMT(TranslationModel):
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        if cfg.enc_layers != cfg.dec_layers:
+            raise UserError("luong: model.enc_layers and model.dec_layers must be equal "
+                            "(each decoder layer starts from the matching encoder layer)")
+        if cfg.attention not in SCORES:
+            raise UserError(f"luong: model.attention must be one of {', '.join(SCORES)}, got {cfg.attention!r}")
+        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        self.reverse_source = bool(cfg.options.get("reverse_source", True))
+        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
+        self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
+        self.encoder = nn.ModuleList(build_cell(cfg, enc_cell, E if k == 0 else d, d) for k in range(cfg.enc_layers))
+        self.decoder = nn.ModuleList(build_cell(cfg, dec_cell, E + d if k == 0 else d, d)
+                                     for k in range(cfg.dec_layers))
+        self.attention = LuongAttention(cfg.attention, d, d, window=int(cfg.options.get("window", 10)))
+        self.combine = nn.Linear(2 * d, d, bias=False)  # W_c
+        self.output = nn.Linear(d, tgt_vocab)  # W_s
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        x = self.dropout(self.src_embed(src))
+        memory: TensorDict = {"src_mask": src_mask}
+        for k, cell in enumerate(self.encoder):
+            x, last, _ = cells.run_cell(cell, x, src_mask, reverse=self.reverse_source)
+            memory[f"final{k}"] = last
+            if k + 1 < len(self.encoder):
+                x = self.dropout(x)
+        memory["states"] = x
+        memory["keys"] = self.attention.precompute(x)
+        return memory
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        state = {f"h{k}": memory[f"final{k}"] for k in range(len(self.decoder))}
+        state["attentional"] = memory["states"].new_zeros(memory["states"].size(0), self.combine.out_features)
+        return state
+
+    def _step(self, emb: Tensor, state: TensorDict, memory: TensorDict):
+        x = torch.cat([emb, state["attentional"]], -1)  # input feeding
+        new: TensorDict = {}
+        for k, cell in enumerate(self.decoder):
+            new[f"h{k}"] = cell.step(cell.project_inputs(x), state[f"h{k}"])
+            x = cell.output(new[f"h{k}"])
+            if k + 1 < len(self.decoder):
+                x = self.dropout(x)
+        context, weights = self.attention(x, memory["keys"], memory["states"], memory["src_mask"])
+        new["attentional"] = torch.tanh(self.combine(torch.cat([context, x], -1)))  # h~_t
+        return new, weights
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        state, weights = self._step(self.dropout(self.tgt_embed(prev_tokens)), state, memory)
+        logits = self.output(self.dropout(state["attentional"]))
+        return torch.log_softmax(logits.float(), dim=-1), state, {"attention": weights}
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        state = self.init_state(memory)
+        emb = self.dropout(self.tgt_embed(tgt_in))
+        outputs = []
+        for t in range(tgt_in.size(1)):
+            state, _ = self._step(emb[:, t], state, memory)
+            outputs.append(state["attentional"])
+        return self.output(self.dropout(torch.stack(outputs, 1)))
+
+
+@register("luong")
+def build_luong(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> LuongNMT:
+    return LuongNMT(cfg, src_vocab, tgt_vocab)

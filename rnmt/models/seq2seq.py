@@ -1,0 +1,148 @@
+"""Encoder-decoders with a fixed-length summary of the source (no attention).
+
+``seq2seq`` (Cho et al. 2014; Cseq2seq paper eq. 8, its Table 1 "Seq2seq"; SPEC A3): a
+unidirectional encoder reads the source, its last state is the summary c = h_n, and the
+decoder sees c at every step. The decoder is the Cseq2seq paper's (eq. 2-4, dl4mt's
+two-level unit) with c in place of the attention context:
+
+    h_i  = Unit_enc(h_{i-1}, E x_i),  c = h_n                          (8)
+    s_0  = tanh(W_init c + b_init)
+    s~_j = Unit_1(s_{j-1}, E y_{j-1})                                   (4)
+    s_j  = Unit_2(s~_j, c)                                              (4)
+    p(y_j | y_<j, x) = softmax(W_o tanh(W_1 s_j + W_2 E y_{j-1} + W_3 c + b))   (2)
+
+c never changes, so Unit_2's input projection of c is computed once per sentence.
+
+``seq2seq-sutskever`` (Sutskever et al. 2014; SPEC B5): a stack of ``enc_layers`` units
+reads the REVERSED source; the decoder stack (``dec_layers``, same count) starts from the
+encoder's final state of every layer and reads only E y_{j-1}; the top state is projected
+to the vocabulary. With left-aligned padding, walking the source from its last position to
+its first with masked state carry-over is exactly reading each reversed sentence.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from rnmt import cells
+from rnmt.config import ModelConfig
+from rnmt.errors import UserError
+from rnmt.models.base import TensorDict, TranslationModel
+from rnmt.models.registry import register
+from rnmt.models.rnnsearch import build_cell
+from rnmt.modules.embedding import Embedding
+from rnmt.modules.readout import DeepOutput
+
+
+class Seq2seq(TranslationModel):
+    """Cho et al. (2014) encoder-decoder with the dl4mt decoder (Cseq2seq Table 1 "Seq2seq")."""
+
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
+        self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
+        self.encoder = build_cell(cfg, enc_cell, E, d)
+        self.unit1 = build_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
+        self.unit2 = build_cell(cfg, dec_cell, d, d)  # reads the summary c
+        self.init_layer = nn.Linear(d, self.unit1.state_size)  # W_init, b_init
+        self.readout = DeepOutput(d, E, d, tgt_vocab, kind=cfg.readout, dropout=cfg.dropout)
+        if cfg.tie_target_embeddings:
+            self.readout.output.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        x = self.dropout(self.src_embed(src))
+        _, last, _ = cells.run_cell(self.encoder, x, src_mask)
+        summary = self.encoder.output(last)  # c = h_n, eq. 8
+        return {"summary": summary, "summary_px": self.unit2.project_inputs(summary), "src_mask": src_mask}
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        return {"s": torch.tanh(self.init_layer(memory["summary"]))}
+
+    def _transition(self, px1: Tensor, s_prev: Tensor, memory: TensorDict) -> Tensor:
+        s_tilde = self.unit1.step(px1, s_prev)
+        return self.unit2.step(memory["summary_px"], s_tilde)
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        emb = self.dropout(self.tgt_embed(prev_tokens))
+        s = self._transition(self.unit1.project_inputs(emb), state["s"], memory)
+        logits = self.readout(self.unit2.output(s), emb, memory["summary"])
+        return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {}
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        s = self.init_state(memory)["s"]
+        emb = self.dropout(self.tgt_embed(tgt_in))
+        px1 = self.unit1.project_inputs(emb)
+        outputs = []
+        for j in range(tgt_in.size(1)):
+            s = self._transition(px1[:, j], s, memory)
+            outputs.append(self.unit2.output(s))
+        summary = memory["summary"].unsqueeze(1).expand(-1, tgt_in.size(1), -1)
+        return self.readout(torch.stack(outputs, 1), emb, summary)
+
+
+class SutskeverSeq2seq(TranslationModel):
+    """Sutskever et al. (2014): stacked units, reversed source, decoder started from the
+    encoder's final states, softmax over the top decoder state."""
+
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+        super().__init__()
+        E, d = cfg.emb_size, cfg.hidden_size
+        if cfg.enc_layers != cfg.dec_layers:
+            raise UserError("seq2seq-sutskever: model.enc_layers and model.dec_layers must be equal "
+                            "(each decoder layer starts from the matching encoder layer's final state)")
+        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
+        self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
+        self.encoder = nn.ModuleList(build_cell(cfg, enc_cell, E if k == 0 else d, d) for k in range(cfg.enc_layers))
+        self.decoder = nn.ModuleList(build_cell(cfg, dec_cell, E if k == 0 else d, d) for k in range(cfg.dec_layers))
+        for enc, dec in zip(self.encoder, self.decoder):
+            if enc.state_size != dec.state_size:
+                raise UserError("seq2seq-sutskever: encoder and decoder units must carry the same state size")
+        self.output = nn.Linear(d, tgt_vocab)
+        if cfg.tie_target_embeddings:
+            self.output.weight = self.tgt_embed.weight
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        x = self.dropout(self.src_embed(src))
+        memory: TensorDict = {"src_mask": src_mask}
+        for k, cell in enumerate(self.encoder):
+            x, last, _ = cells.run_cell(cell, x, src_mask, reverse=True)  # reversed source
+            memory[f"final{k}"] = last
+        return memory
+
+    def init_state(self, memory: TensorDict) -> TensorDict:
+        return {f"s{k}": memory[f"final{k}"] for k in range(len(self.decoder))}
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        x = self.dropout(self.tgt_embed(prev_tokens))
+        new = {}
+        for k, cell in enumerate(self.decoder):
+            new[f"s{k}"] = cell.step(cell.project_inputs(x), state[f"s{k}"])
+            x = cell.output(new[f"s{k}"])
+        logits = self.output(self.dropout(x))
+        return torch.log_softmax(logits.float(), dim=-1), new, {}
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        x = self.dropout(self.tgt_embed(tgt_in))
+        # No feedback from the output into the recurrence: each layer runs over all target
+        # positions before the next one.
+        for k, cell in enumerate(self.decoder):
+            x, _, _ = cells.run_cell(cell, x, None, state0=memory[f"final{k}"])
+        return self.output(self.dropout(x))
+
+
+@register("seq2seq")
+def build_seq2seq(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Seq2seq:
+    return Seq2seq(cfg, src_vocab, tgt_vocab)
+
+
+@register("seq2seq-sutskever")
+def build_sutskever(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> SutskeverSeq2seq:
+    return SutskeverSeq2seq(cfg, src_vocab, tgt_vocab)

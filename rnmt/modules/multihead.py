@@ -1,0 +1,55 @@
+"""Multi-head additive attention (DTMT section "DTMT", c_t = Multihead-Attention(C, s_t,Lq);
+SPEC B1 from the authors' code).
+
+    K = C W_k,  q = s W_q                    both split into h heads of A/h units
+    e_{t,k,i} = v^T tanh(q_k + K_{k,i})      one v shared by all heads (or one per head)
+    alpha_{t,k} = softmax_i(e_{t,k})
+    c_t = [sum_i alpha_{t,1,i} C_{1,i}; ...; sum_i alpha_{t,h,i} C_{h,i}]
+
+The values are the raw annotations C split into h heads, so c_t has the annotations' size
+(2d for a bidirectional encoder). ``output_size`` adds the code's projection c_t W_o + b_o
+(the paper's equations have none). Scores are not scaled. K is computed once per sentence
+by ``precompute``; the returned weights are averaged over heads for analysis.
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+from torch import Tensor, nn
+
+from rnmt.modules.attention import NEG_INF
+
+
+class MultiHeadAdditiveAttention(nn.Module):
+    def __init__(self, query_size: int, key_size: int, attn_size: int, heads: int,
+                 per_head_v: bool = False, output_size: int | None = None) -> None:
+        super().__init__()
+        if attn_size % heads or key_size % heads:
+            raise ValueError(f"{heads} heads must divide the attention size {attn_size} and the "
+                             f"annotation size {key_size}")
+        self.heads = heads
+        self.key_proj = nn.Linear(key_size, attn_size, bias=False)  # W_k
+        self.query_proj = nn.Linear(query_size, attn_size, bias=False)  # W_q
+        self.v = nn.Parameter(torch.empty(heads if per_head_v else 1, attn_size // heads))
+        nn.init.uniform_(self.v, -0.1, 0.1)
+        self.output_proj = nn.Linear(key_size, output_size) if output_size else None  # W_o, b_o
+        self.output_size = output_size or key_size
+
+    def precompute(self, memory: Tensor) -> Tensor:
+        return self.key_proj(memory)
+
+    def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
+        """query [B, Q], keys [B, S, A], values [B, S, D], mask [B, S] -> (c [B, out], weights [B, S])."""
+        B, S, _ = keys.shape
+        h = self.heads
+        q = self.query_proj(query).view(B, 1, h, -1)
+        hidden = torch.tanh(keys.view(B, S, h, -1) + q)  # [B, S, h, A/h]
+        scores = (hidden * self.v).sum(-1)  # [B, S, h]
+        scores = scores.masked_fill(~mask.unsqueeze(-1), NEG_INF)
+        weights = torch.softmax(scores, dim=1)
+        context = torch.einsum("bsh,bshd->bhd", weights, values.view(B, S, h, -1)).reshape(B, -1)
+        if self.output_proj is not None:
+            context = self.output_proj(context)
+        return context, weights.mean(-1)

@@ -1,0 +1,172 @@
+"""Paper-specific behaviour of the model zoo: sharing, cyclic re-reading, zero first inputs,
+the ATR paper's tanh switch, the CA encoder, and the attention variants."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnmt import cells
+from rnmt.config import ModelConfig
+from rnmt.models import build_model
+from rnmt.models.base import uniform_init_
+from rnmt.models.cseq2seq import cyclic_context
+from rnmt.modules.embedding import Embedding, positional_encoding
+from rnmt.modules.luong import LuongAttention
+from rnmt.modules.multihead import MultiHeadAdditiveAttention
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def tiny(arch: str, **kw) -> torch.nn.Module:
+    cfg = ModelConfig(arch=arch, emb_size=6, hidden_size=8, **kw)
+    torch.manual_seed(0)
+    model = build_model(cfg, 17, 13)
+    uniform_init_(model, 0.3)
+    return model.eval()
+
+
+def test_sgru_makes_the_first_decoder_unit_the_encoder():
+    model = tiny("cseq2seq2", context="last", options={"share_gru": True})
+    assert model.unit1 is model.encoder
+
+
+def test_sword_ties_the_softmax_matrix_to_the_target_embedding():
+    model = tiny("cseq2seq2", context="last", tie_target_embeddings=True)
+    assert model.readout.output.weight is model.tgt_embed.weight
+
+
+def test_tied_bos_row_still_looks_up_zero_after_training_moves_it():
+    emb = Embedding(5, 3, zero_index=2)
+    with torch.no_grad():
+        emb.weight.fill_(1.0)  # what an output layer tied to it could do
+    assert torch.equal(emb(torch.tensor([2, 1]))[0], torch.zeros(3))
+    assert torch.equal(emb(torch.tensor([2, 1]))[1], torch.ones(3))
+
+
+def test_cyclic_context_last_state_is_the_state_at_each_sentences_last_token():
+    torch.manual_seed(0)
+    cell = cells.build("gru", 4, 5)
+    x = torch.randn(2, 6, 4)
+    mask = torch.tensor([[True] * 6, [True] * 3 + [False] * 3])
+    h0 = torch.randn(2, 5)
+    px = cell.project_inputs(x)
+    last = cyclic_context(cell, px, mask, h0, "last")
+    mean = cyclic_context(cell, px, mask, h0, "mean")
+    _, short_last, _ = cells.run_cell(cell, x[1:, :3], None, state0=h0[1:])
+    outs, _, _ = cells.run_cell(cell, x[1:, :3], None, state0=h0[1:])
+    torch.testing.assert_close(last[1:], short_last)
+    torch.testing.assert_close(mean[1:], outs.mean(1))
+
+
+def test_cseq2seq1_context_depends_on_the_decoder_query():
+    model = tiny("cseq2seq1", context="last")
+    src = torch.randint(4, 17, (1, 5))
+    memory = model.encode(src, torch.ones(1, 5, dtype=torch.bool))
+    state = model.init_state(memory)
+    px = model.unit1.project_inputs(model.tgt_embed(torch.tensor([5])))
+    _, c1 = model._decode_step(px, state, memory)
+    _, c2 = model._decode_step(px, {"s": state["s"] + 0.5}, memory)
+    assert not torch.allclose(c1, c2)
+
+
+def test_cseq2seq2_previous_and_current_queries_differ():
+    src, mask, tgt = torch.randint(4, 17, (2, 5)), torch.ones(2, 5, dtype=torch.bool), torch.randint(4, 13, (2, 4))
+    tgt[:, 0] = 2
+    prev = tiny("cseq2seq2", context="last")(src, mask, tgt)
+    cur = tiny("cseq2seq2", context="last", options={"cyclic_query": "current"})(src, mask, tgt)
+    assert prev.shape == cur.shape and not torch.allclose(prev, cur)
+
+
+def test_dtmt_first_decoder_input_is_exactly_zero_with_positional_encoding():
+    model = tiny("dtmt", cell="gru", layer_norm=True, attention_heads=2, positional_encoding=True)
+    emb = model._embed(model.tgt_embed, torch.tensor([[2, 5]]), torch.tensor([[0, 0]]))
+    assert torch.equal(emb[0, 0], torch.zeros(6))
+    expected = model.tgt_embed(torch.tensor([5]))[0] + positional_encoding(torch.tensor(0), 6) / 6**0.5
+    torch.testing.assert_close(emb[0, 1], expected)
+
+
+def test_positional_encoding_layout_is_sin_then_cos():
+    pe = positional_encoding(torch.tensor([0, 3]), 8)
+    assert torch.equal(pe[0], torch.tensor([0.0] * 4 + [1.0] * 4))
+    assert abs(float(pe[1, 0]) - torch.sin(torch.tensor(3.0)).item()) < 1e-6  # timescale 1 on channel 0
+
+
+def test_atr_tanh_states_change_scores_but_not_parameters():
+    raw = tiny("atr-rnnsearch", cell="atr", options={"tanh_states": False})
+    squashed = tiny("atr-rnnsearch", cell="atr", options={"tanh_states": True})
+    assert sum(p.numel() for p in raw.parameters()) == sum(p.numel() for p in squashed.parameters())
+    src, mask, tgt = torch.randint(4, 17, (2, 5)), torch.ones(2, 5, dtype=torch.bool), torch.randint(4, 13, (2, 3))
+    assert not torch.allclose(raw(src, mask, tgt), squashed(src, mask, tgt))
+
+
+def test_context_aware_encoder_annotations_have_one_direction_size_and_read_the_forward_pass():
+    model = tiny("atr-rnnsearch", cell="atr", options={"context_aware": True})
+    src, mask = torch.randint(4, 17, (1, 5)), torch.ones(1, 5, dtype=torch.bool)
+    memory = model.encode(src, mask)
+    assert memory["annotations"].shape == (1, 5, 8)
+    # Changing only the first word changes the last annotation through the forward states.
+    other = src.clone()
+    other[0, 0] = 4 if src[0, 0] != 4 else 5
+    assert not torch.allclose(memory["annotations"][0, -1], model.encode(other, mask)["annotations"][0, -1])
+
+
+def test_multihead_additive_attention_context_keeps_the_annotation_size():
+    torch.manual_seed(0)
+    att = MultiHeadAdditiveAttention(query_size=8, key_size=12, attn_size=8, heads=4)
+    values = torch.randn(2, 5, 12)
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    mask[1, 3:] = False
+    with torch.no_grad():
+        context, weights = att(torch.randn(2, 8), att.precompute(values), values, mask)
+    assert context.shape == (2, 12) and weights.shape == (2, 5)
+    assert float(weights[1, 3:].abs().max()) == 0.0
+    assert sum(p.numel() for p in att.parameters()) == 12 * 8 + 8 * 8 + 2  # W_k, W_q, one shared v
+
+
+@pytest.mark.parametrize("score", ["dot", "general", "concat"])
+def test_luong_global_attention_normalises_over_real_positions(score):
+    torch.manual_seed(0)
+    att = LuongAttention(score, 6, 6)
+    values = torch.randn(2, 4, 6)
+    mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    with torch.no_grad():
+        _, weights = att(torch.randn(2, 6), att.precompute(values), values, mask)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2))
+    assert float(weights[1, 2:].abs().max()) == 0.0
+
+
+def test_local_p_attention_stays_inside_its_window():
+    torch.manual_seed(0)
+    att = LuongAttention("local-p", 6, 6, window=1)
+    values = torch.randn(1, 9, 6)
+    with torch.no_grad():
+        _, weights = att(torch.randn(1, 6), att.precompute(values), values, torch.ones(1, 9, dtype=torch.bool))
+    assert int((weights > 0).sum()) <= 3
+
+
+def test_sutskever_reads_the_source_reversed():
+    model = tiny("seq2seq-sutskever", cell="gru", enc_layers=2, dec_layers=2)
+    src = torch.tensor([[5, 6, 7, 0]])
+    mask = torch.tensor([[True, True, True, False]])
+    memory = model.encode(src, mask)
+    # The final state of a reversed read equals a forward read of the reversed sentence.
+    x = model.src_embed(torch.tensor([[7, 6, 5]]))
+    _, last, _ = cells.run_cell(model.encoder[0], x, None)
+    torch.testing.assert_close(memory["final0"], last)
+
+
+def test_transformer_step_caches_grow_by_one_position():
+    model = build_model(ModelConfig(arch="transformer", emb_size=8, hidden_size=8, attention_heads=2,
+                                    enc_layers=2, dec_layers=2, options={"ffn_size": 12}), 17, 13).eval()
+    memory = model.encode(torch.randint(4, 17, (2, 5)), torch.ones(2, 5, dtype=torch.bool))
+    state = model.init_state(memory)
+    for t in range(3):
+        _, state, _ = model.step(torch.tensor([2, 2]) if t == 0 else torch.tensor([5, 6]), state, memory)
+        assert state["k0"].shape == (2, t + 1, 8)
