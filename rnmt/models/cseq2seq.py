@@ -36,7 +36,7 @@ projections of E x_i are computed once per sentence. Section 4's sharing:
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -53,7 +53,8 @@ from rnmt.modules.readout import DeepOutput
 CONTEXT_MODES = ("mean", "last")
 
 
-def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Tensor, mode: str) -> Tensor:
+def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Tensor, mode: str,
+                   gate_means: Optional[Dict[str, list]] = None) -> Tensor:
     """Run ``cell`` over all source positions from ``state`` and pool its outputs.
 
     Args:
@@ -62,6 +63,8 @@ def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Te
             is the state at each sentence's own last token.
         state: initial state [B, state_size] (c_{j,0} or h_{j,0}).
         mode: "mean" (masked mean of the outputs) or "last" (output after the last token).
+        gate_means: when given, each gate's mean over hidden units at every source position
+            is appended to ``gate_means[name]`` (the r~_{j,i}, z~_{j,i} of section 5.4).
 
     Returns:
         the context vector c_j, [B, hidden_size].
@@ -69,7 +72,13 @@ def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Te
     total = None
     for i in range(px_src.size(1)):
         real = src_mask[:, i].unsqueeze(1)
-        state = torch.where(real, cell.step(px_src[:, i], state), state)
+        if gate_means is None:
+            new = cell.step(px_src[:, i], state)
+        else:
+            new, gates = cell.step(px_src[:, i], state, return_gates=True)
+            for name, value in gates.items():
+                gate_means.setdefault(name, []).append(value.mean(-1) * real.squeeze(1))
+        state = torch.where(real, new, state)
         if mode == "mean":
             out = cell.output(state) * real
             total = out if total is None else total + out
@@ -99,14 +108,21 @@ class _CyclicDecoder(TranslationModel):
             self.readout.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[TensorDict, Tensor]:
+    # Set by analysis (forced decoding) to get the re-reading unit's gates per source
+    # position in step's extras; off by default so decoding pays nothing for them.
+    report_source_gates: bool = False
+
+    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict,
+                     gates: Optional[Dict[str, list]] = None) -> Tuple[TensorDict, Tensor]:
         raise NotImplementedError
 
     def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
         emb = self.dropout(self.tgt_embed(prev_tokens))
-        state, context = self._decode_step(self.unit1.project_inputs(emb), state, memory)
+        gates: Optional[Dict[str, list]] = {} if self.report_source_gates else None
+        state, context = self._decode_step(self.unit1.project_inputs(emb), state, memory, gates)
         logits = self.readout(self.unit2.output(state["s"]), emb, context)
-        return torch.log_softmax(logits.float(), dim=-1), state, {}
+        extras = {"source_gates": {k: torch.stack(v, 1) for k, v in gates.items()}} if gates else {}
+        return torch.log_softmax(logits.float(), dim=-1), state, extras
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         memory = self.encode(src, src_mask)
@@ -149,10 +165,12 @@ class Cseq2seqI(_CyclicDecoder):
     def init_state(self, memory: TensorDict) -> TensorDict:
         return {"s": torch.tanh(self.init_layer(memory["annotation_mean"]))}
 
-    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[TensorDict, Tensor]:
+    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict,
+                     gates: Optional[Dict[str, list]] = None) -> Tuple[TensorDict, Tensor]:
         s_tilde = self.unit1.step(px1, state["s"])
         c0 = torch.tanh(self.reader_init(self.unit1.output(s_tilde)))  # c_{j,0}, eq. 7
-        context = cyclic_context(self.reader, memory["reader_px"], memory["src_mask"], c0, self.context_mode)
+        context = cyclic_context(self.reader, memory["reader_px"], memory["src_mask"], c0, self.context_mode,
+                                 gates)
         s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
         return {"s": s}, context
 
@@ -190,17 +208,18 @@ class Cseq2seqII(_CyclicDecoder):
         s0 = torch.tanh(self.init_layer(memory["backward_last"]))
         return {"s": s0, "s_tilde": s0}  # s~_0 := s_0
 
-    def _reencode(self, s_tilde: Tensor, memory: TensorDict) -> Tensor:
+    def _reencode(self, s_tilde: Tensor, memory: TensorDict, gates: Optional[Dict[str, list]] = None) -> Tensor:
         h0 = torch.tanh(self.phi(self.unit1.output(s_tilde)))  # h_{j,0} = phi(s~), eq. 9
-        return cyclic_context(self.encoder, memory["src_px"], memory["src_mask"], h0, self.context_mode)
+        return cyclic_context(self.encoder, memory["src_px"], memory["src_mask"], h0, self.context_mode, gates)
 
-    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[TensorDict, Tensor]:
+    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict,
+                     gates: Optional[Dict[str, list]] = None) -> Tuple[TensorDict, Tensor]:
         if self.cyclic_query == "previous":
-            context = self._reencode(state["s_tilde"], memory)
+            context = self._reencode(state["s_tilde"], memory, gates)
             s_tilde = self.unit1.step(px1, state["s"])
         else:
             s_tilde = self.unit1.step(px1, state["s"])
-            context = self._reencode(s_tilde, memory)
+            context = self._reencode(s_tilde, memory, gates)
         s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
         return {"s": s, "s_tilde": s_tilde}, context
 

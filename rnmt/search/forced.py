@@ -54,6 +54,10 @@ def forced_decode(model: TranslationModel, sources: Sequence[Sequence[int]], tar
         raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
     was_training = model.training
     model.eval()
+    # Cyclic models report their re-reading unit's gates per source position only on request.
+    had_gates = getattr(model, "report_source_gates", None)
+    if had_gates is not None:
+        model.report_source_gates = True
     batch_indices, batch_results = [], []
     try:
         for idx, src, mask in make_translation_batches(sources, batch_tokens):
@@ -84,5 +88,7 @@ def forced_decode(model: TranslationModel, sources: Sequence[Sequence[int]], tar
             batch_indices.append(idx)
             batch_results.append(results)
     finally:
+        if had_gates is not None:
+            model.report_source_gates = had_gates
         model.train(was_training)
     return restore_order(batch_indices, batch_results) if batch_indices else []
