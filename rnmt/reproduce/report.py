@@ -70,6 +70,8 @@ def judge_claim(claim: Claim, records: Dict[str, dict], hyps: Dict[str, List[str
         held = va > vb
         if held:
             status = "held" if significant else "held, not significant"
+        elif va == vb:
+            status = "not held (equal scores)"
         else:
             status = "reversed" if significant else "not held, not significant"
     else:  # about: not significantly worse, with fewer parameters
