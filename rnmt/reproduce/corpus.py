@@ -91,6 +91,7 @@ def resolve_corpus(data: Optional[str], src: Optional[str], tgt: Optional[str], 
             log(f"note: {DEFAULT_DATA} not found; using the bundled sample {FALLBACK_DATA}")
     if not directory.is_dir():
         raise UserError(f"--data: not a directory: {directory}")
+    directory = directory.resolve()  # the runs keep working from any directory
     src, tgt = _languages(directory, src, tgt)
     train, dev, test = directory / "train", directory / "dev", directory / "test"
     for prefix in (train, dev):

@@ -137,6 +137,7 @@ def reproduce_paper(paper: str, settings: Settings, out_root: Path = Path("resul
     """Run (or continue) one paper's reproduction and rewrite its README; returns results.json."""
     spec = load_paper(paper)
     chosen = spec.select(systems)
+    out_root = Path(out_root).resolve()
     results_dir = out_root / spec.paper
     runs_dir = results_dir / "runs"
     ensure_gitignore(out_root)

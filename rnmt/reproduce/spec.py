@@ -20,8 +20,10 @@ CLAIM_KINDS = ("better", "about", "faster")
 
 
 def repository_root() -> Path:
-    """The checkout this package lives in (configs/ and data/ sit next to rnmt/)."""
-    return Path(__file__).resolve().parents[2]
+    """The checkout this package lives in (configs/ and data/ sit next to rnmt/); for an
+    installed package without them, the current directory."""
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if (checkout / "configs" / "reproduce").is_dir() else Path.cwd().resolve()
 
 
 @dataclass(frozen=True)
