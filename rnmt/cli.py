@@ -24,6 +24,7 @@ COMMANDS = {
     "align": ("align", "word alignments from a model's attention or gates (forced decoding)"),
     "analyze": ("analyze", "attention and gate heatmaps, ATR gate statistics, index.html"),
     "serve": ("serve", "serve a model over HTTP (JSON API and a web page)"),
+    "reproduce": ("reproduce", "train and compare a paper's systems at a reduced size (results/<paper>/)"),
 }
 
 

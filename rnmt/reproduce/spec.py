@@ -1,0 +1,121 @@
+"""What a paper's reproduction contains: its systems, baseline, orderings and figures.
+
+A paper is described by ``configs/reproduce/<paper>.yaml``; the systems point at the
+paper configs under ``configs/papers/`` so that a reproduction trains exactly what
+``rnmt train`` would, changed only by the overrides of the miniature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import yaml
+
+from rnmt.errors import UserError
+
+PAPERS = ("atr", "cseq2seq", "dtmt")  # the order of `rnmt reproduce all`: smaller tables first
+CLAIM_KINDS = ("better", "about", "faster")
+
+
+def repository_root() -> Path:
+    """The checkout this package lives in (configs/ and data/ sit next to rnmt/); for an
+    installed package without them, the current directory."""
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if (checkout / "configs" / "reproduce").is_dir() else Path.cwd().resolve()
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    name: str  # file-name-safe identifier, e.g. "rnnsearch-atr"
+    label: str  # the row name of the paper's table
+    config: str  # paper config, relative to the repository root
+    paper_params: str = ""
+    paper_bleu: Optional[float] = None
+    paper_speed: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """An ordering the paper reports between systems ``a`` and ``b``.
+
+    ``better``: a has higher test BLEU than b. ``about``: a is not significantly worse than
+    b (and has fewer parameters). ``faster``: a is higher on ``metric`` (a speed).
+    """
+
+    kind: str
+    a: str
+    b: str
+    text: str
+    source: str = ""
+    metric: str = "test_bleu"
+
+
+@dataclass(frozen=True)
+class PaperSpec:
+    paper: str
+    title: str
+    tables: str
+    paper_metric: str
+    baseline: str
+    systems: List[SystemSpec]
+    optional_systems: List[SystemSpec] = field(default_factory=list)
+    claims: List[Claim] = field(default_factory=list)
+    by_length: Optional[Dict[str, Any]] = None  # {"form": ..., "boundaries": [...]}
+    gates: Optional[Dict[str, Any]] = None  # {"system": ..., "paper_r": ...}
+    greedy_speed: bool = False
+
+    def system(self, name: str) -> SystemSpec:
+        for s in self.systems + self.optional_systems:
+            if s.name == name:
+                return s
+        known = ", ".join(s.name for s in self.systems + self.optional_systems)
+        raise UserError(f"{self.paper}: no system '{name}'; systems: {known}")
+
+    def select(self, names: Optional[Sequence[str]]) -> List[SystemSpec]:
+        """The main-table systems, or the named ones (optional systems included) in the
+        order given; the baseline always comes first so every p-value has its reference."""
+        chosen = list(self.systems) if not names else [self.system(n) for n in names]
+        if self.baseline not in [s.name for s in chosen]:
+            chosen.insert(0, self.system(self.baseline))
+        return chosen
+
+
+def _systems(rows: Any, where: str) -> List[SystemSpec]:
+    if not isinstance(rows, list):
+        raise UserError(f"{where}: expected a list of systems")
+    try:
+        return [SystemSpec(**row) for row in rows]
+    except TypeError as exc:
+        raise UserError(f"{where}: bad system entry ({exc})") from None
+
+
+def load_paper(paper: str, root: Optional[Path] = None) -> PaperSpec:
+    """Read ``configs/reproduce/<paper>.yaml`` from the repository (or ``root``)."""
+    root = root or repository_root()
+    path = root / "configs" / "reproduce" / f"{paper}.yaml"
+    if not path.is_file():
+        raise UserError(f"unknown paper '{paper}'; choose one of {', '.join(PAPERS)} or all")
+    tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    where = f"configs/reproduce/{paper}.yaml"
+    try:
+        claims = [Claim(**c) for c in tree.get("claims") or []]
+    except TypeError as exc:
+        raise UserError(f"{where}: bad claim ({exc})") from None
+    spec = PaperSpec(
+        paper=tree.get("paper", paper), title=tree["title"], tables=tree["tables"],
+        paper_metric=tree.get("paper_metric", "BLEU"), baseline=tree["baseline"],
+        systems=_systems(tree["systems"], where),
+        optional_systems=_systems(tree.get("optional_systems") or [], where),
+        claims=claims, by_length=tree.get("by_length"), gates=tree.get("gates"),
+        greedy_speed=bool(tree.get("greedy_speed", False)))
+    names = {s.name for s in spec.systems + spec.optional_systems}
+    for c in claims:
+        if c.kind not in CLAIM_KINDS:
+            raise UserError(f"{where}: claim kind '{c.kind}' is not one of {', '.join(CLAIM_KINDS)}")
+        for n in (c.a, c.b):
+            if n not in names:
+                raise UserError(f"{where}: claim names unknown system '{n}'")
+    spec.system(spec.baseline)
+    return spec

@@ -1,0 +1,209 @@
+"""Train, decode and score one system of a reproduction.
+
+A system's training run lives in ``RUNS/<system>/`` (checkpoints, log.jsonl; not
+committed). Once training has ended, ``RUNS/<system>/trained.json`` records its summary,
+so a later call goes straight to decoding; a run that stopped midway (interrupted, killed)
+is resumed from its last checkpoint with the trainer's exact resume. The finished system
+is ``RESULTS/<system>.json`` plus its test translations ``RESULTS/hyp/<system>.<tgt>``;
+a system with both is never touched again.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import torch
+import yaml
+
+from rnmt.config import Config, config_from_dict, load_config
+from rnmt.errors import UserError
+from rnmt.reproduce.corpus import Corpus, display_path
+from rnmt.reproduce.spec import SystemSpec, repository_root
+
+TRAINED = "trained.json"
+
+
+@dataclass
+class Settings:
+    """Everything a reproduction changes in the paper configs (the same for every system)."""
+
+    budget: float = 10.0  # minutes of training steps per system (validation not counted)
+    emb_size: int = 256
+    hidden_size: int = 512
+    vocab_size: int = 8000  # one joint BPE model shared by all systems of a paper
+    dev_sentences: int = 200  # validation (greedy dev BLEU) on this prefix of the dev set
+    validate_every: int = 250
+    log_every: int = 50
+    seed: int = 1
+    threads: int = 2
+    device: str = "auto"
+    bootstrap: int = 1000  # paired bootstrap resamples
+    overrides: List[str] = field(default_factory=list)  # --set, applied to every system last
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
+    node = tree
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def miniature_config(system: SystemSpec, corpus: Corpus, vocab_model: Path, cache_dir: Path,
+                     settings: Settings) -> Config:
+    """The paper config of ``system`` with the reproduction's data, size, budget and seed."""
+    path = repository_root() / system.config
+    if not path.is_file():
+        raise UserError(f"{system.name}: paper config not found: {system.config}")
+    tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    miniature = {
+        "data.train": str(corpus.train), "data.dev": str(corpus.dev), "data.test": str(corpus.test),
+        "data.src": corpus.src, "data.tgt": corpus.tgt,
+        "data.vocab.model": str(vocab_model), "data.cache_dir": str(cache_dir),
+        "data.dev_max_sentences": settings.dev_sentences,
+        "model.emb_size": settings.emb_size, "model.hidden_size": settings.hidden_size,
+        "train.max_minutes": settings.budget, "train.max_steps": 10 ** 9,
+        "train.seed": settings.seed, "train.threads": settings.threads, "train.device": settings.device,
+        "train.validate_every": settings.validate_every, "train.log_every": settings.log_every,
+        "train.validation_search": "greedy", "train.progress": False, "train.keep_last": 1,
+    }
+    for key, value in miniature.items():
+        _set(tree, key, value)
+    try:
+        return config_from_dict(tree, settings.overrides, source=system.config)
+    except UserError as exc:
+        raise UserError(f"{system.config}: {exc}") from None
+
+
+def training_speed(log_path: Path) -> Dict[str, Any]:
+    """Target tokens per second over the whole run, from ``log.jsonl``.
+
+    Each logging record covers the steps since the previous one; records repeated by a
+    resume (steps after the checkpoint it went back to) are replaced by the later ones.
+    """
+    by_step: Dict[int, dict] = {}
+    if log_path.is_file():
+        for line in log_path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            if "tokens_per_s" in rec:
+                by_step[int(rec["step"])] = rec
+    tokens, seconds, previous = 0.0, 0.0, 0.0
+    for step in sorted(by_step):
+        rec = by_step[step]
+        span = max(float(rec["train_seconds"]) - previous, 0.0)
+        tokens += rec["tokens_per_s"] * span
+        seconds += span
+        previous = float(rec["train_seconds"])
+    return {"train_tokens_per_s": tokens / seconds if seconds > 0 else None}
+
+
+def train_system(system: SystemSpec, cfg: Config, run_dir: Path, settings: Settings,
+                 log: Callable[[str], None]) -> Dict[str, Any]:
+    """Train (or resume, or skip when already trained) and return the training summary."""
+    from rnmt.train.trainer import STATE_FILE, Trainer
+
+    done = run_dir / TRAINED
+    if done.is_file():
+        log(f"{system.name}: already trained, decoding only")
+        return json.loads(done.read_text(encoding="utf-8"))
+    if (run_dir / STATE_FILE).is_file():
+        # The run's own resolved config (vocabulary sizes filled in); the budget may change.
+        cfg = load_config(run_dir / "config.yaml", [f"train.max_minutes={settings.budget}", *settings.overrides])
+        log(f"{system.name}: resuming the stopped training run")
+        trainer = Trainer(cfg, run_dir, resume=True, log=log)
+    else:
+        if run_dir.exists():  # started but never reached a checkpoint: start again
+            shutil.rmtree(run_dir)
+        log(f"{system.name}: training for {settings.budget:g} minutes")
+        trainer = Trainer(cfg, run_dir, log=log)
+    summary = trainer.run()
+    summary.update(training_speed(run_dir / "log.jsonl"))
+    sampler = trainer.sampler  # epochs as a fraction: whole epochs plus the share of the current one
+    summary["epochs"] = round(sampler.epoch + sampler.position / max(len(sampler), 1), 2)
+    done.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    return summary
+
+
+def _timed_translate(translator, lines: List[str], **kwargs) -> tuple:
+    start = time.perf_counter()
+    hyps = translator.translate_best(lines, **kwargs)
+    seconds = time.perf_counter() - start
+    words = sum(len(h.split()) for h in hyps)
+    return hyps, seconds, words
+
+
+def evaluate_system(system: SystemSpec, run_dir: Path, corpus: Corpus, device: str, greedy_speed: bool,
+                    log: Callable[[str], None]) -> tuple:
+    """Decode the test set with the paper's search settings; returns (metrics, hypotheses)."""
+    from rnmt.data import read_lines
+    from rnmt.evaluate.metrics import corpus_bleu, corpus_chrf
+    from rnmt.models import load_model
+    from rnmt.models.loading import count_parameters
+    from rnmt.search.translator import Translator
+    from rnmt.train.trainer import pick_device
+
+    test_src, test_ref = corpus.files("test")
+    src_lines, refs = read_lines(test_src), read_lines(test_ref)
+    device = pick_device(device)
+    loaded = load_model(run_dir, device)
+    search = loaded.config.search
+    translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, search, device)
+    log(f"{system.name}: decoding {len(src_lines)} test sentences (beam {search.beam}, "
+        f"normalize {search.normalize}, alpha {search.alpha})")
+    with torch.no_grad():
+        hyps, seconds, words = _timed_translate(translator, src_lines)
+        metrics: Dict[str, Any] = {
+            "params": count_parameters(loaded.model)["total"],
+            "beam": search.beam, "normalize": search.normalize, "alpha": search.alpha,
+            "decode_seconds": round(seconds, 2), "decode_words": words,
+            "decode_words_per_s": words / seconds if seconds > 0 else None,
+        }
+        if greedy_speed:
+            _, g_seconds, g_words = _timed_translate(translator, src_lines, greedy=True)
+            metrics["greedy_decode_words_per_s"] = g_words / g_seconds if g_seconds > 0 else None
+    bleu, chrf = corpus_bleu(hyps, [refs]), corpus_chrf(hyps, [refs])
+    metrics.update(test_bleu=bleu.score, test_chrf=chrf.score, bleu_signature=bleu.signature,
+                   chrf_signature=chrf.signature, checkpoint_step=loaded.meta.get("step"))
+    return metrics, hyps
+
+
+def run_system(system: SystemSpec, corpus: Corpus, vocab_model: Path, runs_dir: Path, results_dir: Path,
+               settings: Settings, machine: Dict[str, Any], greedy_speed: bool,
+               log: Callable[[str], None]) -> Optional[Dict[str, Any]]:
+    """Train, decode and score ``system`` unless it is finished; returns its record."""
+    record_path = results_dir / f"{system.name}.json"
+    hyp_path = results_dir / "hyp" / f"{system.name}.{corpus.tgt}"
+    if record_path.is_file() and hyp_path.is_file():
+        log(f"{system.name}: finished earlier, skipped ({display_path(record_path)})")
+        return json.loads(record_path.read_text(encoding="utf-8"))
+    run_dir = runs_dir / system.name
+    cfg = miniature_config(system, corpus, vocab_model, runs_dir / "cache", settings)
+    summary = train_system(system, cfg, run_dir, settings, log)
+    metrics, hyps = evaluate_system(system, run_dir, corpus, settings.device, greedy_speed, log)
+    record = {
+        "system": system.name, "label": system.label, "config": system.config,
+        "corpus": corpus.name, "src": corpus.src, "tgt": corpus.tgt,
+        "emb_size": cfg.model.emb_size, "hidden_size": cfg.model.hidden_size,
+        "budget_minutes": settings.budget, "seed": settings.seed,
+        "steps": summary.get("steps"), "epochs": summary.get("epochs"),
+        "train_minutes": round(float(summary.get("train_seconds", 0.0)) / 60.0, 2),
+        "stop_reason": summary.get("stop_reason"), "best_dev_bleu": summary.get("best_dev_bleu"),
+        "dev_sentences": settings.dev_sentences,
+        "train_tokens_per_s": summary.get("train_tokens_per_s"),
+        **metrics, "machine": machine, "overrides": list(settings.overrides),
+    }
+    hyp_path.parent.mkdir(parents=True, exist_ok=True)
+    hyp_path.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    tmp = record_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(record_path)  # the record appears last: its presence means "finished"
+    log(f"{system.name}: test BLEU {record['test_bleu']:.2f}, chrF {record['test_chrf']:.2f}")
+    return record
