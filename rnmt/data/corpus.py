@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import tempfile
@@ -28,6 +29,8 @@ from rnmt.errors import UserError
 CACHE_FORMAT = 1
 _ENCODE_CHUNK = 4096  # lines handed to sentencepiece per call
 _ARRAYS = ("src", "src_offsets", "tgt", "tgt_offsets", "line_numbers")
+_RELEASE_EVERY = 4096  # segment reads between two `release_pages` calls
+_MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 
 
 @dataclass
@@ -56,18 +59,46 @@ class EncodedCorpus:
 
     def __post_init__(self) -> None:
         # Lengths as the batches see them: source incl. </s>; target = len(y) + 1, the
-        # length of both tgt_in = <s> y and tgt_out = y </s>.
-        self.src_lens = np.diff(self.src_offsets)
-        self.tgt_lens = np.diff(self.tgt_offsets) + 1
+        # length of both tgt_in = <s> y and tgt_out = y </s>. int32, computed in slices:
+        # 8 bytes per pair in memory, whatever the corpus size.
+        self.src_lens = _lengths(self.src_offsets, 0)
+        self.tgt_lens = _lengths(self.tgt_offsets, 1)
+        self._reads = 0
+        self.release_pages()
 
     def __len__(self) -> int:
         return len(self.src_offsets) - 1
 
     def src_ids(self, i: int) -> np.ndarray:
+        self._count_read()
         return self.src[self.src_offsets[i]:self.src_offsets[i + 1]]
 
     def tgt_ids(self, i: int) -> np.ndarray:
+        self._count_read()
         return self.tgt[self.tgt_offsets[i]:self.tgt_offsets[i + 1]]
+
+    def _count_read(self) -> None:
+        self._reads += 1
+        if self._reads >= _RELEASE_EVERY:
+            self.release_pages()
+
+    def release_pages(self) -> None:
+        """Unmap the pages of the memory-mapped arrays that reading has touched.
+
+        Reading a mapped file maps its pages into this process, and they count as its
+        resident memory until the kernel needs them back. Over an epoch that would be the
+        whole corpus, so the pages are handed back every few thousand segment reads; the data
+        stays in the page cache (shared with other processes) and is mapped again when next
+        read. The arrays are read-only, so nothing is lost. A no-op for in-memory arrays.
+        """
+        self._reads = 0
+        for arr in (self.src, self.tgt, self.src_offsets, self.tgt_offsets, self.line_numbers):
+            mm = getattr(arr, "_mmap", None)
+            if mm is not None and _MADV_DONTNEED is not None:
+                try:
+                    mm.madvise(_MADV_DONTNEED)
+                except (OSError, ValueError):  # closed or not supported: only a memory saving
+                    pass
 
     def pair(self, i: int) -> Tuple[np.ndarray, np.ndarray]:
         """``(source ids ending in </s>, target ids without <s> or </s>)`` of pair i."""
@@ -89,6 +120,17 @@ class EncodedCorpus:
             tgt_offsets=_offsets([len(t) for t in tgt]),
             line_numbers=np.arange(len(src), dtype=np.int64),
         )
+
+
+def _lengths(offsets: np.ndarray, extra: int) -> np.ndarray:
+    """``diff(offsets) + extra`` as int32, computed slice by slice (bounded temporaries)."""
+    n = max(len(offsets) - 1, 0)
+    out = np.empty(n, dtype=np.int32)
+    step = 1 << 20
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        out[lo:hi] = np.diff(offsets[lo:hi + 1]) + extra
+    return out
 
 
 def _offsets(lengths: Sequence[int]) -> np.ndarray:
