@@ -43,8 +43,6 @@ def run(args: argparse.Namespace) -> int:
         if saved.is_file():
             cfg = load_config(saved, overrides)
     trainer = Trainer(cfg, out, resume=args.resume, log=lambda msg: print(msg, file=sys.stderr, flush=True))
-    try:
-        trainer.run()
-    finally:
-        shutdown(trainer.dist)
+    trainer.run()
+    shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
     return 0

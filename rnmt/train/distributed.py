@@ -110,5 +110,10 @@ def rank_device(device: torch.device, ctx: DistContext) -> torch.device:
 
 
 def shutdown(ctx: DistContext) -> None:
+    """Leave the process group. All ranks meet first: a rank tearing down its connections
+    while another still uses them can abort the other (seen with gloo)."""
     if ctx.enabled and dist.is_initialized():
-        dist.destroy_process_group()
+        try:
+            dist.barrier()
+        finally:
+            dist.destroy_process_group()
