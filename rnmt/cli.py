@@ -21,6 +21,8 @@ COMMANDS = {
     "evaluate-alignment": ("evaluate_alignment", "word-alignment precision, recall and AER"),
     "params": ("params", "count a config's parameters without data"),
     "bench": ("bench", "measure training/decoding throughput and unit step times"),
+    "average": ("average", "average the weights of several checkpoints of one model"),
+    "lr-schedule": ("lr_schedule", "plot a config's learning-rate schedule"),
 }
 
 
