@@ -87,12 +87,7 @@ class EncodedCorpus:
         A no-op for in-memory arrays.
         """
         for arr in (self.src, self.tgt, self.src_offsets, self.tgt_offsets, self.line_numbers):
-            mm = getattr(arr, "_mmap", None)
-            if mm is not None and _MADV_DONTNEED is not None:
-                try:
-                    mm.madvise(_MADV_DONTNEED)
-                except (OSError, ValueError):  # closed or not supported: only a memory saving
-                    pass
+            _release(arr)
 
     def pair(self, i: int) -> Tuple[np.ndarray, np.ndarray]:
         """``(source ids ending in </s>, target ids without <s> or </s>)`` of pair i."""
@@ -154,7 +149,18 @@ def _lengths(offsets: np.ndarray, extra: int) -> np.ndarray:
     for lo in range(0, n, step):
         hi = min(lo + step, n)
         out[lo:hi] = np.diff(offsets[lo:hi + 1]) + extra
+        _release(offsets)  # a mapped file: do not keep the pages just read
     return out
+
+
+def _release(arr: np.ndarray) -> None:
+    """Unmap the pages of a memory-mapped array (they stay in the page cache)."""
+    mm = getattr(arr, "_mmap", None)
+    if mm is not None and _MADV_DONTNEED is not None:
+        try:
+            mm.madvise(_MADV_DONTNEED)
+        except (OSError, ValueError):  # closed or not supported: only a memory saving
+            pass
 
 
 def _offsets(lengths: Sequence[int]) -> np.ndarray:

@@ -176,26 +176,27 @@ class TokenBatchSampler:
                                                        self.max_tokens, self.max_sentences)])
             return BatchList(order, bounds.astype(np.int64))
         rng = np.random.default_rng([self.seed, epoch])
-        perm = rng.permutation(n)
-        order = np.empty(n, dtype=dtype)
+        # rng.permutation(n), drawn in place in the index dtype (same numbers, half the memory).
+        perm = np.arange(n, dtype=dtype)
+        rng.shuffle(perm)
         ends = [np.zeros(1, dtype=np.int64)]
         for start in range(0, n, self.chunk_size):
             chunk = perm[start:start + self.chunk_size]
-            # lexsort is stable: equal lengths keep their random order.
-            sorted_chunk = chunk[np.lexsort((self.tgt_lens[chunk], self.src_lens[chunk]))]
-            order[start:start + len(chunk)] = sorted_chunk
-            ends.append(start + _pack_bounds(sorted_chunk, self.src_lens, self.tgt_lens,
+            # lexsort is stable: equal lengths keep their random order. Sorting in place:
+            # the permutation becomes the (unshuffled) batch order.
+            chunk[:] = chunk[np.lexsort((self.tgt_lens[chunk], self.src_lens[chunk]))]
+            ends.append(start + _pack_bounds(chunk, self.src_lens, self.tgt_lens,
                                              self.max_tokens, self.max_sentences))
-        del perm
         bounds = np.concatenate(ends)
-        # Shuffle the batch order: gather each batch's slice at its new place.
+        # Shuffle the batch order: copy each batch's slice to its new place.
         batch_perm = rng.permutation(len(bounds) - 1)
         sizes = np.diff(bounds)[batch_perm]
         new_bounds = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=new_bounds[1:])
-        gather = np.repeat(bounds[:-1][batch_perm] - new_bounds[:-1], sizes)
-        gather += np.arange(n, dtype=np.int64)
-        return BatchList(order[gather], new_bounds)
+        order = np.empty(n, dtype=dtype)
+        for dst, src, size in zip(new_bounds[:-1].tolist(), bounds[:-1][batch_perm].tolist(), sizes.tolist()):
+            order[dst:dst + size] = perm[src:src + size]
+        return BatchList(order, new_bounds)
 
     def num_batches(self, epoch: int, world_size: int = 1) -> int:
         """Batches each rank gets in `epoch` (equal for every rank)."""
