@@ -8,8 +8,8 @@ own ``tokens_per_s`` (real target tokens of the whole update per second of train
     python benchmarks/ddp_throughput.py configs/quickstart.yaml --steps 30 --nproc 2
     python benchmarks/ddp_throughput.py configs/quickstart.yaml --steps 20 --amp
 
-On CPU each process gets ``--threads`` threads (default 1), so "2 processes" and "1
-process with 2 threads" use the same cores. Validation is switched off (data.dev=null).
+On CPU each process gets ``--threads`` threads (default 1); ``--compare-threads`` adds one
+process with N x threads threads, the same cores used by threads instead of processes. Validation is switched off (data.dev=null).
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def main() -> None:
     p.add_argument("--nproc", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="torch threads per process")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--compare-threads", action="store_true",
+                   help="also run 1 process with nproc x threads threads (meaningful on an idle machine only)")
     p.add_argument("--amp", action="store_true", help="compare train.amp=bf16 with none on one process instead")
     p.add_argument("--timeout", type=float, default=900)
     p.add_argument("--work", help="directory for the runs (default: a temporary one)")
@@ -73,8 +75,10 @@ def main() -> None:
                          args.threads),
                         (f"{n} processes x {args.threads} thread(s), accumulate 1", n, ["train.accumulate=1"],
                          args.threads),
-                        (f"1 process x {n * args.threads} threads, accumulate {n}", 1,
-                         [f"train.accumulate={n}"], n * args.threads)]
+                        ]
+            if args.compare_threads:
+                variants.append((f"1 process x {n * args.threads} threads, accumulate {n}", 1,
+                                 [f"train.accumulate={n}"], n * args.threads))
         results = []
         vocab = None
         for k, (name, nproc, extra, threads) in enumerate(variants):

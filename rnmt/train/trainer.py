@@ -75,8 +75,9 @@ def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
 def amp_dtype(name: str, device: torch.device) -> Optional[torch.dtype]:
     """The autocast dtype of ``train.amp`` on ``device`` (None: full precision).
 
-    ``auto`` is bf16 on a CUDA device that supports it and fp32 on CPU, where bf16 autocast
-    made the recurrent models slower, not faster (docs/scaling.md has the measurement).
+    ``auto`` is bf16 on a CUDA device that supports it and fp32 on CPU. On CPU, bf16 helps
+    only where the processor computes bf16 natively (AVX512-BF16, AMX) and is much slower
+    elsewhere, so it is opt-in there (``bf16``); docs/scaling.md has the measurement.
     """
     if name == "none":
         return None
