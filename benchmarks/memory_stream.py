@@ -10,7 +10,7 @@ processes each measure their own peak resident set size (``resource.getrusage``)
 Both processes import torch first, like a training process, so the figures compare the
 extra memory a large corpus costs against the fixed cost of the runtime.
 
-    python benchmarks/memory_stream.py --sizes 100000 5000000 --work /tmp/rnmt-mem
+    python benchmarks/memory_stream.py --sizes 100000 5000000 --work rnmt-memory-bench
 
 The corpora and caches are kept under ``--work`` between runs (delete it afterwards).
 """
