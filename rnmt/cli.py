@@ -25,6 +25,8 @@ COMMANDS = {
     "analyze": ("analyze", "attention and gate heatmaps, ATR gate statistics, index.html"),
     "serve": ("serve", "serve a model over HTTP (JSON API and a web page)"),
     "reproduce": ("reproduce", "train and compare a paper's systems at a reduced size (results/<paper>/)"),
+    "average": ("average", "average the weights of several checkpoints of one model"),
+    "lr-schedule": ("lr_schedule", "plot a config's learning-rate schedule"),
 }
 
 

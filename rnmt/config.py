@@ -96,7 +96,7 @@ class TrainConfig:
     decay_end: int = 64000  # rnmt_plus: e
     decay_rate: float = 0.5  # warmup_decay: factor per decay_steps after decay_start
     decay_steps: int = 5000
-    replicas: int = 1  # rnmt_plus: n of DTMT eq. 17
+    replicas: Optional[int] = None  # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
     min_lr: float = 0.0
     adam_betas: List[float] = field(default_factory=lambda: [0.9, 0.999])
     adam_eps: float = 1e-8
@@ -104,7 +104,8 @@ class TrainConfig:
     clip_norm: float = 5.0
     label_smoothing: float = 0.1
     init_scale: float = 0.08  # uniform init in [-s, s]
-    accumulate: int = 1
+    accumulate: int = 1  # batches per update and process (gradient accumulation)
+    amp: str = "auto"  # bf16 autocast: auto (bf16 on CUDA, fp32 on CPU) | bf16 (also on CPU) | none
     log_every: int = 100
     validate_every: int = 1000
     validation_search: str = "greedy"  # greedy | beam

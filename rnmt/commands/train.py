@@ -1,4 +1,8 @@
-"""rnmt train CONFIG.yaml [--out DIR] [--set key.path=value ...] [--resume]"""
+"""rnmt train CONFIG.yaml [--out DIR] [--set key.path=value ...] [--resume] [--accumulate K]
+
+Data-parallel training: ``torchrun --nproc-per-node N -m rnmt train CONFIG ...``
+(docs/scaling.md).
+"""
 
 from __future__ import annotations
 
@@ -15,18 +19,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.max_steps=100 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
+    p.add_argument("--accumulate", type=int, metavar="K",
+                   help="accumulate the gradients of K batches per update and process "
+                        "(sets train.accumulate; K = N on one process matches N processes)")
 
 
 def run(args: argparse.Namespace) -> int:
+    from rnmt.errors import UserError
+    from rnmt.train.distributed import shutdown
     from rnmt.train.trainer import Trainer  # heavy imports only when training
 
-    cfg = load_config(args.config, args.overrides)
+    if args.accumulate is not None and args.accumulate < 1:
+        raise UserError(f"--accumulate must be at least 1, got {args.accumulate}")
+    overrides = list(args.overrides)
+    if args.accumulate is not None:
+        overrides.append(f"train.accumulate={args.accumulate}")
+
+    cfg = load_config(args.config, overrides)
     out = Path(args.out) if args.out else Path("runs") / Path(args.config).stem
     if args.resume:
         # The run's own config wins; --set may still change e.g. max_steps.
         saved = out / "config.yaml"
         if saved.is_file():
-            cfg = load_config(saved, args.overrides)
+            cfg = load_config(saved, overrides)
     trainer = Trainer(cfg, out, resume=args.resume, log=lambda msg: print(msg, file=sys.stderr, flush=True))
     trainer.run()
+    shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
     return 0

@@ -1,4 +1,8 @@
-"""rnmt translate --model DIR_OR_CHECKPOINT [--input FILE] [--output FILE] [--beam N] ..."""
+"""rnmt translate --model DIR_OR_CHECKPOINT [--model ...] [--input FILE] [--output FILE] [--beam N] ...
+
+Several ``--model`` options decode with the ensemble of those models (the mean of their
+log-probabilities at every step); they must share their vocabularies.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from rnmt.errors import UserError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="training output directory or checkpoint file")
+    p.add_argument("--model", required=True, action="append",
+                   help="training output directory or checkpoint file; repeat it to decode with an ensemble")
     p.add_argument("--input", help="source text, one segment per line (default: stdin)")
     p.add_argument("--output", help="where to write translations (default: stdout)")
     p.add_argument("--beam", type=int, help="beam size (default from the model's config; 1 = greedy)")
@@ -29,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rnmt.models import load_model
+    from rnmt.search.ensemble import load_ensemble
     from rnmt.search.translator import Translator
     from rnmt.train.trainer import pick_device
 
@@ -40,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
-    loaded = load_model(args.model, device)
+    loaded = load_ensemble(args.model, device)  # one model is loaded as itself
     lines = read_lines(args.input)
     translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search, device)
     start = time.perf_counter()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import tempfile
@@ -28,6 +29,7 @@ from rnmt.errors import UserError
 CACHE_FORMAT = 1
 _ENCODE_CHUNK = 4096  # lines handed to sentencepiece per call
 _ARRAYS = ("src", "src_offsets", "tgt", "tgt_offsets", "line_numbers")
+_MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", None)
 
 
 @dataclass
@@ -56,18 +58,36 @@ class EncodedCorpus:
 
     def __post_init__(self) -> None:
         # Lengths as the batches see them: source incl. </s>; target = len(y) + 1, the
-        # length of both tgt_in = <s> y and tgt_out = y </s>.
-        self.src_lens = np.diff(self.src_offsets)
-        self.tgt_lens = np.diff(self.tgt_offsets) + 1
+        # length of both tgt_in = <s> y and tgt_out = y </s>. int32, computed in slices:
+        # 8 bytes per pair in memory, whatever the corpus size.
+        self.src_lens = _lengths(self.src_offsets, 0)
+        self.tgt_lens = _lengths(self.tgt_offsets, 1)
+        self._reader: Optional[_SegmentReader] = None
+        self.release_pages()
 
     def __len__(self) -> int:
         return len(self.src_offsets) - 1
 
     def src_ids(self, i: int) -> np.ndarray:
+        if self._reader is not None:
+            return self._reader.segment("src", i)
         return self.src[self.src_offsets[i]:self.src_offsets[i + 1]]
 
     def tgt_ids(self, i: int) -> np.ndarray:
+        if self._reader is not None:
+            return self._reader.segment("tgt", i)
         return self.tgt[self.tgt_offsets[i]:self.tgt_offsets[i + 1]]
+
+    def release_pages(self) -> None:
+        """Unmap the pages of the memory-mapped arrays that reading them has touched.
+
+        Reading a mapped file maps its pages into this process, where they count as its
+        resident memory until the kernel needs them back. The data stays in the page cache
+        and is mapped again when next read; the arrays are read-only, so nothing is lost.
+        A no-op for in-memory arrays.
+        """
+        for arr in (self.src, self.tgt, self.src_offsets, self.tgt_offsets, self.line_numbers):
+            _release(arr)
 
     def pair(self, i: int) -> Tuple[np.ndarray, np.ndarray]:
         """``(source ids ending in </s>, target ids without <s> or </s>)`` of pair i."""
@@ -89,6 +109,58 @@ class EncodedCorpus:
             tgt_offsets=_offsets([len(t) for t in tgt]),
             line_numbers=np.arange(len(src), dtype=np.int64),
         )
+
+
+class _SegmentReader:
+    """Reads single segments of a cache entry with ``pread`` instead of through the mapping.
+
+    Batches pick pairs at random, and every read through a memory map maps pages (64 KiB
+    around each access on Linux) that stay in the process's resident set: over an epoch the
+    whole corpus would. Positioned reads go through the page cache (shared, reclaimable)
+    without mapping anything, so a process's memory does not grow with the corpus.
+    """
+
+    def __init__(self, entry: Path, arrays: Dict[str, np.ndarray]) -> None:
+        self.entry = entry
+        self._data_start = {name: arrays[name].offset for name in ("src", "tgt", "src_offsets", "tgt_offsets")}
+        self._files: Dict[str, BinaryIO] = {}
+
+    def _fd(self, name: str) -> int:
+        fh = self._files.get(name)
+        if fh is None:
+            fh = self._files[name] = open(self.entry / f"{name}.npy", "rb")
+        return fh.fileno()
+
+    def segment(self, side: str, i: int) -> np.ndarray:
+        name = f"{side}_offsets"
+        lo, hi = np.frombuffer(os.pread(self._fd(name), 16, self._data_start[name] + 8 * int(i)), dtype="<i8")
+        raw = os.pread(self._fd(side), 4 * int(hi - lo), self._data_start[side] + 4 * int(lo))
+        return np.frombuffer(raw, dtype="<i4")
+
+    def __getstate__(self) -> dict:  # open files are not pickled; they reopen on first use
+        return {"entry": self.entry, "_data_start": self._data_start, "_files": {}}
+
+
+def _lengths(offsets: np.ndarray, extra: int) -> np.ndarray:
+    """``diff(offsets) + extra`` as int32, computed slice by slice (bounded temporaries)."""
+    n = max(len(offsets) - 1, 0)
+    out = np.empty(n, dtype=np.int32)
+    step = 1 << 20
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        out[lo:hi] = np.diff(offsets[lo:hi + 1]) + extra
+        _release(offsets)  # a mapped file: do not keep the pages just read
+    return out
+
+
+def _release(arr: np.ndarray) -> None:
+    """Unmap the pages of a memory-mapped array (they stay in the page cache)."""
+    mm = getattr(arr, "_mmap", None)
+    if mm is not None and _MADV_DONTNEED is not None:
+        try:
+            mm.madvise(_MADV_DONTNEED)
+        except (OSError, ValueError):  # closed or not supported: only a memory saving
+            pass
 
 
 def _offsets(lengths: Sequence[int]) -> np.ndarray:
@@ -197,8 +269,11 @@ def _encode_into(entry: Path, src_path: PathLike, tgt_path: PathLike, src_vocab:
 def _load_entry(entry: Path, from_cache: bool) -> EncodedCorpus:
     meta = json.loads((entry / "meta.json").read_text())
     arrays = {name: np.load(entry / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
-    return EncodedCorpus(**arrays, n_empty=meta["n_empty"], n_too_long=meta["n_too_long"],
-                         cache_path=entry, from_cache=from_cache)
+    corpus = EncodedCorpus(**arrays, n_empty=meta["n_empty"], n_too_long=meta["n_too_long"],
+                           cache_path=entry, from_cache=from_cache)
+    if hasattr(os, "pread") and all(isinstance(arrays[n], np.memmap) for n in ("src", "tgt")):
+        corpus._reader = _SegmentReader(entry, arrays)
+    return corpus
 
 
 def encode_corpus(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_vocab: Vocab,

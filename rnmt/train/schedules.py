@@ -41,7 +41,7 @@ def learning_rate(cfg: TrainConfig, step: int, epoch: int = 0) -> float:
         s = step + 1
         value = lr * min(s / max(warm, 1), math.sqrt(max(warm, 1) / s))
     elif cfg.schedule == "rnmt_plus":
-        value = rnmt_plus(step, lr, cfg.replicas, warm, cfg.decay_start, cfg.decay_end)
+        value = rnmt_plus(step, lr, cfg.replicas or 1, warm, cfg.decay_start, cfg.decay_end)
     elif cfg.schedule == "epoch_halving":
         # ATR / Cseq2seq practice: halve the rate after every epoch.
         value = lr * 0.5 ** epoch

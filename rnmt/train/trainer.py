@@ -12,10 +12,18 @@ Output directory layout:
 Resume is exact: the model, the optimiser moments, the learning-rate schedule (a pure
 function of the step), the position in the epoch's batch order and the random generator
 are restored, so a stopped and resumed run reproduces the losses of an uninterrupted one.
+
+Data parallelism (docs/scaling.md): under ``torchrun`` every process trains a replica
+wrapped in DistributedDataParallel on its own shard of the batches (rank r takes batches
+r, r + N, ...). Each update's loss is divided by the target tokens of the whole update
+over all processes, so N processes with batch B compute the gradient of one process
+accumulating the same N batches. Rank 0 alone validates and writes checkpoints; its
+early-stopping decision is broadcast to the others.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -35,6 +43,7 @@ from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.search.translator import Translator
 from rnmt.train.checkpoint import load_train_state, read_model_file, load_state_into, save_model, save_train_state
+from rnmt.train.distributed import DistContext, init_distributed, rank_device
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.schedules import learning_rate
 
@@ -63,41 +72,81 @@ def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
     return src, tgt
 
 
+def amp_dtype(name: str, device: torch.device) -> Optional[torch.dtype]:
+    """The autocast dtype of ``train.amp`` on ``device`` (None: full precision).
+
+    ``auto`` is bf16 on a CUDA device that supports it and fp32 on CPU. On CPU, bf16 helps
+    only where the processor computes bf16 natively (AVX512-BF16, AMX) and is much slower
+    elsewhere, so it is opt-in there (``bf16``); docs/scaling.md has the measurement.
+    """
+    if name == "none":
+        return None
+    if name not in ("auto", "bf16"):
+        raise UserError(f"train.amp: unknown value '{name}'; choose auto, bf16 or none")
+    if device.type == "cuda":
+        if torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        if name == "bf16":
+            raise UserError(f"train.amp is bf16 but {torch.cuda.get_device_name(device)} does not support bf16")
+        return None
+    return torch.bfloat16 if name == "bf16" else None
+
+
+# Rank r > 0 reseeds its generator with seed + r * _RANK_SEED_STRIDE after the (identical)
+# initialisation, so dropout masks differ between processes.
+_RANK_SEED_STRIDE = 1_000_003
+
+
 class Trainer:
     def __init__(self, cfg: Config, out_dir: str | Path, resume: bool = False,
-                 log=print) -> None:
+                 log=print, dist: Optional[DistContext] = None) -> None:
         self.cfg = cfg
         self.out = Path(out_dir)
         self.resume = resume
-        self.log = log
         tc = cfg.train
+        self.dist = dist if dist is not None else init_distributed(tc.device)
+        self.is_main = self.dist.is_main
+        self.log = log if self.is_main else (lambda *_, **__: None)
         if tc.threads:
             torch.set_num_threads(tc.threads)
-        self.device = pick_device(tc.device)
+        self.device = rank_device(pick_device(tc.device), self.dist)
+        self.amp_dtype = amp_dtype(tc.amp, self.device)
+        if tc.replicas is None:
+            tc.replicas = self.dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
         self._check_out_dir()
         torch.manual_seed(tc.seed)
 
-        self.src_vocab, self.tgt_vocab = self._vocabularies()
+        # Rank 0 trains the vocabulary and encodes the corpora first; the others then load
+        # the same files (or, on a node without the shared directory, rebuild them
+        # identically: both steps are deterministic).
+        self.src_vocab, self.tgt_vocab = self._main_first(self._vocabularies)
         cfg.model.src_vocab_size = self.src_vocab.size
         cfg.model.tgt_vocab_size = self.tgt_vocab.size
-        (self.out / "config.yaml").write_text(cfg.dump(), encoding="utf-8")
+        if self.is_main:
+            (self.out / "config.yaml").write_text(cfg.dump(), encoding="utf-8")
 
         train_src, train_tgt = corpus_files(cfg.data.train, cfg, "train")
         cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else self.out / "cache"
-        self.corpus = encode_corpus(train_src, train_tgt, self.src_vocab, self.tgt_vocab, cache, cfg.data.max_len)
+        self.corpus = self._main_first(lambda: encode_corpus(train_src, train_tgt, self.src_vocab, self.tgt_vocab,
+                                                             cache, cfg.data.max_len))
         if len(self.corpus) == 0:
             raise UserError(f"{train_src}: no training pairs left after removing empty and over-long lines")
         self.log(f"training pairs: {len(self.corpus)} (skipped {self.corpus.n_empty} empty, "
                  f"{self.corpus.n_too_long} longer than {cfg.data.max_len} subwords)")
-        self.dev = self._dev_set(cache)
+        # Validation runs on rank 0 only: the others never load the dev set.
+        self.has_dev = bool(cfg.data.dev)
+        self.dev = self._main_first(lambda: self._dev_set(cache), others=lambda: None)
 
         self.model: TranslationModel = build_model(cfg.model, self.src_vocab.size, self.tgt_vocab.size)
         uniform_init_(self.model, tc.init_scale)
         self.model.to(self.device)
+        if self.dist.rank > 0:
+            torch.manual_seed(tc.seed + _RANK_SEED_STRIDE * self.dist.rank)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=tc.lr, betas=tuple(tc.adam_betas),
                                           eps=tc.adam_eps, weight_decay=tc.weight_decay)
         self.sampler = TokenBatchSampler(self.corpus.src_lens, self.corpus.tgt_lens, cfg.data.batch_tokens,
-                                         shuffle=True, seed=tc.seed)
+                                         shuffle=True, seed=tc.seed, rank=self.dist.rank,
+                                         world_size=self.dist.world_size)
         self.translator = Translator(self.model, self.src_vocab, self.tgt_vocab, cfg.search, self.device)
         self.step = 0
         self.train_seconds = 0.0
@@ -106,6 +155,36 @@ class Trainer:
         self.checkpoints: List[str] = []
         if resume:
             self._restore()
+        # The replica that trains: DDP synchronises gradients in backward (and broadcasts
+        # rank 0's weights once, here). Saving, validation and search use the bare model.
+        self.train_model: torch.nn.Module = self.model
+        if self.dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.train_model = DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+            self.log(f"data parallel: {self.dist.world_size} processes ({self.dist.backend}), "
+                     f"{tc.accumulate} batch(es) per process and update")
+
+    def _main_first(self, fn, others=None):
+        """Run ``fn`` on rank 0, then (if it succeeded) ``others or fn`` on the other ranks.
+
+        A failure on rank 0 is passed on, so no rank waits forever for a rank that stopped.
+        """
+        if not self.dist.enabled:
+            return fn()
+        if self.is_main:
+            try:
+                result = fn()
+            except BaseException as exc:
+                self.dist.broadcast_object(str(exc) or type(exc).__name__)
+                raise
+            self.dist.broadcast_object(None)
+            return result
+        error = self.dist.broadcast_object(None)
+        if error is not None:
+            raise UserError(f"rank 0 failed: {error}")
+        return (others or fn)()
 
     # -- set-up ------------------------------------------------------------------------
     def _check_out_dir(self) -> None:
@@ -163,7 +242,27 @@ class Trainer:
     def _vocab_bytes(self) -> Dict[str, bytes]:
         return {"src": self.src_vocab.to_bytes(), "tgt": self.tgt_vocab.to_bytes()}
 
-    def save(self, dev_bleu: Optional[float] = None, improved: bool = False) -> None:
+    def _rng_state(self) -> Dict[str, Any]:
+        state = {"cpu": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            state["cuda"] = torch.cuda.get_rng_state(self.device)
+        return state
+
+    def save(self, dev_bleu: Optional[float] = None, improved: bool = False, collective: bool = True) -> None:
+        """Write a checkpoint and the resumable state: rank 0 writes, every rank calls it.
+
+        ``collective=False`` (an interrupted run) skips the collectives: rank 0 then saves
+        its own random state only.
+        """
+        rank_rng = None
+        if self.dist.enabled and collective:
+            rank_rng = self.dist.all_gather_object(self._rng_state())
+        if self.is_main:
+            self._write_checkpoint(dev_bleu, improved, rank_rng)
+        if self.dist.enabled and collective:
+            self.dist.barrier()
+
+    def _write_checkpoint(self, dev_bleu: Optional[float], improved: bool, rank_rng: Optional[list]) -> None:
         meta = {"step": self.step, "epoch": self.sampler.epoch, "dev_bleu": dev_bleu}
         name = f"ckpt-{self.step}.safetensors"
         save_model(self.out / name, self.model, self.cfg, self._vocab_bytes(), meta)
@@ -182,7 +281,10 @@ class Trainer:
             "best_bleu": self.best_bleu,
             "bad_validations": self.bad_validations,
             "checkpoints": list(self.checkpoints),
+            "world_size": self.dist.world_size,
         }
+        if rank_rng is not None:
+            state["rank_rng"] = rank_rng
         save_train_state(self.out / STATE_FILE, state)
         # Old checkpoints go only after the state that no longer needs them is on disk.
         while len(self.checkpoints) > max(1, self.cfg.train.keep_last):
@@ -195,15 +297,33 @@ class Trainer:
         load_state_into(self.model, mf.state, mf.path)
         self.optimizer.load_state_dict(state["optimizer"])
         self.sampler.load_state_dict(state["sampler"])
-        torch.set_rng_state(state["rng"])
-        if state.get("cuda_rng") and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self._restore_rng(state)
         self.step = int(state["step"])
         self.train_seconds = float(state["train_seconds"])
         self.best_bleu = state["best_bleu"]
         self.bad_validations = int(state["bad_validations"])
         self.checkpoints = list(state["checkpoints"])
-        self.log(f"resumed from step {self.step} (epoch {self.sampler.epoch}, batch {self.sampler.position})")
+        self.log(f"resumed from step {self.step} (epoch {self.sampler.epoch}, batch {self.sampler.position})"
+                 + (f"; the run had {state.get('world_size', 1)} processes, now {self.dist.world_size}"
+                    if state.get("world_size", 1) != self.dist.world_size else ""))
+
+    def _restore_rng(self, state: Dict[str, Any]) -> None:
+        """Each rank's own generator when the world size is unchanged; otherwise rank 0
+        continues the saved one and the others start fresh streams of their own."""
+        ranks = state.get("rank_rng")
+        if not self.dist.enabled:
+            torch.set_rng_state(state["rng"])
+            if state.get("cuda_rng") and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(state["cuda_rng"])
+        elif ranks and len(ranks) == self.dist.world_size:
+            mine = ranks[self.dist.rank]
+            torch.set_rng_state(mine["cpu"])
+            if "cuda" in mine and self.device.type == "cuda":
+                torch.cuda.set_rng_state(mine["cuda"], self.device)
+        elif self.is_main:
+            torch.set_rng_state(state["rng"])
+        else:
+            torch.manual_seed(self.cfg.train.seed + _RANK_SEED_STRIDE * self.dist.rank + int(state["step"]))
 
     # -- validation --------------------------------------------------------------------
     @torch.no_grad()
@@ -251,13 +371,25 @@ class Trainer:
             group["lr"] = lr
         collated = [collate(self.corpus, idx, self.device) for idx in batches]
         ntokens = sum(b.ntokens for b in collated)
+        world = self.dist.world_size
+        if self.dist.enabled:
+            # Normalise by the update's tokens over all processes; DDP averages the
+            # gradients over the N ranks, hence the factor N.
+            ntokens = int(self.dist.all_reduce_sum([ntokens], self.device)[0])
         loss_total, nll_total = 0.0, 0.0
-        for batch in collated:
-            logits = self.model(batch.src, batch.src_mask, batch.tgt_in)
-            loss, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, tc.label_smoothing)
-            (loss / ntokens).backward()
+        for k, batch in enumerate(collated):
+            # Only the update's last backward synchronises gradients between processes.
+            sync = k == len(collated) - 1 or not self.dist.enabled
+            with contextlib.nullcontext() if sync else self.train_model.no_sync():
+                with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.bfloat16,
+                                    enabled=self.amp_dtype is not None):
+                    logits = self.train_model(batch.src, batch.src_mask, batch.tgt_in)
+                    loss, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, tc.label_smoothing)
+                (loss * world / ntokens).backward()
             loss_total += loss.detach()
             nll_total += nll.detach()
+        if self.dist.enabled:
+            loss_total, nll_total = self.dist.all_reduce_sum([loss_total, nll_total], self.device)
         if tc.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.clip_norm)
         self.optimizer.step()
@@ -273,7 +405,7 @@ class Trainer:
         last: Dict[str, Any] = {}
         validated_at = self.step
         stop_reason = "max_steps"
-        bar = tqdm(total=tc.max_steps, initial=self.step, disable=not tc.progress or None,
+        bar = tqdm(total=tc.max_steps, initial=self.step, disable=not (tc.progress and self.is_main) or None,
                    file=sys.stderr, dynamic_ncols=True, leave=False)
         self._iter = iter(self.sampler)
         try:
@@ -297,24 +429,25 @@ class Trainer:
                     bar.set_postfix(loss=f"{last['loss']:.3f}", lr=f"{last['lr']:.2e}",
                                     tok_s=f"{last['tokens_per_s']:.0f}")
                     window = {k: 0 for k in window}
-                if self.dev and tc.validate_every and self.step % tc.validate_every == 0:
+                if self.has_dev and tc.validate_every and self.step % tc.validate_every == 0:
                     if self._validate_and_save():
                         stop_reason = "early_stopping"
                         break
                     validated_at = self.step
-                if budget is not None and self.train_seconds >= budget:
+                if budget is not None and self._over_budget(budget):
                     stop_reason = "time_budget"
                     break
         except KeyboardInterrupt:
             bar.close()
             self.log(f"interrupted at step {self.step}; saving a checkpoint to resume from")
-            self.save()
+            self.save(collective=False)
             raise
         bar.close()
         if window["steps"]:
             last = self._log_window(window, learning_rate(tc, max(self.step - 1, 0), self.sampler.epoch))
-        if self.step != validated_at or not (self.out / STATE_FILE).exists():
-            if self.dev:
+        final = self.step != validated_at or not (self.out / STATE_FILE).exists()
+        if self.dist.broadcast_object(final):  # rank 0's file system decides
+            if self.has_dev:
                 self._validate_and_save()
             else:
                 self.save()
@@ -322,6 +455,13 @@ class Trainer:
                    "best_dev_bleu": self.best_bleu, **{k: last[k] for k in ("loss", "tokens_per_s") if k in last}}
         self.log("training finished: " + json.dumps(summary))
         return summary
+
+    def _over_budget(self, budget: float) -> bool:
+        """Whether the time budget is spent (on any rank: all stop at the same step)."""
+        over = self.train_seconds >= budget
+        if self.dist.enabled:
+            over = self.dist.all_reduce_sum([float(over)], self.device)[0] > 0
+        return over
 
     def _log_window(self, window: Dict[str, float], lr: float) -> Dict[str, Any]:
         tokens = max(window["tokens"], 1)
@@ -335,6 +475,8 @@ class Trainer:
             "tokens_per_s": window["tokens"] / max(window["seconds"], 1e-9),
             "train_seconds": round(self.train_seconds, 2),
         }
+        if not self.is_main:
+            return record
         self._write_log(record)
         if not self.cfg.train.progress or not sys.stderr.isatty():
             self.log(f"step {record['step']:>6}  loss {record['loss']:.3f}  ppl {record['ppl']:.1f}  "
@@ -342,18 +484,25 @@ class Trainer:
         return record
 
     def _validate_and_save(self) -> bool:
-        """Validate, checkpoint, and say whether early stopping should end training."""
-        metrics = self.validate()
-        bleu = metrics["dev_bleu"]
-        improved = self.best_bleu is None or bleu > self.best_bleu
-        if improved:
-            self.best_bleu, self.bad_validations = bleu, 0
-        else:
-            self.bad_validations += 1
+        """Validate (rank 0 only), checkpoint, and say whether early stopping should end
+        training; every rank gets rank 0's verdict."""
+        metrics, bleu, improved = None, None, False
+        if self.is_main:
+            metrics = self.validate()
+            bleu = metrics["dev_bleu"]
+            improved = self.best_bleu is None or bleu > self.best_bleu
+            if improved:
+                self.best_bleu, self.bad_validations = bleu, 0
+            else:
+                self.bad_validations += 1
+        if self.dist.enabled:
+            self.best_bleu, self.bad_validations, bleu, improved = self.dist.broadcast_object(
+                (self.best_bleu, self.bad_validations, bleu, improved))
         self.save(dev_bleu=bleu, improved=improved)
-        record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu}
-        self._write_log(record)
-        self.log(f"step {self.step:>6}  dev loss {metrics['dev_loss']:.3f}  BLEU {bleu:.2f}  "
-                 f"chrF {metrics['dev_chrf']:.2f}" + ("  (best)" if improved else ""))
+        if self.is_main:
+            record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu}
+            self._write_log(record)
+            self.log(f"step {self.step:>6}  dev loss {metrics['dev_loss']:.3f}  BLEU {bleu:.2f}  "
+                     f"chrF {metrics['dev_chrf']:.2f}" + ("  (best)" if improved else ""))
         patience = self.cfg.train.patience
         return patience is not None and self.bad_validations >= patience

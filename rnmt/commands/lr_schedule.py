@@ -1,0 +1,84 @@
+"""rnmt lr-schedule CONFIG.yaml --steps N --out lr.png [--replicas N] [--steps-per-epoch K]
+
+Plots the learning rate the trainer would use at every update of ``train.schedule``:
+``rnmt_plus`` (DTMT eq. 17 with n = ``--replicas``, warm-up ``train.warmup_steps``, decay
+from ``train.decay_start`` to ``train.decay_end``), ``epoch_halving`` (ATR / Cseq2seq,
+with ``--steps-per-epoch`` updates per epoch), ``inverse_sqrt`` (Transformer),
+``warmup_decay`` or ``constant``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("config", help="YAML config file")
+    p.add_argument("--steps", type=int, required=True, help="number of updates to plot")
+    p.add_argument("--out", help="image file to write (png, pdf, svg; default: only print values)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set train.schedule=inverse_sqrt (repeatable)")
+    p.add_argument("--replicas", type=int,
+                   help="n of DTMT eq. 17: the number of training processes (default: train.replicas, else 1)")
+    p.add_argument("--steps-per-epoch", type=int, default=1000,
+                   help="updates per epoch, for epoch_halving (default 1000)")
+    p.add_argument("--csv", action="store_true", help="print 'step,epoch,lr' for every update")
+
+
+def schedule_values(cfg, steps: int, steps_per_epoch: int):
+    from rnmt.train.schedules import learning_rate
+
+    return [(t, t // steps_per_epoch, learning_rate(cfg.train, t, t // steps_per_epoch)) for t in range(steps)]
+
+
+def run(args: argparse.Namespace) -> int:
+    from rnmt.config import load_config
+    from rnmt.errors import UserError
+
+    if args.steps < 1:
+        raise UserError(f"--steps must be at least 1, got {args.steps}")
+    if args.steps_per_epoch < 1:
+        raise UserError(f"--steps-per-epoch must be at least 1, got {args.steps_per_epoch}")
+    if args.replicas is not None and args.replicas < 1:
+        raise UserError(f"--replicas must be at least 1, got {args.replicas}")
+    cfg = load_config(args.config, args.overrides)
+    if args.replicas is not None:
+        cfg.train.replicas = args.replicas
+    elif cfg.train.replicas is None:
+        cfg.train.replicas = 1
+    values = schedule_values(cfg, args.steps, args.steps_per_epoch)
+    if args.csv:
+        print("step,epoch,lr")
+        for t, epoch, lr in values:
+            print(f"{t},{epoch},{lr:.8g}")
+    peak = max(values, key=lambda v: v[2])
+    print(f"{cfg.train.schedule}: lr(0) = {values[0][2]:.3g}, peak {peak[2]:.3g} at step {peak[0]}, "
+          f"lr({args.steps - 1}) = {values[-1][2]:.3g}", file=sys.stderr)
+    if args.out:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.plot([v[0] for v in values], [v[2] for v in values])
+        label = cfg.train.schedule
+        if cfg.train.schedule == "rnmt_plus":
+            label += (f" (n={cfg.train.replicas}, p={cfg.train.warmup_steps}, s={cfg.train.decay_start}, "
+                      f"e={cfg.train.decay_end})")
+        elif cfg.train.schedule == "epoch_halving":
+            label += f" ({args.steps_per_epoch} steps per epoch)"
+        ax.set_title(label)
+        ax.set_xlabel("update step")
+        ax.set_ylabel("learning rate")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        try:
+            fig.savefig(args.out)
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot write {args.out}: {exc}") from None
+        finally:
+            plt.close(fig)
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
