@@ -39,6 +39,19 @@ class Settings:
     dropout: float = 0.1
     beam: int = 5
     seed: int = 1
+    dev_sentences: Optional[int] = None  # decode only the first N dev sentences (smoke tests)
+
+    def dev_source(self, kind: str) -> Path:
+        """The dev source to decode: ``kind`` is "pieces" (peers) or "raw" (rnmt)."""
+        full = self.data / kind / "dev.src"
+        if not self.dev_sentences:
+            return full
+        part = self.data / kind / f"dev.first{self.dev_sentences}.src"
+        if not part.exists():
+            with open(full, encoding="utf-8") as fh:
+                lines = [next(fh) for _ in range(min(self.dev_sentences, self.stats["dev"]["pairs"]))]
+            part.write_text("".join(lines), encoding="utf-8")
+        return part
 
     @property
     def total_steps(self) -> int:

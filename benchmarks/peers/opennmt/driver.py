@@ -109,7 +109,7 @@ class OpenNMT(Peer):
 
     def decode_command(self, s: Settings) -> List[str]:
         return [str(self.python), "-m", "onmt.bin.translate", "-model", str(self.checkpoint(s)),
-                "-src", str(s.data / "pieces" / "dev.src"), "-output", str(s.work / "dev.hyp"),
+                "-src", str(s.dev_source("pieces")), "-output", str(s.work / "dev.hyp"),
                 "-beam_size", str(s.beam), "-batch_type", "tokens", "-batch_size", str(s.batch_tokens),
                 "-max_length", str(s.max_output_len), "-report_time", "-gpu", "-1", "-seed", str(s.seed)]
 
