@@ -2,8 +2,11 @@
 # Creates benchmarks/peers/fairseq/venv with fairseq 0.12.2 on torch 2.13.0 (Python 3.11).
 #
 # fairseq 0.12.2 has no wheel for Python 3.11: it is built from its source release (C++ and
-# Cython extensions; needs a C++ compiler) against the pinned torch, without build
-# isolation so that the build sees that torch. Its requirements are installed separately:
+# Cython extensions; needs a C++ compiler), without build isolation. The source release
+# lacks the sources of its three torch C++ extensions (libbase, libnat and an example's
+# alignment operator; only BASE layers, non-autoregressive models and that example use
+# them), so its setup.py is patched to skip them; the Cython extensions and libbleu are
+# built as usual. Its requirements are installed separately:
 # hydra-core 1.0.7 and omegaconf 2.0.6 with --no-deps (omegaconf 2.0.6's metadata is
 # rejected by recent pip; its real requirements are PyYAML and typing_extensions), and
 # torchaudio is left out (only fairseq's speech tasks use it, and it would pull another
@@ -14,7 +17,20 @@ venv="$here/venv"
 
 make_venv "$venv"
 pip_in "$venv" "numpy<2" cython "setuptools<70" wheel
-pip_in "$venv" --no-deps --no-build-isolation "fairseq==0.12.2"
+src="$here/work/src"
+rm -rf "$src" && mkdir -p "$src"
+"$venv/bin/python" -m pip download --quiet --no-deps --no-binary :all: "fairseq==0.12.2" -d "$src"
+tar -xzf "$src/fairseq-0.12.2.tar.gz" -C "$src"
+"$venv/bin/python" - "$src/fairseq-0.12.2/setup.py" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+old = "    from torch.utils import cpp_extension\n"
+assert old in text, "unexpected fairseq setup.py"
+text = text.replace(old, "    raise ImportError('torch C++ extension sources are not in the source release')\n", 1)
+open(path, "w").write(text)
+PY
+pip_in "$venv" --no-deps --no-build-isolation "$src/fairseq-0.12.2"
 pip_in "$venv" --no-deps "hydra-core==1.0.7" "omegaconf==2.0.6"
 pip_in "$venv" "antlr4-python3-runtime==4.8" importlib-resources pyyaml typing_extensions cffi regex \
     "sacrebleu>=1.4.12" tqdm bitarray
