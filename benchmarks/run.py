@@ -346,7 +346,7 @@ def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
             continue
         unit = units.get(r.name, "GRU")
         lines.append(
-            f"| {r.label} | {r.version} | {unit} | {_fmt(r.parameters and r.parameters / 1e6, '.2f')}M "
+            f"| {r.label} | {r.version} | {unit} | {_fmt(r.parameters and r.parameters / 1e6, '.2f')}{'M' if r.parameters else ''} "
             f"| {_fmt(r.train_tokens_per_s, '.0f')} | {rr(r, 'train_tokens_per_s')} "
             f"| {_fmt(r.target_tokens_per_batch, '.0f')} | {_fmt(r.train_flops_per_token and r.train_flops_per_token / 1e6, '.1f')} "
             f"| {_fmt(r.model_gflops, '.2f')} | {_fmt(r.model_gflops and 100 * r.model_gflops / peak, '.1f')}% "

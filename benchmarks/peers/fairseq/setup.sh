@@ -6,7 +6,8 @@
 # lacks the sources of its three torch C++ extensions (libbase, libnat and an example's
 # alignment operator; only BASE layers, non-autoregressive models and that example use
 # them), so its setup.py is patched to skip them; the Cython extensions and libbleu are
-# built as usual. Its requirements are installed separately:
+# built as usual (its setup_requires, installed beforehand, are removed as well: current
+# pip would otherwise try to build numpy from source for them). Its requirements are installed separately:
 # hydra-core 1.0.7 and omegaconf 2.0.6 with --no-deps (omegaconf 2.0.6's metadata is
 # rejected by recent pip; its real requirements are PyYAML and typing_extensions), and
 # torchaudio is left out (only fairseq's speech tasks use it, and it would pull another
@@ -22,12 +23,17 @@ rm -rf "$src" && mkdir -p "$src"
 "$venv/bin/python" -m pip download --quiet --no-deps --no-binary :all: "fairseq==0.12.2" -d "$src"
 tar -xzf "$src/fairseq-0.12.2.tar.gz" -C "$src"
 "$venv/bin/python" - "$src/fairseq-0.12.2/setup.py" <<'PY'
+import re
 import sys
 path = sys.argv[1]
 text = open(path).read()
 old = "    from torch.utils import cpp_extension\n"
 assert old in text, "unexpected fairseq setup.py"
 text = text.replace(old, "    raise ImportError('torch C++ extension sources are not in the source release')\n", 1)
+# its setup_requires (cython, numpy, setuptools) are installed above; left in, current pip
+# would try to build numpy from source for them
+text = re.sub(r"\n\s*setup_requires=\[[^\]]*\],", "", text, count=1)
+assert "setup_requires" not in text, "unexpected fairseq setup.py"
 open(path, "w").write(text)
 PY
 pip_in "$venv" --no-deps --no-build-isolation "$src/fairseq-0.12.2"

@@ -77,7 +77,7 @@ training:
   batch_size: {s.side_tokens}   # sentences x max(src, tgt) length, as OpenNMT-py
   batch_type: token
   batch_multiplier: 1
-  max_updates: {s.total_steps}
+  updates: {s.total_steps}   # JoeyNMT 2.3.0 reads "updates" (not "max_updates")
   epochs: 1000
   logging_freq: {s.log_every}
   validation_freq: {s.total_steps * 100}
@@ -104,7 +104,6 @@ model:
     hidden_size: {s.hidden}
     bidirectional: true
     dropout: {s.dropout}
-    emb_dropout: {s.dropout}
     num_layers: 1
   decoder:
     type: recurrent
@@ -112,7 +111,6 @@ model:
     embeddings:
       embedding_dim: {s.emb}
       scale: false
-    emb_dropout: {s.dropout}
     hidden_size: {s.hidden}
     dropout: {s.dropout}
     hidden_dropout: {s.dropout}
@@ -144,12 +142,14 @@ testing:
         return window_from_intervals(intervals, s)
 
     def decode_command(self, s: Settings) -> List[str]:
-        # JoeyNMT's translate mode reads standard input: go through a shell for the redirect.
+        # JoeyNMT's translate mode reads standard input and, without -o, prints the
+        # hypotheses on standard output (its log goes to standard error). Its -o option
+        # fails in 2.3.0 (AttributeError: 'BaseConfig' object has no attribute 'n_best').
         import shlex
 
-        cmd = [str(self.python), "-m", "joeynmt", "translate", str(s.work / "config.yaml"),
-               "-o", str(s.work / "dev.hyp")]
-        return ["bash", "-c", " ".join(shlex.quote(c) for c in cmd) + " < " + shlex.quote(str(s.dev_source("pieces")))]
+        cmd = [str(self.python), "-m", "joeynmt", "translate", str(s.work / "config.yaml")]
+        return ["bash", "-c", " ".join(shlex.quote(c) for c in cmd) + " < " + shlex.quote(str(s.dev_source("pieces")))
+                + " > " + shlex.quote(str(s.work / "dev.hyp"))]
 
     def decode_result(self, s: Settings, log_text: str) -> Decoded:
         m = re.findall(r"Generation took ([\d.]+)\[sec\]", log_text)
