@@ -6,6 +6,10 @@ nested configs that way, e.g. ``common: CommonConfig = CommonConfig()`` or
 ``field(default=QuantNoiseConfig())``. This rewrites such class-level fields to
 ``field(default_factory=...)``, which builds the same default for every instance.
 
+One reader has to follow: fairseq's ``hydra_init`` registers each field's ``.default``,
+which is unset for a ``default_factory`` field, so it is made to call the factory
+(``REPLACEMENTS``).
+
 Usage: python patch_py311.py SITE_PACKAGES_DIR [PACKAGE ...]   (default: fairseq hydra)
 Idempotent: a second run finds nothing left to change.
 """
@@ -16,32 +20,47 @@ import re
 import sys
 from pathlib import Path
 
-# "    name: Annotation = ClassName()" in a class body (4-space indentation)
-ANNOTATED = re.compile(r"^(    \w+\s*:\s*[\w\[\]., ]+?)\s*=\s*([A-Z]\w*)\(\)(\s*(#.*)?)$")
+# "name: Annotation = ClassName()" (directly in a class body, checked by the caller)
+ANNOTATED = re.compile(r"^(\s+\w+\s*:\s*[\w\[\]., ]+?)\s*=\s*([A-Z]\w*)\(\)(\s*(#.*)?)$")
 # "field(default=ClassName())"
 FIELD_DEFAULT = re.compile(r"field\(\s*default\s*=\s*([A-Z]\w*)\(\)\s*([,)])")
 HAS_FIELD = re.compile(r"^from dataclasses import .*\bfield\b", re.M)
+# exact rewrites in given files: (path under site-packages, old text, new text)
+REPLACEMENTS = [
+    ("fairseq/dataclass/initialize.py",
+     "        v = FairseqConfig.__dataclass_fields__[k].default\n",
+     "        f = FairseqConfig.__dataclass_fields__[k]\n"
+     "        v = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()\n"),
+    ("fairseq/dataclass/initialize.py", "import logging\n", "import dataclasses\nimport logging\n"),
+]
+BLOCK = re.compile(r"^(\s*)(class|def|async\s+def)\b")
 
 
 def patch_text(text: str) -> tuple[str, int]:
     lines = text.split("\n")
-    top = None  # kind of the last statement at column 0: "class", "def" or "other"
+    stack: list[tuple[int, str]] = []  # enclosing class/def blocks: (indentation, kind)
     changes = 0
     for i, line in enumerate(lines):
-        if line and not line[0].isspace() and not line.startswith(("#", "@", ")", "]", "}")):
-            top = "class" if line.startswith("class ") else ("def" if line.startswith(("def ", "async def ")) else "other")
-        if top == "class":
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("#", "@", ")", "]", "}")):
+            indent = len(line) - len(line.lstrip())
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            in_class_body = bool(stack) and stack[-1][1] == "class"
             m = ANNOTATED.match(line)
-            if m:
+            if m and in_class_body:
                 lines[i] = f"{m.group(1)} = field(default_factory={m.group(2)}){m.group(3)}"
                 changes += 1
+            b = BLOCK.match(line)
+            if b:
+                stack.append((indent, "class" if b.group(2) == "class" else "def"))
         new, n = FIELD_DEFAULT.subn(r"field(default_factory=\1\2", lines[i])
         if n:
             lines[i] = new
             changes += n
     out = "\n".join(lines)
     if changes and not HAS_FIELD.search(out):
-        # import field after the module docstring / __future__ imports
+        # import field after the __future__ imports, or before the first import
         body = out.split("\n")
         at = 0
         for j, line in enumerate(body):
@@ -73,7 +92,20 @@ def main(argv: list[str]) -> int:
                 path.write_text(new, encoding="utf-8")
                 print(f"patched {n} field(s) in {path.relative_to(site)}")
                 total += n
-    print(f"patch_py311: {total} field(s) changed")
+    for rel, old, new in REPLACEMENTS:
+        path = site / rel
+        if path.parts[len(site.parts)] not in packages or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8")
+        if new in text:
+            continue  # already patched
+        if old not in text:
+            print(f"patch_py311: {rel}: expected text not found", file=sys.stderr)
+            return 1
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+        print(f"patched {rel}")
+        total += 1
+    print(f"patch_py311: {total} change(s)")
     return 0
 
 
