@@ -34,6 +34,11 @@ class Fairseq(Peer):
     package = "fairseq"
     cell = "lstm"
 
+    def env(self, s: Settings):
+        env = super().env(s)
+        env["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"  # fairseq checkpoints hold an argparse.Namespace
+        return env
+
     def _dev_prefix(self, s: Settings) -> Path:
         """The dev pairs to decode (all, or the first --dev-sentences), as WORK/dev.{src,tgt}."""
         prefix = s.work / "dev"
