@@ -1,0 +1,445 @@
+"""Peer comparison in one command: rnmt against JoeyNMT, OpenNMT-py and fairseq.
+
+    python benchmarks/run.py [--peers joeynmt,opennmt,fairseq] [--steps 200] [--warmup 20]
+                             [--threads 2] [--data ../shared/data] [--out runs/peers-benchmark]
+
+Run it with rnmt's Python from the repository root, after ``bash
+benchmarks/peers/<peer>/setup.sh`` for the peers to include (a peer that is not set up is
+skipped with a note). On the same machine, one system at a time, with the same data:
+
+1. ``prepare``: one joint 8k BPE sentencepiece model, the training pairs filtered once,
+   the text segmented once (benchmarks/prepare.py);
+2. the fp32 GEMM peak of the machine at ``--threads`` threads (torch.matmul of
+   1024x1024 matrices, best of several rounds; measured before and after the systems, the
+   higher figure is used);
+3. for rnmt and each peer: train ``warmup + steps`` updates, read the real target tokens
+   per second of the last ``steps`` updates from the toolkit's log, then decode the dev set
+   with beam 5 and read the toolkit's own timing of the search;
+4. print and write (``OUT/results.md``, ``OUT/results.json``) the tables.
+
+Every child gets ``OMP_NUM_THREADS`` = ``MKL_NUM_THREADS`` = ``--threads`` (rnmt and the
+peers also set torch's thread count from their configs where they have the option), and
+its peak resident memory is read from the kernel's accounting of that child (``wait4``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import flops  # noqa: E402
+from peers.base import Decoded, Peer, Settings, Window, replace, window_from_intervals  # noqa: E402
+from prepare import DEFAULT_DATA, prepare  # noqa: E402
+
+ALL_PEERS = ("joeynmt", "opennmt", "fairseq")
+
+
+# -- rnmt itself ------------------------------------------------------------------------
+class RNMT(Peer):
+    name = "rnmt"
+    label = "rnmt"
+    package = "rnmt"
+    cell = "gru"
+    config = HERE / "configs" / "rnnsearch-gru.yaml"
+
+    def __init__(self, python: str) -> None:
+        self._python = Path(python)
+
+    @property
+    def python(self) -> Path:  # rnmt runs from the repository in the given interpreter
+        return self._python
+
+    def installed(self):
+        return True, ""
+
+    def version(self) -> str:
+        m = re.search(r'^version\s*=\s*"([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip()
+        return (m.group(1) if m else "?") + (f" ({rev})" if rev else "")
+
+    def overrides(self, s: Settings) -> List[str]:
+        sets = {
+            "data.train": s.data / "raw" / "train", "data.dev": "null",
+            "data.vocab.model": s.data / "spm.model", "data.batch_tokens": s.batch_tokens,
+            "model.emb_size": s.emb, "model.hidden_size": s.hidden, "model.dropout": s.dropout,
+            "train.max_steps": s.total_steps, "train.log_every": s.log_every, "train.threads": s.threads,
+            "train.seed": s.seed, "train.device": "cpu", "train.progress": "false",
+        }
+        out = []
+        for k, v in sets.items():
+            out += ["--set", f"{k}={v}"]
+        return out
+
+    def train_command(self, s: Settings) -> List[str]:
+        return [str(self.python), "-m", "rnmt", "train", str(self.config), "--out", str(s.work / "model"),
+                *self.overrides(s)]
+
+    def train_window(self, s: Settings, log_text: str) -> Window:
+        """rnmt's log.jsonl: per interval ``tokens_per_s`` (real target tokens incl. ``</s>``
+        over the seconds of the training steps) and the cumulative ``train_seconds``."""
+        intervals, last_seconds = [], 0.0
+        with open(s.work / "model" / "log.jsonl", encoding="utf-8") as fh:
+            for line in fh:
+                rec = json.loads(line)
+                if "tokens_per_s" not in rec:
+                    continue
+                seconds = rec["train_seconds"] - last_seconds
+                last_seconds = rec["train_seconds"]
+                intervals.append((rec["step"], rec["tokens_per_s"] * seconds, seconds))
+        return window_from_intervals(intervals, s)
+
+    def decode_command(self, s: Settings) -> List[str]:
+        return [str(self.python), "-m", "rnmt", "translate", "--model", str(s.work / "model"),
+                "--input", str(s.dev_source("raw")), "--output", str(s.work / "dev.hyp"),
+                "--beam", str(s.beam), "--threads", str(s.threads), "--batch-tokens", str(s.batch_tokens),
+                "--device", "cpu", "--speed"]
+
+    def decode_result(self, s: Settings, log_text: str) -> Decoded:
+        m = re.search(r"translated (\d+) sentences, \d+ words in ([\d.]+) s", log_text)
+        if not m:
+            raise RuntimeError("rnmt translate printed no speed line")
+        hyp = s.work / "dev.hyp"
+        # rnmt writes detokenised text: count its pieces with the shared model.
+        import sentencepiece as spm
+
+        sp = spm.SentencePieceProcessor(model_file=str(s.data / "spm.model"))
+        lines = hyp.read_text(encoding="utf-8").splitlines()
+        tokens = sum(len(sp.encode(line, out_type=str)) for line in lines)
+        return Decoded(seconds=float(m.group(2)), sentences=int(m.group(1)), output_tokens=tokens, hypotheses=hyp)
+
+    def parameters(self, s: Settings, log_text: str) -> Optional[int]:
+        cmd = [str(self.python), "-m", "rnmt", "params", str(self.config), "--json",
+               *self.overrides(s), "--set", f"model.src_vocab_size={s.stats['vocab_size']}",
+               "--set", f"model.tgt_vocab_size={s.stats['vocab_size']}"]
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=self.env(s), timeout=300)
+        try:
+            return int(json.loads(out.stdout.strip().splitlines()[-1])["total"])
+        except (ValueError, IndexError, KeyError):
+            return None
+
+    def flops_model(self, s: Settings):
+        return flops.RNNSearch(emb=s.emb, hidden=s.hidden, vocab=s.stats["vocab_size"], cell="gru")
+
+
+def load_peer(name: str) -> Peer:
+    import importlib
+
+    return importlib.import_module(f"peers.{name}.driver").PEER
+
+
+# -- running children ---------------------------------------------------------------------
+@dataclass
+class ChildResult:
+    returncode: int
+    seconds: float
+    max_rss_mib: float
+    log: str
+    timed_out: bool = False
+
+
+def run_child(cmd: List[str], env: Dict[str, str], log_path: Path, timeout: float, nice: int = 0) -> ChildResult:
+    """Run ``cmd`` (output to ``log_path``), return its exit status, wall time and peak RSS."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    if nice:
+        cmd = ["nice", "-n", str(nice), *cmd]
+    start = time.perf_counter()
+    with open(log_path, "w", encoding="utf-8") as log:
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+                                start_new_session=True)
+        timed_out = threading.Event()
+
+        def stop() -> None:
+            timed_out.set()
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                time.sleep(10)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, stop)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - start
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    # ru_maxrss is in KiB on Linux: the largest resident set of the child (or of a
+    # descendant it waited for).
+    return ChildResult(proc.returncode, seconds, usage.ru_maxrss / 1024, text, timed_out.is_set())
+
+
+# -- GEMM peak -------------------------------------------------------------------------
+def gemm_peak(threads: int, n: int = 1024, reps: int = 10, rounds: int = 5) -> float:
+    """Best fp32 GFLOP/s of ``torch.matmul`` on n x n matrices at ``threads`` threads."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        c = torch.empty(n, n)
+        for _ in range(3):
+            torch.matmul(a, b, out=c)
+        best = 0.0
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                torch.matmul(a, b, out=c)
+            dt = time.perf_counter() - t0
+            best = max(best, 2 * n ** 3 * reps / dt / 1e9)
+        return best
+    finally:
+        torch.set_num_threads(old)
+
+
+# -- one system ----------------------------------------------------------------------------
+@dataclass
+class SystemResult:
+    name: str
+    label: str
+    version: str = ""
+    status: str = "ok"
+    note: str = ""
+    parameters: Optional[int] = None
+    train_tokens_per_s: Optional[float] = None
+    train_window_tokens: Optional[float] = None
+    train_window_seconds: Optional[float] = None
+    train_window_steps: Optional[int] = None
+    target_tokens_per_batch: Optional[float] = None
+    train_wall_seconds: Optional[float] = None
+    train_peak_rss_mib: Optional[float] = None
+    train_flops_per_token: Optional[float] = None  # forward + backward
+    forward_flops_per_token: Optional[float] = None
+    model_gflops: Optional[float] = None
+    peak_fraction: Optional[float] = None
+    decode_seconds: Optional[float] = None
+    decode_sentences: Optional[int] = None
+    decode_output_tokens: Optional[int] = None
+    decode_sentences_per_s: Optional[float] = None
+    decode_tokens_per_s: Optional[float] = None
+    decode_peak_rss_mib: Optional[float] = None
+    extra: Dict = field(default_factory=dict)
+
+
+def run_system(peer: Peer, s: Settings, args, log=print) -> SystemResult:
+    res = SystemResult(peer.name, peer.label)
+    ok, why = peer.installed()
+    if not ok:
+        res.status, res.note = "skipped", why
+        log(f"[{peer.name}] skipped: {why}")
+        return res
+    res.version = peer.version()
+    env = peer.env(s)
+    corpus = flops.Corpus.from_stats(s.stats)
+    model = peer.flops_model(s)
+    res.forward_flops_per_token = model.forward_per_token(corpus)
+    res.train_flops_per_token = model.train_per_token(corpus)
+    if hasattr(model, "executed"):
+        res.extra["executed_forward_flops_per_token"] = model.executed(corpus)
+
+    log(f"[{peer.name}] training {s.total_steps} updates ({s.warmup} warm-up) ...")
+    if s.work.exists():
+        import shutil
+
+        shutil.rmtree(s.work)
+    s.work.mkdir(parents=True)
+    tr = run_child(peer.train_command(s), env, s.work / "train.log", args.timeout, args.nice)
+    res.train_wall_seconds, res.train_peak_rss_mib = tr.seconds, tr.max_rss_mib
+    if tr.returncode != 0:
+        res.status = "failed"
+        res.note = ("training timed out" if tr.timed_out else f"training exited with {tr.returncode}") + \
+            f" (see {s.work / 'train.log'})"
+        log(f"[{peer.name}] {res.note}\n" + "\n".join(tr.log.splitlines()[-15:]))
+        return res
+    try:
+        w = peer.train_window(s, tr.log)
+        res.train_tokens_per_s, res.train_window_tokens = w.tokens_per_s, w.tokens
+        res.train_window_seconds, res.train_window_steps = w.seconds, w.steps
+        res.target_tokens_per_batch = w.batches_tokens
+        res.model_gflops = res.train_flops_per_token * w.tokens_per_s / 1e9
+    except (RuntimeError, OSError, ValueError) as exc:
+        res.status, res.note = "failed", f"could not read the training log: {exc}"
+        log(f"[{peer.name}] {res.note}")
+        return res
+    res.parameters = peer.parameters(s, tr.log)
+    log(f"[{peer.name}] {res.train_tokens_per_s:.0f} target tokens/s over {w.steps} updates "
+        f"({w.tokens:.0f} tokens in {w.seconds:.1f} s); peak RSS {tr.max_rss_mib:.0f} MiB")
+
+    if args.no_decode:
+        return res
+    log(f"[{peer.name}] decoding the dev set, beam {s.beam} ...")
+    de = run_child(peer.decode_command(s), env, s.work / "decode.log", args.timeout, args.nice)
+    res.decode_peak_rss_mib = de.max_rss_mib
+    if de.returncode != 0:
+        res.status = "failed"
+        res.note = ("decoding timed out" if de.timed_out else f"decoding exited with {de.returncode}") + \
+            f" (see {s.work / 'decode.log'})"
+        log(f"[{peer.name}] {res.note}\n" + "\n".join(de.log.splitlines()[-15:]))
+        return res
+    try:
+        d = peer.decode_result(s, de.log)
+    except (RuntimeError, OSError, ValueError) as exc:
+        res.status, res.note = "failed", f"could not read the decoding log: {exc}"
+        log(f"[{peer.name}] {res.note}")
+        return res
+    res.decode_seconds, res.decode_sentences, res.decode_output_tokens = d.seconds, d.sentences, d.output_tokens
+    res.decode_sentences_per_s = d.sentences / d.seconds if d.seconds > 0 else None
+    res.decode_tokens_per_s = d.output_tokens / d.seconds if d.seconds > 0 else None
+    res.extra["decode_wall_seconds"] = de.seconds
+    log(f"[{peer.name}] {d.sentences} sentences, {d.output_tokens} output pieces in {d.seconds:.1f} s; "
+        f"peak RSS {de.max_rss_mib:.0f} MiB")
+    return res
+
+
+# -- tables ----------------------------------------------------------------------------------
+def _fmt(v, spec: str) -> str:
+    return "-" if v is None else format(v, spec)
+
+
+def _ratio(v, ref) -> str:
+    return "-" if v is None or not ref else f"{v / ref:.2f}"
+
+
+def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
+    ref = next((r for r in results if r.name == "rnmt" and r.status == "ok"), None)
+
+    def rr(r, key):
+        return _ratio(getattr(r, key), getattr(ref, key) if ref else None)
+
+    lines = [
+        f"Peer comparison on {meta['corpus']} ({meta['train_pairs']} training pairs, joint {meta['vocab_size']} BPE), "
+        f"{meta['threads']} threads, {meta['steps']} measured updates after {meta['warmup']} warm-up updates, "
+        f"batches of {meta['batch_tokens']} padded source+target tokens (rnmt's count; see benchmarks/README.md).",
+        f"Machine fp32 GEMM peak at {meta['threads']} threads: {peak:.1f} GFLOP/s "
+        f"(torch.matmul 1024^3, best of the runs before and after).",
+        "",
+        "Training",
+        "",
+        "| system | version | unit | params | target tok/s | x rnmt | tgt tok/update | MFLOP/tok (train) "
+        "| model GFLOP/s | of GEMM peak | peak RSS MiB | x rnmt |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    units = {"fairseq": "LSTM"}
+    for r in results:
+        if r.status == "skipped":
+            lines.append(f"| {r.label} | - | - | skipped: {r.note} |||||||||")
+            continue
+        unit = units.get(r.name, "GRU")
+        lines.append(
+            f"| {r.label} | {r.version} | {unit} | {_fmt(r.parameters and r.parameters / 1e6, '.2f')}{'M' if r.parameters else ''} "
+            f"| {_fmt(r.train_tokens_per_s, '.0f')} | {rr(r, 'train_tokens_per_s')} "
+            f"| {_fmt(r.target_tokens_per_batch, '.0f')} | {_fmt(r.train_flops_per_token and r.train_flops_per_token / 1e6, '.1f')} "
+            f"| {_fmt(r.model_gflops, '.2f')} | {_fmt(r.model_gflops and 100 * r.model_gflops / peak, '.1f')}% "
+            f"| {_fmt(r.train_peak_rss_mib, '.0f')} | {rr(r, 'train_peak_rss_mib')} |")
+    lines += [
+        "",
+        f"Decoding the dev set ({meta['dev_pairs']} sentences), beam {meta['beam']}, toolkit's own timing of the search",
+        "",
+        "| system | sentences/s | x rnmt | output tok/s | x rnmt | output tok/sentence | peak RSS MiB | x rnmt |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        if r.status == "skipped":
+            continue
+        per_sent = r.decode_output_tokens / r.decode_sentences if r.decode_sentences else None
+        lines.append(
+            f"| {r.label} | {_fmt(r.decode_sentences_per_s, '.2f')} | {rr(r, 'decode_sentences_per_s')} "
+            f"| {_fmt(r.decode_tokens_per_s, '.0f')} | {rr(r, 'decode_tokens_per_s')} | {_fmt(per_sent, '.1f')} "
+            f"| {_fmt(r.decode_peak_rss_mib, '.0f')} | {rr(r, 'decode_peak_rss_mib')} |")
+    notes = [f"- {r.label}: {r.status}: {r.note}" for r in results if r.status != "ok" or r.note]
+    if notes:
+        lines += ["", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="rnmt against its peers: training and decoding speed, memory, FLOP/s",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--peers", default=",".join(ALL_PEERS), help="comma-separated peers (empty: rnmt only)")
+    p.add_argument("--steps", type=int, default=200, help="measured training updates")
+    p.add_argument("--warmup", type=int, default=20, help="training updates before the measured window")
+    p.add_argument("--log-every", type=int, default=10, help="logging interval of every toolkit (divides steps, warmup)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--batch-tokens", type=int, default=4000,
+                   help="padded source+target tokens per training batch (rnmt's count); also source tokens per decoding batch")
+    p.add_argument("--beam", type=int, default=5)
+    p.add_argument("--data", default=str(DEFAULT_DATA), help="the shared data directory")
+    p.add_argument("--corpus", default="bible-es-en")
+    p.add_argument("--src", default="es")
+    p.add_argument("--tgt", default="en")
+    p.add_argument("--out", default=str(REPO / "runs" / "peers-benchmark"))
+    p.add_argument("--no-rnmt", action="store_true", help="leave rnmt out (its ratios are then not given)")
+    p.add_argument("--no-decode", action="store_true", help="training only")
+    p.add_argument("--dev-sentences", type=int, help="decode only the first N dev sentences (smoke tests)")
+    p.add_argument("--rnmt-python", default=sys.executable, help="interpreter with rnmt's requirements")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds allowed to each training or decoding run")
+    p.add_argument("--nice", type=int, default=0, help="run the systems under nice -n N")
+    args = p.parse_args(argv)
+    for name, v in (("--steps", args.steps), ("--warmup", args.warmup)):
+        if v % args.log_every:
+            p.error(f"{name} ({v}) must be a multiple of --log-every ({args.log_every})")
+    if args.steps < args.log_every:
+        p.error("--steps must cover at least one logging interval")
+    peers = [x.strip() for x in args.peers.split(",") if x.strip()]
+    unknown = [x for x in peers if x not in ALL_PEERS]
+    if unknown:
+        p.error(f"unknown peer(s) {', '.join(unknown)}; choose from {', '.join(ALL_PEERS)}")
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    stats = prepare(Path(args.data), out / "data", args.corpus, args.src, args.tgt, log=print)
+    base = Settings(data=out / "data", stats=stats, work=out, steps=args.steps, warmup=args.warmup,
+                    log_every=args.log_every, threads=args.threads, batch_tokens=args.batch_tokens, beam=args.beam,
+                    dev_sentences=args.dev_sentences)
+
+    peak_before = gemm_peak(args.threads)
+    print(f"fp32 GEMM peak at {args.threads} threads: {peak_before:.1f} GFLOP/s")
+    systems: List[Peer] = [] if args.no_rnmt else [RNMT(args.rnmt_python)]
+    systems += [load_peer(name) for name in peers]
+    results = []
+    for peer in systems:
+        results.append(run_system(peer, replace(base, work=out / peer.name), args))
+    peak_after = gemm_peak(args.threads)
+    peak = max(peak_before, peak_after)
+    print(f"fp32 GEMM peak at {args.threads} threads after the runs: {peak_after:.1f} GFLOP/s")
+    for r in results:
+        if r.model_gflops is not None:
+            r.peak_fraction = r.model_gflops / peak
+
+    meta = {"corpus": args.corpus, "train_pairs": stats["train"]["pairs"], "dev_pairs": stats["dev"]["pairs"],
+            "vocab_size": stats["vocab_size"], "threads": args.threads, "steps": args.steps, "warmup": args.warmup,
+            "log_every": args.log_every, "batch_tokens": args.batch_tokens, "beam": args.beam}
+    if args.dev_sentences:
+        meta["dev_pairs"] = min(args.dev_sentences, meta["dev_pairs"])
+    text = tables(results, peak, meta)
+    print("\n" + text)
+    (out / "results.md").write_text(text, encoding="utf-8")
+    payload = {"meta": meta, "gemm_peak_gflops": {"before": peak_before, "after": peak_after, "used": peak},
+               "corpus_stats": stats, "results": [asdict(r) for r in results]}
+    (out / "results.json").write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"written: {out / 'results.md'}, {out / 'results.json'}")
+    return 0 if all(r.status != "failed" for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
