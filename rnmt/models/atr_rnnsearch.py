@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.models.base import TensorDict, TranslationModel
+from rnmt.models.base import TensorDict, TranslationModel, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
@@ -57,10 +57,11 @@ class ContextAwareEncoder(nn.Module):
         px_ctx = self.backward_context.project_inputs(forward_states)
         state = self.backward_context.init_state(x.size(0), px_word)
         outputs = [None] * x.size(1)
+        word_steps, ctx_steps = time_steps(px_word), time_steps(px_ctx)
         for i in range(x.size(1) - 1, -1, -1):  # padded positions keep the state (SPEC 0)
             real = mask[:, i].unsqueeze(1)
-            u = self.backward_word.step(px_word[:, i], state)
-            state = torch.where(real, self.backward_context.step(px_ctx[:, i], u), state)
+            u = self.backward_word.step(word_steps[i], state)
+            state = torch.where(real, self.backward_context.step(ctx_steps[i], u), state)
             outputs[i] = self.backward_context.output(state) * real
         return torch.stack(outputs, 1), self.backward_context.output(state)
 
@@ -130,8 +131,8 @@ class ATRRNNSearch(TranslationModel):
         emb = self.dropout(self.tgt_embed(tgt_in))
         px1 = self.unit1.project_inputs(emb)
         outputs, contexts = [], []
-        for j in range(tgt_in.size(1)):
-            s, context, _ = self._transition(px1[:, j], s, memory)
+        for px1_j in time_steps(px1):
+            s, context, _ = self._transition(px1_j, s, memory)
             outputs.append(self.unit2.output(s))
             contexts.append(context)
         return self._logits(torch.stack(outputs, 1), torch.stack(contexts, 1), emb)

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
@@ -70,8 +70,8 @@ class RNNSearchMinus(TranslationModel):
         s = self.init_state(memory)["s"]
         emb = self.dropout(self.tgt_embed(tgt_in))
         outputs, contexts = [], []
-        for j in range(tgt_in.size(1)):
-            s, context, _ = self._transition(emb[:, j], s, memory)
+        for emb_j in time_steps(emb):
+            s, context, _ = self._transition(emb_j, s, memory)
             outputs.append(self.unit.output(s))
             contexts.append(context)
         return self.readout(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))

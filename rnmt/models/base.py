@@ -60,6 +60,16 @@ class TranslationModel(nn.Module):
         return select(memory, index)
 
 
+def time_steps(x: Tensor) -> Tuple[Tensor, ...]:
+    """Split [B, T, D] into T tensors [B, D] for a step loop.
+
+    Use this instead of ``x[:, t]`` in a loop that is differentiated: indexing makes the
+    backward pass allocate and zero-fill a full-size gradient for every step (quadratic in
+    T), while ``unbind``'s backward stacks the step gradients once.
+    """
+    return x.transpose(0, 1).unbind(0)
+
+
 def masked_mean(states: Tensor, mask: Tensor) -> Tensor:
     """Mean over real positions: states [B, T, D], mask [B, T] -> [B, D]."""
     m = mask.unsqueeze(-1).to(states.dtype)

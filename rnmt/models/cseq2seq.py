@@ -44,7 +44,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.embedding import Embedding
@@ -70,12 +70,12 @@ def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Te
         the context vector c_j, [B, hidden_size].
     """
     total = None
-    for i in range(px_src.size(1)):
+    for i, px_i in enumerate(time_steps(px_src)):
         real = src_mask[:, i].unsqueeze(1)
         if gate_means is None:
-            new = cell.step(px_src[:, i], state)
+            new = cell.step(px_i, state)
         else:
-            new, gates = cell.step(px_src[:, i], state, return_gates=True)
+            new, gates = cell.step(px_i, state, return_gates=True)
             for name, value in gates.items():
                 gate_means.setdefault(name, []).append(value.mean(-1) * real.squeeze(1))
         state = torch.where(real, new, state)
@@ -130,8 +130,8 @@ class _CyclicDecoder(TranslationModel):
         emb = self.dropout(self.tgt_embed(tgt_in))
         px1 = self.unit1.project_inputs(emb)  # all target steps in one product
         outputs, contexts = [], []
-        for j in range(tgt_in.size(1)):
-            state, context = self._decode_step(px1[:, j], state, memory)
+        for px1_j in time_steps(px1):
+            state, context = self._decode_step(px1_j, state, memory)
             outputs.append(self.unit2.output(state["s"]))
             contexts.append(context)
         return self.readout(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))

@@ -36,7 +36,7 @@ from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.embedding import Embedding, positional_encoding
@@ -122,8 +122,8 @@ class DTMT(TranslationModel):
         emb = self._embed(self.tgt_embed, tgt_in, positions)
         px_query = self.query_transition.project_inputs(emb)  # all target steps in one product
         outputs, contexts = [], []
-        for t in range(tgt_in.size(1)):
-            s, context, _ = self._transition(px_query[:, t], s, memory)
+        for px_t in time_steps(px_query):
+            s, context, _ = self._transition(px_t, s, memory)
             outputs.append(self.decoder_transition.output(s))
             contexts.append(context)
         return self._logits(emb, torch.stack(outputs, 1), torch.stack(contexts, 1))

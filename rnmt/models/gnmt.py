@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
@@ -95,8 +95,8 @@ class DeepRNNSearch(TranslationModel):
         emb = self.dropout(self.tgt_embed(tgt_in))
         px1 = self.unit1.project_inputs(emb)
         tops, contexts = [], []
-        for j in range(tgt_in.size(1)):
-            state, top, context, _ = self._transition(px1[:, j], state, memory)
+        for px1_j in time_steps(px1):
+            state, top, context, _ = self._transition(px1_j, state, memory)
             tops.append(top)
             contexts.append(context)
         return self._logits(torch.stack(tops, 1), torch.stack(contexts, 1), emb)

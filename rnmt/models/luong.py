@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel
+from rnmt.models.base import TensorDict, TranslationModel, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.embedding import Embedding
@@ -87,8 +87,8 @@ class LuongNMT(TranslationModel):
         state = self.init_state(memory)
         emb = self.dropout(self.tgt_embed(tgt_in))
         outputs = []
-        for t in range(tgt_in.size(1)):
-            state, _ = self._step(emb[:, t], state, memory)
+        for emb_t in time_steps(emb):
+            state, _ = self._step(emb_t, state, memory)
             outputs.append(state["attentional"])
         return self.output(self.dropout(torch.stack(outputs, 1)))
 

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean
+from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
 from rnmt.models.registry import register
 from rnmt.modules.attention import AdditiveAttention
 
@@ -138,11 +138,9 @@ class RNNSearch(TranslationModel):
         memory = self.encode(src, src_mask)
         s = self.init_state(memory)["s"]
         emb = self.dropout(self.tgt_embed(tgt_in))
-        # All target steps' input projections in one product; unbind (not px1[:, j]) so the
-        # backward pass stacks step gradients once instead of zero-filling a full tensor per step.
-        px1 = self.unit1.project_inputs(emb).transpose(0, 1).unbind(0)
+        px1 = self.unit1.project_inputs(emb)  # all target steps in one product
         outputs, contexts = [], []
-        for px1_j in px1:
+        for px1_j in time_steps(px1):
             s, context, _ = self._transition(px1_j, s, memory)
             outputs.append(self.unit2.output(s))
             contexts.append(context)

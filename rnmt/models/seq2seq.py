@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel
+from rnmt.models.base import TensorDict, TranslationModel, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.embedding import Embedding
@@ -78,8 +78,8 @@ class Seq2seq(TranslationModel):
         emb = self.dropout(self.tgt_embed(tgt_in))
         px1 = self.unit1.project_inputs(emb)
         outputs = []
-        for j in range(tgt_in.size(1)):
-            s = self._transition(px1[:, j], s, memory)
+        for px1_j in time_steps(px1):
+            s = self._transition(px1_j, s, memory)
             outputs.append(self.unit2.output(s))
         summary = memory["summary"].unsqueeze(1).expand(-1, tgt_in.size(1), -1)
         return self.readout(torch.stack(outputs, 1), emb, summary)
