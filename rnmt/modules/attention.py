@@ -13,6 +13,8 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
+from rnmt.modules.scores import additive_scores
+
 NEG_INF = -1e9  # added to the scores of padded positions (SPEC section 0)
 
 
@@ -40,8 +42,9 @@ class AdditiveAttention(nn.Module):
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
         """query [B, Q], keys [B, S, A] (precomputed), values [B, S, V], mask [B, S] -> (context [B, V], weights [B, S])."""
-        hidden = torch.tanh(keys + self.query_proj(query).unsqueeze(1))
-        scores = self.score(hidden).squeeze(-1)
+        scores = additive_scores(keys, self.query_proj(query), self.score.weight.view(-1)).squeeze(-1)
+        if self.score.bias is not None:
+            scores = scores + self.score.bias
         scores = scores.masked_fill(~mask, NEG_INF)
         weights = torch.softmax(scores, dim=-1)
         context = torch.bmm(weights.unsqueeze(1), values).squeeze(1)

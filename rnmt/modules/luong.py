@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.modules.attention import NEG_INF
+from rnmt.modules.scores import additive_scores
 
 SCORES = ("dot", "general", "concat", "local-p")
 
@@ -51,7 +52,7 @@ class LuongAttention(nn.Module):
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
         """query h_t [B, Q], keys [B, S, Q], values h_s [B, S, D], mask [B, S] -> (c_t, a_t)."""
         if self.score == "concat":
-            scores = self.v(torch.tanh(keys + self.query_proj(query).unsqueeze(1))).squeeze(-1)
+            scores = additive_scores(keys, self.query_proj(query), self.v.weight.view(-1)).squeeze(-1)
         else:
             scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)
         if self.score != "local-p":

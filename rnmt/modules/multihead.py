@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.modules.attention import NEG_INF
+from rnmt.modules.scores import additive_scores
 
 
 class MultiHeadAdditiveAttention(nn.Module):
@@ -44,9 +45,8 @@ class MultiHeadAdditiveAttention(nn.Module):
         """query [B, Q], keys [B, S, A], values [B, S, D], mask [B, S] -> (c [B, out], weights [B, S])."""
         B, S, _ = keys.shape
         h = self.heads
-        q = self.query_proj(query).view(B, 1, h, -1)
-        hidden = torch.tanh(keys.view(B, S, h, -1) + q)  # [B, S, h, A/h]
-        scores = (hidden * self.v).sum(-1)  # [B, S, h]
+        v = self.v.expand(h, -1).reshape(-1)  # one v per head, or the shared one repeated
+        scores = additive_scores(keys, self.query_proj(query), v, heads=h)  # [B, S, h]
         scores = scores.masked_fill(~mask.unsqueeze(-1), NEG_INF)
         weights = torch.softmax(scores, dim=1)
         context = torch.einsum("bsh,bshd->bhd", weights, values.view(B, S, h, -1)).reshape(B, -1)

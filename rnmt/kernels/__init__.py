@@ -1,0 +1,84 @@
+"""Optional C++ kernels for the CPU hot paths, with pure-PyTorch fallbacks.
+
+The kernels are compiled on first use with ``torch.utils.cpp_extension`` (a C++ compiler
+is needed; the build is cached under PyTorch's extensions directory, so later runs load it
+in well under a second). Anything that stops them (no compiler, a failed build, a tensor
+that is not float32 on the CPU, or ``RNMT_KERNELS=0`` in the environment) leaves the
+computation to the PyTorch expression they replace, which gives the same result.
+
+Kept only where they win: see docs/performance.md for the measurements.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Optional
+
+_lock = threading.Lock()
+_state: dict = {}  # "module": the loaded extension or None once a build has failed
+
+
+def enabled() -> bool:
+    """``RNMT_KERNELS=0`` (or off/false/no) turns the C++ kernels off."""
+    return os.environ.get("RNMT_KERNELS", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def _cpu_tag() -> str:
+    """A short tag of this processor: the build uses -march=native, so a cached build must
+    not be reused on a machine with other instruction sets (e.g. a shared home directory)."""
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("flags"):
+                flags = line
+                break
+    except OSError:
+        pass
+    return hashlib.sha1((platform.machine() + flags).encode()).hexdigest()[:8]
+
+
+def additive_scores_extension() -> Optional[ModuleType]:
+    """The compiled additive-attention score kernel, or None (then use the fallback)."""
+    if not enabled():
+        return None
+    with _lock:
+        if "module" not in _state:
+            _state["module"] = _build("additive_scores")
+        return _state["module"]
+
+
+def _build(name: str) -> Optional[ModuleType]:
+    source = Path(__file__).with_name(f"{name}.cpp")
+    # The build runs `ninja`; the one pip installs sits next to this interpreter, which is
+    # not on PATH when rnmt is started as .venv/bin/rnmt without activating the venv.
+    scripts = sysconfig.get_path("scripts")
+    if scripts and scripts not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = scripts + os.pathsep + os.environ.get("PATH", "")
+    started = time.perf_counter()
+    try:
+        from torch.utils import cpp_extension
+
+        # -ffast-math lets the compiler vectorise expf (glibc's libmvec); it is given to the
+        # compiler only, so the process's floating-point flags are left alone.
+        flags = ["-O3", "-ffast-math", "-fopenmp-simd"]
+        if platform.machine() in ("x86_64", "AMD64"):
+            flags.append("-march=native")
+        module = cpp_extension.load(name=f"rnmt_{name}_{_cpu_tag()}", sources=[str(source)],
+                                    extra_cflags=flags, verbose=False)
+    except Exception as exc:  # no compiler, no ninja, a failed build: fall back, say so once
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        print(f"rnmt: C++ kernels unavailable ({first_line[:200]}); using PyTorch operations "
+              "(same results, slower). Set RNMT_KERNELS=0 to skip the attempt.", file=sys.stderr)
+        return None
+    seconds = time.perf_counter() - started
+    if seconds > 5:  # a first build, not a cached load
+        print(f"rnmt: compiled the C++ {name} kernel in {seconds:.0f} s (cached for later runs)", file=sys.stderr)
+    return module

@@ -1,0 +1,51 @@
+"""Additive attention scores, e = v^T tanh(K + q), the hot loop of every additive attention.
+
+``additive_scores`` runs the fused C++ kernel of ``rnmt.kernels`` for float32 tensors on
+the CPU (one sweep over the keys per step, nothing of size [B, S, A] saved for backward)
+and the equivalent PyTorch expression everywhere else (CUDA, bf16 autocast, no compiler).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch.autograd.function import once_differentiable
+
+from rnmt import kernels
+
+
+class _FusedAdditiveScores(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, keys: Tensor, query: Tensor, v: Tensor, heads: int) -> Tensor:
+        ext = kernels.additive_scores_extension()
+        ctx.save_for_backward(keys, query, v)  # keys are the model's cached projection: no copy
+        ctx.heads = heads
+        return ext.scores_forward(keys, query, v, heads)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        keys, query, v = ctx.saved_tensors
+        ext = kernels.additive_scores_extension()
+        grad_keys, grad_query, grad_v = ext.scores_backward(grad.contiguous(), keys, query, v, ctx.heads)
+        return grad_keys, grad_query, grad_v, None
+
+
+def _kernel_applies(*tensors: Tensor) -> bool:
+    return (all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+            and kernels.additive_scores_extension() is not None)
+
+
+def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> Tensor:
+    """keys [B, S, A], query [B, A], v [A] -> scores [B, S, heads].
+
+    With ``heads`` > 1 the A units are split into equal heads and each head gets its own
+    score over its slice (DTMT's multi-head additive attention); v holds all A weights.
+    """
+    if _kernel_applies(keys, query, v):
+        return _FusedAdditiveScores.apply(keys.contiguous(), query.contiguous(), v.contiguous(), heads)
+    B, S, A = keys.shape
+    hidden = torch.tanh(keys + query.unsqueeze(1))
+    if heads == 1:
+        return torch.matmul(hidden, v.unsqueeze(-1))
+    return (hidden.view(B, S, heads, A // heads) * v.view(heads, A // heads)).sum(-1)

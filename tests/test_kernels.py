@@ -1,0 +1,84 @@
+"""The fused additive-score kernel against the PyTorch expression it replaces."""
+
+import pytest
+import torch
+
+from rnmt import kernels
+from rnmt.modules.attention import AdditiveAttention
+from rnmt.modules.multihead import MultiHeadAdditiveAttention
+from rnmt.modules.scores import _FusedAdditiveScores, additive_scores
+
+needs_kernel = pytest.mark.skipif(kernels.additive_scores_extension() is None,
+                                  reason="C++ kernels cannot be built here (no compiler)")
+
+
+def reference(keys, query, v, heads):
+    B, S, A = keys.shape
+    hidden = torch.tanh(keys + query.unsqueeze(1)).view(B, S, heads, A // heads)
+    return (hidden * v.view(heads, A // heads)).sum(-1)
+
+
+def run_both(keys, query, v, heads, grad):
+    results = []
+    for fused in (True, False):
+        leaves = [t.detach().clone().requires_grad_() for t in (keys, query, v)]
+        out = (_FusedAdditiveScores.apply(*leaves, heads) if fused else reference(*leaves, heads))
+        out.backward(grad)
+        results.append((out.detach(), [t.grad for t in leaves]))
+    return results
+
+
+@needs_kernel
+@pytest.mark.parametrize("heads", [1, 2, 4])
+def test_fused_scores_match_pytorch_values_and_gradients(heads):
+    g = torch.Generator().manual_seed(heads)
+    B, S, A = 3, 5, 16
+    keys = torch.randn(B, S, A, generator=g) * 2  # reaches the saturated part of tanh
+    query, v = torch.randn(B, A, generator=g), torch.randn(A, generator=g)
+    grad = torch.randn(B, S, heads, generator=g)
+    (fused, fused_grads), (ref, ref_grads) = run_both(keys, query, v, heads, grad)
+    assert fused.shape == (B, S, heads)
+    torch.testing.assert_close(fused, ref, atol=1e-5, rtol=1e-5)
+    for a, b in zip(fused_grads, ref_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+@needs_kernel
+def test_fused_scores_are_exact_at_large_inputs():
+    keys = torch.tensor([[[30.0, -30.0, 0.0, 1e-4]]])
+    out = additive_scores(keys, torch.zeros(1, 4), torch.ones(4))
+    torch.testing.assert_close(out, torch.tanh(keys).sum(-1, keepdim=True), atol=1e-6, rtol=0)
+    assert torch.isfinite(out).all()
+
+
+@needs_kernel
+def test_attention_modules_give_the_same_result_with_and_without_kernels(monkeypatch):
+    torch.manual_seed(0)
+    B, S = 4, 6
+    mask = torch.ones(B, S, dtype=torch.bool)
+    mask[1, 4:] = False
+    for module in (AdditiveAttention(8, 12), MultiHeadAdditiveAttention(8, 12, 12, heads=3)):
+        memory, query = torch.randn(B, S, 12), torch.randn(B, 8)
+        outs = []
+        for flag in ("1", "0"):
+            monkeypatch.setenv("RNMT_KERNELS", flag)
+            context, weights = module(query, module.precompute(memory), memory, mask)
+            outs.append((context, weights))
+        torch.testing.assert_close(outs[0][0], outs[1][0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(outs[0][1], outs[1][1], atol=1e-5, rtol=1e-5)
+        assert float(outs[0][1][1, 4:].detach().abs().sum()) == 0.0
+
+
+def test_kernels_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("RNMT_KERNELS", "0")
+    assert kernels.additive_scores_extension() is None
+    keys, query, v = torch.randn(2, 3, 4), torch.randn(2, 4), torch.randn(4)
+    torch.testing.assert_close(additive_scores(keys, query, v), reference(keys, query, v, 1))
+
+
+def test_fallback_keeps_other_dtypes_out_of_the_kernel():
+    keys, query, v = (torch.randn(2, 3, 4, dtype=torch.float64), torch.randn(2, 4, dtype=torch.float64),
+                      torch.randn(4, dtype=torch.float64))
+    out = additive_scores(keys, query, v)
+    assert out.dtype == torch.float64
+    torch.testing.assert_close(out, reference(keys, query, v, 1))
