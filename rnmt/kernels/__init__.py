@@ -71,14 +71,16 @@ def _build(name: str) -> Optional[ModuleType]:
         flags = ["-O3", "-ffast-math", "-fopenmp-simd"]
         if platform.machine() in ("x86_64", "AMD64"):
             flags.append("-march=native")
-        module = cpp_extension.load(name=f"rnmt_{name}_{_cpu_tag()}", sources=[str(source)],
-                                    extra_cflags=flags, verbose=False)
+        full_name = f"rnmt_{name}_{_cpu_tag()}"
+        build_dir = getattr(cpp_extension, "_get_build_directory", None)
+        cached = build_dir is not None and any(Path(build_dir(full_name, False)).glob("*.so"))
+        module = cpp_extension.load(name=full_name, sources=[str(source)], extra_cflags=flags, verbose=False)
     except Exception as exc:  # no compiler, no ninja, a failed build: fall back, say so once
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         print(f"rnmt: C++ kernels unavailable ({first_line[:200]}); using PyTorch operations "
               "(same results, slower). Set RNMT_KERNELS=0 to skip the attempt.", file=sys.stderr)
         return None
     seconds = time.perf_counter() - started
-    if seconds > 5:  # a first build, not a cached load
+    if not cached:
         print(f"rnmt: compiled the C++ {name} kernel in {seconds:.0f} s (cached for later runs)", file=sys.stderr)
     return module
