@@ -54,6 +54,7 @@ class RNMT(Peer):
     label = "rnmt"
     package = "rnmt"
     cell = "gru"
+    hypotheses_are_pieces = False
     config = HERE / "configs" / "rnnsearch-gru.yaml"
 
     def __init__(self, python: str) -> None:
@@ -237,6 +238,9 @@ class SystemResult:
     decode_output_tokens: Optional[int] = None
     decode_sentences_per_s: Optional[float] = None
     decode_tokens_per_s: Optional[float] = None
+    dev_bleu: Optional[float] = None  # sacrebleu on detokenised output against the raw dev reference
+    dev_chrf: Optional[float] = None
+    reference_tokens: Optional[int] = None  # pieces in the references of the decoded sentences
     decode_peak_rss_mib: Optional[float] = None
     extra: Dict = field(default_factory=dict)
 
@@ -306,9 +310,40 @@ def run_system(peer: Peer, s: Settings, args, log=print) -> SystemResult:
     res.decode_sentences_per_s = d.sentences / d.seconds if d.seconds > 0 else None
     res.decode_tokens_per_s = d.output_tokens / d.seconds if d.seconds > 0 else None
     res.extra["decode_wall_seconds"] = de.seconds
+    try:
+        res.dev_bleu, res.dev_chrf, res.reference_tokens = score_dev(peer, s, d.hypotheses)
+    except (OSError, ValueError) as exc:
+        res.note = f"could not score the dev output: {exc}"
     log(f"[{peer.name}] {d.sentences} sentences, {d.output_tokens} output pieces in {d.seconds:.1f} s; "
         f"peak RSS {de.max_rss_mib:.0f} MiB")
     return res
+
+
+def score_dev(peer: Peer, s: Settings, hypotheses: Path):
+    """Dev BLEU and chrF (sacrebleu defaults) of the decoded sentences on detokenised text,
+    and the number of reference pieces (to compare output lengths)."""
+    import sacrebleu
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(s.data / "spm.model"))
+    hyps = hypotheses.read_text(encoding="utf-8").splitlines()
+    if peer.hypotheses_are_pieces:
+        hyps = [sp.decode_pieces(line.split()) for line in hyps]
+    refs = (s.data / "raw" / "dev.tgt").read_text(encoding="utf-8").splitlines()[: len(hyps)]
+    if len(refs) != len(hyps):
+        raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
+    ref_tokens = sum(len(sp.encode(line, out_type=str)) for line in refs)
+    return (sacrebleu.corpus_bleu(hyps, [refs]).score, sacrebleu.corpus_chrf(hyps, [refs]).score, ref_tokens)
+
+
+def budget_steps(speeds: Dict, name: str, minutes: float, log_every: int) -> Optional[int]:
+    """Updates that ``name`` makes in ``minutes`` at the update rate measured in a previous
+    run's results.json (its measured window), rounded down to whole logging intervals."""
+    for r in speeds.get("results", []):
+        if r.get("name") == name and r.get("train_window_seconds") and r.get("train_window_steps"):
+            per_second = r["train_window_steps"] / r["train_window_seconds"]
+            return max(log_every, int(minutes * 60 * per_second) // log_every * log_every)
+    return None
 
 
 # -- tables ----------------------------------------------------------------------------------
@@ -326,9 +361,11 @@ def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
     def rr(r, key):
         return _ratio(getattr(r, key), getattr(ref, key) if ref else None)
 
+    amount = (f"equal training time: {meta['budget_minutes']:g} minutes each at its measured update rate"
+              if meta.get("budget_minutes") else f"{meta['steps']} measured updates after {meta['warmup']} warm-up updates")
     lines = [
         f"Peer comparison on {meta['corpus']} ({meta['train_pairs']} training pairs, joint {meta['vocab_size']} BPE), "
-        f"{meta['threads']} threads, {meta['steps']} measured updates after {meta['warmup']} warm-up updates, "
+        f"{meta['threads']} threads, {amount}, "
         f"batches of {meta['batch_tokens']} padded source+target tokens (rnmt's count; see benchmarks/README.md).",
         f"Machine fp32 GEMM peak at {meta['threads']} threads: {peak:.1f} GFLOP/s "
         f"(torch.matmul 1024^3, best of the runs before and after).",
@@ -355,16 +392,18 @@ def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
         "",
         f"Decoding the dev set ({meta['dev_pairs']} sentences), beam {meta['beam']}, toolkit's own timing of the search",
         "",
-        "| system | sentences/s | x rnmt | output tok/s | x rnmt | output tok/sentence | peak RSS MiB | x rnmt |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| system | updates | sentences/s | x rnmt | output tok/s | x rnmt | output/ref length | dev BLEU | dev chrF "
+        "| peak RSS MiB | x rnmt |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         if r.status == "skipped":
             continue
-        per_sent = r.decode_output_tokens / r.decode_sentences if r.decode_sentences else None
+        length = r.decode_output_tokens / r.reference_tokens if r.reference_tokens and r.decode_output_tokens else None
         lines.append(
-            f"| {r.label} | {_fmt(r.decode_sentences_per_s, '.2f')} | {rr(r, 'decode_sentences_per_s')} "
-            f"| {_fmt(r.decode_tokens_per_s, '.0f')} | {rr(r, 'decode_tokens_per_s')} | {_fmt(per_sent, '.1f')} "
+            f"| {r.label} | {r.extra.get('updates', '-')} | {_fmt(r.decode_sentences_per_s, '.2f')} "
+            f"| {rr(r, 'decode_sentences_per_s')} | {_fmt(r.decode_tokens_per_s, '.0f')} | {rr(r, 'decode_tokens_per_s')} "
+            f"| {_fmt(length, '.2f')} | {_fmt(r.dev_bleu, '.2f')} | {_fmt(r.dev_chrf, '.1f')} "
             f"| {_fmt(r.decode_peak_rss_mib, '.0f')} | {rr(r, 'decode_peak_rss_mib')} |")
     notes = [f"- {r.label}: {r.status}: {r.note}" for r in results if r.status != "ok" or r.note]
     if notes:
@@ -394,7 +433,16 @@ def main(argv=None) -> int:
     p.add_argument("--rnmt-python", default=sys.executable, help="interpreter with rnmt's requirements")
     p.add_argument("--timeout", type=float, default=3600, help="seconds allowed to each training or decoding run")
     p.add_argument("--nice", type=int, default=0, help="run the systems under nice -n N")
+    p.add_argument("--budget-minutes", type=float,
+                   help="equal training time instead of equal updates: each system trains for as many updates "
+                        "as it makes in this many minutes at the rate measured by an earlier run (--speeds)")
+    p.add_argument("--speeds", help="results.json of an earlier run, for --budget-minutes")
     args = p.parse_args(argv)
+    speeds = None
+    if args.budget_minutes:
+        if not args.speeds:
+            p.error("--budget-minutes needs --speeds (the results.json of an earlier run)")
+        speeds = json.loads(Path(args.speeds).read_text(encoding="utf-8"))
     for name, v in (("--steps", args.steps), ("--warmup", args.warmup)):
         if v % args.log_every:
             p.error(f"{name} ({v}) must be a multiple of --log-every ({args.log_every})")
@@ -418,7 +466,18 @@ def main(argv=None) -> int:
     systems += [load_peer(name) for name in peers]
     results = []
     for peer in systems:
-        results.append(run_system(peer, replace(base, work=out / peer.name), args))
+        settings = replace(base, work=out / peer.name)
+        if speeds is not None:
+            total = budget_steps(speeds, peer.name, args.budget_minutes, args.log_every)
+            if total is None:
+                print(f"[{peer.name}] not in {args.speeds}: skipped")
+                continue
+            # The measured window is then the whole run after the first logging interval.
+            settings = replace(settings, warmup=args.log_every, steps=max(total - args.log_every, args.log_every))
+            print(f"[{peer.name}] {args.budget_minutes:g} minutes at its measured rate: {settings.total_steps} updates")
+        result = run_system(peer, settings, args)
+        result.extra["updates"] = settings.total_steps
+        results.append(result)
     peak_after = gemm_peak(args.threads)
     peak = max(peak_before, peak_after)
     print(f"fp32 GEMM peak at {args.threads} threads after the runs: {peak_after:.1f} GFLOP/s")
@@ -428,7 +487,8 @@ def main(argv=None) -> int:
 
     meta = {"corpus": args.corpus, "train_pairs": stats["train"]["pairs"], "dev_pairs": stats["dev"]["pairs"],
             "vocab_size": stats["vocab_size"], "threads": args.threads, "steps": args.steps, "warmup": args.warmup,
-            "log_every": args.log_every, "batch_tokens": args.batch_tokens, "beam": args.beam}
+            "log_every": args.log_every, "batch_tokens": args.batch_tokens, "beam": args.beam,
+            "budget_minutes": args.budget_minutes}
     if args.dev_sentences:
         meta["dev_pairs"] = min(args.dev_sentences, meta["dev_pairs"])
     text = tables(results, peak, meta)

@@ -82,3 +82,29 @@ def test_fallback_keeps_other_dtypes_out_of_the_kernel():
     out = additive_scores(keys, query, v)
     assert out.dtype == torch.float64
     torch.testing.assert_close(out, reference(keys, query, v, 1))
+
+
+@needs_kernel
+@pytest.mark.parametrize("arch", ["rnnsearch", "dtmt"])
+def test_model_gradients_agree_with_and_without_kernels(arch, monkeypatch):
+    from rnmt.config import ModelConfig
+    from rnmt.models import build_model
+
+    options = dict(attention="mhadd", attention_heads=2, enc_depth=2, query_depth=2, dec_depth=2,
+                   cell="lgru") if arch == "dtmt" else {}
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch=arch, emb_size=8, hidden_size=12, **options), 30, 30)
+    g = torch.Generator().manual_seed(3)
+    src, tgt = torch.randint(4, 30, (3, 7), generator=g), torch.randint(4, 30, (3, 5), generator=g)
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[2, 5:] = False
+    grads = []
+    for flag in ("1", "0"):
+        monkeypatch.setenv("RNMT_KERNELS", flag)
+        model.zero_grad(set_to_none=True)
+        logits = model(src, mask, tgt)
+        torch.nn.functional.cross_entropy(logits.reshape(-1, 30), tgt.reshape(-1)).backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and len(grads[0]) > 5
+    for name in grads[0]:
+        torch.testing.assert_close(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4, msg=name)

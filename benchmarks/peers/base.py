@@ -99,6 +99,7 @@ class Peer:
     name = "peer"
     label = "peer"
     package = ""  # distribution name whose version is reported
+    hypotheses_are_pieces = True  # the decoder writes sentencepiece pieces (rnmt writes text)
     cell = "gru"
 
     @property

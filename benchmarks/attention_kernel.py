@@ -1,0 +1,110 @@
+"""What the fused additive-attention kernel (rnmt/kernels) buys, with and without it.
+
+    python benchmarks/attention_kernel.py                  # 256/512, 8k vocabulary, 2 threads
+    python benchmarks/attention_kernel.py --threads 1 --rounds 5
+
+Time: RNNSearch-GRU forward + backward on a random batch of typical shape (60 sentences of
+30 source and 30 target tokens), kernel on and off in alternating rounds, median per step.
+Memory: the peak RSS growth of one forward + backward on the largest batch the peer
+benchmark allows (4,000 padded tokens at the 100-token length limit: 20 x 100 x 100), each
+setting in a fresh process so that the peaks do not mask each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+import torch  # noqa: E402
+
+from rnmt.config import ModelConfig  # noqa: E402
+from rnmt.models import build_model  # noqa: E402
+
+
+def make_model(vocab: int, emb: int, hidden: int):
+    torch.manual_seed(0)
+    return build_model(ModelConfig(arch="rnnsearch", cell="gru", emb_size=emb, hidden_size=hidden, dropout=0.1),
+                       vocab, vocab)
+
+
+def step(model, vocab: int, B: int, S: int, T: int) -> None:
+    g = torch.Generator().manual_seed(1)
+    src, tgt = torch.randint(4, vocab, (B, S), generator=g), torch.randint(4, vocab, (B, T), generator=g)
+    logits = model(src, torch.ones(B, S, dtype=torch.bool), tgt)
+    torch.nn.functional.cross_entropy(logits.reshape(-1, vocab), tgt.reshape(-1)).backward()
+    model.zero_grad(set_to_none=True)
+
+
+def memory_child(args) -> None:
+    """One worst-case step; prints the RSS growth in MiB (Linux reports KiB)."""
+    torch.set_num_threads(args.threads)
+    model = make_model(args.vocab, args.emb, args.hidden)
+    from rnmt import kernels
+
+    kernels.additive_scores_extension()  # load (or fail to load) before the baseline reading
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    step(model, args.vocab, 20, 100, 100)
+    print(json.dumps({"growth_mib": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024}))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description="the additive-attention kernel on and off")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=3, help="timed steps per round and setting")
+    p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--emb", type=int, default=256)
+    p.add_argument("--hidden", type=int, default=512)
+    p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.memory_child:
+        memory_child(args)
+        return 0
+    from rnmt import kernels
+
+    if kernels.additive_scores_extension() is None:
+        print("the C++ kernel is not available here; nothing to compare", file=sys.stderr)
+        return 1
+    torch.set_num_threads(args.threads)
+    model = make_model(args.vocab, args.emb, args.hidden)
+    times = {"1": [], "0": []}
+    for flag in ("1", "0"):  # warm-up, untimed
+        os.environ["RNMT_KERNELS"] = flag
+        step(model, args.vocab, 60, 30, 30)
+    for _ in range(args.rounds):
+        for flag in ("1", "0"):
+            os.environ["RNMT_KERNELS"] = flag
+            start = time.perf_counter()
+            for _ in range(args.steps):
+                step(model, args.vocab, 60, 30, 30)
+            times[flag].append((time.perf_counter() - start) / args.steps)
+    memory = {}
+    for flag in ("1", "0"):
+        env = dict(os.environ, RNMT_KERNELS=flag)
+        out = subprocess.run([sys.executable, __file__, "--memory-child", "--threads", str(args.threads),
+                              "--vocab", str(args.vocab), "--emb", str(args.emb), "--hidden", str(args.hidden)],
+                             capture_output=True, text=True, env=env, check=True)
+        memory[flag] = json.loads(out.stdout.strip().splitlines()[-1])["growth_mib"]
+    on, off = statistics.median(times["1"]), statistics.median(times["0"])
+    print(f"RNNSearch-GRU {args.emb}/{args.hidden}, vocabulary {args.vocab}, {args.threads} threads; load average "
+          + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
+    print("| | kernel | PyTorch ops | ratio |")
+    print("|---|---:|---:|---:|")
+    print(f"| forward + backward, 60 x 30 -> 30 (s/step, median of {args.rounds}) | {on:.3f} | {off:.3f} | "
+          f"{off / on:.2f}x faster |")
+    print(f"| RSS growth, one step at 20 x 100 -> 100 (MiB) | {memory['1']:.0f} | {memory['0']:.0f} | "
+          f"{memory['0'] / max(memory['1'], 1e-9):.2f}x less |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
