@@ -208,7 +208,7 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
               "train tok/s", "decode words/s"]
     if spec.greedy_speed:
         header += ["greedy words/s", "paper train / test words/s"]
-    header += ["steps", "epochs", "train min", "dev BLEU"]
+    header += ["steps", "epochs", "train min", "dev BLEU", "dev ppl"]
     lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for s in order:
         r = records.get(s.name)
@@ -222,10 +222,12 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
             if spec.greedy_speed:
                 cells += [_num(r.get("greedy_decode_words_per_s"), 0), s.paper_speed or "-"]
             cells += [_num(r.get("steps")), _num(r.get("epochs")), _num(r.get("train_minutes")),
-                      _num(r.get("best_dev_bleu"))]
+                      _num(r.get("best_dev_bleu")), _num(r.get("dev_ppl"), 1)]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"p: paired bootstrap resampling of test BLEU against {base_label} (sacrebleu); "
-              f"below {SIGNIFICANT} the difference is unlikely to be chance.", ""]
+              f"below {SIGNIFICANT} the difference is unlikely to be chance. dev ppl: per-token perplexity of the "
+              "validation sentences at the last validation; it still orders systems whose BLEU is near zero after "
+              "a short budget.", ""]
     if claims:
         lines += ["## The paper's orderings", "",
                   "| paper says | source | here | p | verdict |", "|---|---|---|---:|---|"]

@@ -105,6 +105,19 @@ def training_speed(log_path: Path) -> Dict[str, Any]:
     return {"train_tokens_per_s": tokens / seconds if seconds > 0 else None}
 
 
+def last_validation(log_path: Path) -> Dict[str, Any]:
+    """The last dev evaluation of a training run (``dev_loss``, ``dev_ppl``, ...) from its
+    ``log.jsonl``; empty when the run never validated. Dev perplexity still separates
+    systems whose BLEU is near zero after a short budget."""
+    last: Dict[str, Any] = {}
+    if log_path.is_file():
+        for line in log_path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            if "dev_ppl" in rec:
+                last = rec
+    return last
+
+
 def train_system(system: SystemSpec, cfg: Config, run_dir: Path, settings: Settings,
                  log: Callable[[str], None]) -> Dict[str, Any]:
     """Train (or resume, or skip when already trained) and return the training summary."""
@@ -196,6 +209,7 @@ def run_system(system: SystemSpec, corpus: Corpus, vocab_model: Path, runs_dir: 
         "steps": summary.get("steps"), "epochs": summary.get("epochs"),
         "train_minutes": round(float(summary.get("train_seconds", 0.0)) / 60.0, 2),
         "stop_reason": summary.get("stop_reason"), "best_dev_bleu": summary.get("best_dev_bleu"),
+        "dev_ppl": last_validation(run_dir / "log.jsonl").get("dev_ppl"),
         "dev_sentences": settings.dev_sentences,
         "train_tokens_per_s": summary.get("train_tokens_per_s"),
         **metrics, "machine": machine, "overrides": list(settings.overrides),
