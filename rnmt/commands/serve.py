@@ -87,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(settings.threads)
     device = pick_device(args.device)
     loaded = load_model(args.model, device)  # a bad path fails here, before anything listens
+    if device.type == "cpu":  # build or load the C++ kernels now, not during the first request
+        from rnmt import kernels
+
+        kernels.additive_scores_extension()
     app = create_app(loaded, settings, device)
     sock = listen(args.host, args.port)
     host, port = sock.getsockname()[:2]

@@ -31,9 +31,13 @@ def enabled() -> bool:
     return os.environ.get("RNMT_KERNELS", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-def _cpu_tag() -> str:
-    """A short tag of this processor: the build uses -march=native, so a cached build must
-    not be reused on a machine with other instruction sets (e.g. a shared home directory)."""
+def _build_tag() -> str:
+    """A short tag of this processor and this PyTorch installation. The build uses
+    -march=native, so a cached build must not be reused on a machine with other instruction
+    sets (e.g. a shared home directory); and PyTorch rebuilds an extension whose include
+    paths changed, so two virtual environments sharing one name would rebuild in turn."""
+    import torch
+
     flags = ""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
@@ -42,7 +46,8 @@ def _cpu_tag() -> str:
                 break
     except OSError:
         pass
-    return hashlib.sha1((platform.machine() + flags).encode()).hexdigest()[:8]
+    identity = "|".join((platform.machine(), flags, torch.__version__, str(Path(torch.__file__).parent)))
+    return hashlib.sha1(identity.encode()).hexdigest()[:8]
 
 
 def additive_scores_extension() -> Optional[ModuleType]:
@@ -71,7 +76,7 @@ def _build(name: str) -> Optional[ModuleType]:
         flags = ["-O3", "-ffast-math", "-fopenmp-simd"]
         if platform.machine() in ("x86_64", "AMD64"):
             flags.append("-march=native")
-        full_name = f"rnmt_{name}_{_cpu_tag()}"
+        full_name = f"rnmt_{name}_{_build_tag()}"
         build_dir = getattr(cpp_extension, "_get_build_directory", None)
         cached = build_dir is not None and any(Path(build_dir(full_name, False)).glob("*.so"))
         module = cpp_extension.load(name=full_name, sources=[str(source)], extra_cflags=flags, verbose=False)
