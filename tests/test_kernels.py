@@ -1,5 +1,8 @@
 """The fused additive-score kernel against the PyTorch expression it replaces."""
 
+import os
+import time
+
 import pytest
 import torch
 
@@ -108,3 +111,15 @@ def test_model_gradients_agree_with_and_without_kernels(arch, monkeypatch):
     assert grads[0].keys() == grads[1].keys() and len(grads[0]) > 5
     for name in grads[0]:
         torch.testing.assert_close(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_a_stale_build_lock_is_removed_and_a_fresh_one_kept(tmp_path):
+    stale, fresh = tmp_path / "stale", tmp_path / "fresh"
+    stale.write_text("")
+    fresh.write_text("")
+    old = time.time() - kernels.STALE_LOCK_SECONDS - 60
+    os.utime(stale, (old, old))
+    kernels._remove_stale_lock(stale)
+    kernels._remove_stale_lock(fresh)
+    kernels._remove_stale_lock(tmp_path / "missing")
+    assert not stale.exists() and fresh.exists()

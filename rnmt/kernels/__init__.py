@@ -60,6 +60,21 @@ def additive_scores_extension() -> Optional[ModuleType]:
         return _state["module"]
 
 
+STALE_LOCK_SECONDS = 600  # a build takes well under a minute; an older lock is a leftover
+
+
+def _remove_stale_lock(lock: Path) -> None:
+    """PyTorch serialises builds with a lock file and waits for it without limit; a build
+    that was killed leaves its lock behind, which would hang every later start."""
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except OSError:
+        return
+    if age > STALE_LOCK_SECONDS:
+        print(f"rnmt: removing a stale kernel build lock ({lock}, {age / 60:.0f} minutes old)", file=sys.stderr)
+        lock.unlink(missing_ok=True)
+
+
 def _build(name: str) -> Optional[ModuleType]:
     source = Path(__file__).with_name(f"{name}.cpp")
     # The build runs `ninja`; the one pip installs sits next to this interpreter, which is
@@ -79,6 +94,8 @@ def _build(name: str) -> Optional[ModuleType]:
         full_name = f"rnmt_{name}_{_build_tag()}"
         build_dir = getattr(cpp_extension, "_get_build_directory", None)
         cached = build_dir is not None and any(Path(build_dir(full_name, False)).glob("*.so"))
+        if build_dir is not None:
+            _remove_stale_lock(Path(build_dir(full_name, False)) / "lock")
         module = cpp_extension.load(name=full_name, sources=[str(source)], extra_cflags=flags, verbose=False)
     except Exception as exc:  # no compiler, no ninja, a failed build: fall back, say so once
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

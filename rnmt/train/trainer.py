@@ -114,6 +114,12 @@ class Trainer:
         if tc.replicas is None:
             tc.replicas = self.dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
         self._check_out_dir()
+        if self.device.type == "cpu":
+            # Build or load the C++ kernels now (rank 0 first), so that a first build is not
+            # counted as training time (train.max_minutes, tokens/s).
+            from rnmt import kernels
+
+            self._main_first(kernels.additive_scores_extension)
         torch.manual_seed(tc.seed)
 
         # Rank 0 trains the vocabulary and encodes the corpora first; the others then load
