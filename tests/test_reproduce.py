@@ -208,6 +208,9 @@ def test_claims_are_judged_with_scores_parameters_and_p_values():
     assert not faster["held"] and "0.50x" in faster["status"]
     missing = judge_claim(Claim("better", "a", "c", "a > c"), records, hyps, refs, 50)
     assert missing["status"] == "not run"
+    untrained = {"a": {"test_bleu": 0.04, "params": 10}, "b": {"test_bleu": 0.01, "params": 20}}
+    undecided = judge_claim(Claim("better", "a", "b", "a > b"), untrained, hyps, refs, 50)
+    assert undecided["held"] is None and undecided["status"].startswith("undecided")
 
 
 def test_recorded_atr_gates_match_the_models_own_trace():

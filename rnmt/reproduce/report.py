@@ -45,6 +45,9 @@ def baseline_p_values(names: Sequence[str], baseline: str, hyps: Dict[str, List[
     return {name: results[name]["bleu"].p_value if name in results else None for name in names}
 
 
+UNTRAINED_BLEU = 1.0  # below this for both systems, an ordering says nothing
+
+
 def judge_claim(claim: Claim, records: Dict[str, dict], hyps: Dict[str, List[str]], refs: List[str],
                 n: int) -> Dict[str, Any]:
     """Whether the miniature shows the paper's ordering, with the numbers that decide it."""
@@ -62,6 +65,11 @@ def judge_claim(claim: Claim, records: Dict[str, dict], hyps: Dict[str, List[str
     if claim.kind == "faster":
         held = va > vb
         out.update(held=held, status=f"{'held' if held else 'not held'} ({va / vb:.2f}x)" if vb else "n/a")
+        return out
+    if claim.metric == "test_bleu" and max(va, vb) < UNTRAINED_BLEU:
+        # Near-zero BLEU differences are tiny yet "significant" (resampling cannot move a
+        # score that is almost constant): no ordering can be read from untrained systems.
+        out.update(held=None, status=f"undecided: both below {UNTRAINED_BLEU:g} BLEU (not trained far enough)")
         return out
     p = _p_value(claim.a, claim.b, hyps, refs, n)
     out["p_value"] = p
@@ -236,7 +244,8 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
                          f"{c['status']} |")
         lines += ["", "p: paired bootstrap test of the first system's BLEU against the second's. "
                   "`held, not significant`: the ordering is the paper's but within what resampling the test set "
-                  "can produce by chance.", ""]
+                  "can produce by chance. `undecided`: both systems are below "
+                  f"{UNTRAINED_BLEU:g} BLEU, where differences say nothing about the paper's claim.", ""]
     if length_md:
         figure = {"disjoint": "Cseq2seq Fig. 2", "longer_than": "DTMT Fig. 3"}.get(spec.by_length["form"], "")
         lines += [f"## BLEU by source length ({figure})", "", "![BLEU by source length](by_length.png)", "",
