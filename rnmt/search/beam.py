@@ -150,7 +150,11 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
 
         counts = torch.tensor([len(finished[i]) for i in sent_ids.tolist()], device=device)
         done = (counts >= K) | ~torch.isfinite(scores).any(dim=1)
-        if bool(done.any()):
+        # A finished sentence first stays in the batch as dead rows (scores -inf: they add
+        # no hypotheses); the batch is compacted once a quarter of it is dead, because
+        # compacting copies the whole source memory and one sentence of many is not worth it.
+        scores = scores.masked_fill(done.unsqueeze(1), float("-inf"))
+        if bool(done.any()) and (bool(done.all()) or 4 * int(done.sum()) >= b):
             keep = torch.nonzero(~done).squeeze(1)
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1)
             sent_ids, max_len, scores = sent_ids[keep], max_len[keep], scores[keep]
