@@ -23,7 +23,7 @@ from rnmt.reproduce import report
 from rnmt.reproduce.corpus import Corpus, resolve_corpus
 from rnmt.reproduce.machine import describe_machine
 from rnmt.reproduce.spec import PaperSpec, SystemSpec, load_paper
-from rnmt.reproduce.system import Settings, last_validation, run_system
+from rnmt.reproduce.system import Settings, run_system
 
 # Settings that must match for systems to share one table (the budget included: every
 # system of a table gets the same one).
@@ -108,8 +108,6 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
         if rec.is_file() and hyp.is_file():
             records[s.name] = json.loads(rec.read_text(encoding="utf-8"))
             hyps[s.name] = read_lines(hyp)
-            if records[s.name].get("dev_ppl") is None:  # records written before the field existed
-                records[s.name]["dev_ppl"] = last_validation(runs_dir / s.name / "log.jsonl").get("dev_ppl")
     src_path, ref_path = corpus.files("test")
     src_lines, refs = read_lines(src_path), read_lines(ref_path)
     names = [s.name for s in order if s.name in records]
