@@ -1,0 +1,108 @@
+"""How soon RNNSearch-GRU leaves the unigram plateau, for several uniform init scales.
+
+Trains the peer-comparison model (benchmarks/configs/rnnsearch-gru.yaml: Adam 1e-3 from
+the first update, label smoothing 0.1, dropout 0.1) for a few hundred updates once per
+``--scales`` value and ``--seeds`` value, on the data that benchmarks/prepare.py writes, and
+prints its training perplexity at every logging point. Runs with the same seed see the same
+batches in the same order, so their scales differ only in the starting weights; a second
+seed shows whether a difference is more than one lucky start.
+
+    python benchmarks/init_scale.py --scales 0.08 0.1 0.15 --seeds 1 2 --steps 120
+    python benchmarks/init_scale.py --prepared runs/peers-benchmark/data --threads 2
+
+The unigram perplexity of the training targets is printed for reference: a model whose
+perplexity sits near it has learned word frequencies and nothing else yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from prepare import DEFAULT_DATA, prepare  # noqa: E402
+
+CONFIG = REPO / "benchmarks" / "configs" / "rnnsearch-gru.yaml"
+
+
+def unigram_perplexity(spm_model: Path, targets: Path) -> float:
+    """exp of the entropy of the target pieces' frequencies (``</s>`` counted once per line)."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(spm_model))
+    counts: Counter = Counter()
+    with open(targets, encoding="utf-8") as f:
+        for line in f:
+            counts.update(sp.encode(line.strip()))
+            counts["</s>"] += 1
+    total = sum(counts.values())
+    return math.exp(-sum(c / total * math.log(c / total) for c in counts.values()))
+
+
+def train_curve(prepared: Path, out: Path, scale: float, seed: int, steps: int, log_every: int,
+                threads: int, extra: List[str]) -> Dict[int, float]:
+    """Train one scale; {update: training perplexity over the last logging window}."""
+    cmd = [sys.executable, "-m", "rnmt", "train", str(CONFIG), "--out", str(out),
+           "--set", f"data.train={prepared / 'raw' / 'train'}", "--set", "data.dev=null",
+           "--set", f"data.vocab.model={prepared / 'spm.model'}",
+           "--set", f"train.init_scale={scale}", "--set", f"train.seed={seed}",
+           "--set", f"train.max_steps={steps}",
+           "--set", f"train.log_every={log_every}", "--set", f"train.threads={threads}",
+           "--set", "train.keep_last=1"]
+    for item in extra:
+        cmd += ["--set", item]
+    subprocess.run(cmd, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+    curve = {}
+    for line in (out / "log.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if "ppl" in record and "step" in record:
+            curve[int(record["step"])] = float(record["ppl"])
+    return curve
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--scales", type=float, nargs="+", default=[0.08, 0.1, 0.15])
+    p.add_argument("--seeds", type=int, nargs="+", default=[1])
+    p.add_argument("--steps", type=int, default=160)
+    p.add_argument("--log-every", type=int, default=20)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--prepared", type=Path, help="a directory written by benchmarks/prepare.py "
+                   "(default: prepare the Bible corpus under --out)")
+    p.add_argument("--data", type=Path, default=Path(DEFAULT_DATA), help="the shared data directory")
+    p.add_argument("--out", type=Path, default=REPO / "runs" / "init-scale")
+    p.add_argument("--set", dest="extra", action="append", default=[],
+                   help="another config override for every run, e.g. train.lr=0.002")
+    args = p.parse_args()
+
+    prepared = args.prepared or args.out / "data"
+    if args.prepared is None:
+        prepare(args.data, prepared)
+    unigram = unigram_perplexity(prepared / "spm.model", prepared / "raw" / "train.tgt")
+    runs = [(scale, seed) for seed in args.seeds for scale in args.scales]
+    curves = {}
+    for scale, seed in runs:
+        print(f"init U(-{scale:g}, {scale:g}), seed {seed}: training {args.steps} updates ...", flush=True)
+        curves[scale, seed] = train_curve(prepared, args.out / f"scale-{scale:g}-seed-{seed}", scale, seed,
+                                          args.steps, args.log_every, args.threads, args.extra)
+    steps = sorted(set().union(*curves.values()))
+    print(f"\ntraining perplexity (unigram perplexity of the targets: {unigram:.0f})\n")
+    print("| update | " + " | ".join(f"U(±{scale:g}) seed {seed}" for scale, seed in runs) + " |")
+    print("|---:|" + "---:|" * len(runs))
+    for step in steps:
+        cells = [f"{curves[run][step]:.0f}" if step in curves[run] else "-" for run in runs]
+        print(f"| {step} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
