@@ -11,7 +11,11 @@ seed shows whether a difference is more than one lucky start.
     python benchmarks/init_scale.py --prepared runs/peers-benchmark/data --threads 2
 
 The unigram perplexity of the training targets is printed for reference: a model whose
-perplexity sits near it has learned word frequencies and nothing else yet.
+perplexity sits near it has learned word frequencies and nothing else yet. After training,
+each model is probed on the first 40 dev pairs: how many units of its initial decoder state
+and of its decoder states are saturated (|s| > 0.95), how much the initial state differs
+between sentences, and how much its loss grows when every sentence is paired with the next
+sentence's source (near zero: the decoder ignores the source).
 """
 
 from __future__ import annotations
@@ -60,13 +64,58 @@ def train_curve(prepared: Path, out: Path, scale: float, seed: int, steps: int, 
            "--set", "train.keep_last=1"]
     for item in extra:
         cmd += ["--set", item]
-    subprocess.run(cmd, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+    curve = read_curve(out)
+    if max(curve, default=0) < steps or not (out / "best.safetensors").is_file():
+        # A finished run of the same output directory is reused (probe it again for free).
+        subprocess.run(cmd, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+        curve = read_curve(out)
+    return curve
+
+
+def read_curve(out: Path) -> Dict[int, float]:
+    """{update: training perplexity} from a run's log.jsonl (empty when there is none)."""
+    log = out / "log.jsonl"
+    if not log.is_file():
+        return {}
     curve = {}
-    for line in (out / "log.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in log.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
         if "ppl" in record and "step" in record:
             curve[int(record["step"])] = float(record["ppl"])
     return curve
+
+
+def probe(run_dir: Path, prepared: Path, pairs: int = 40) -> Dict[str, float]:
+    """Saturation and source use of the RNNSearch model trained in ``run_dir``."""
+    import torch
+
+    from rnmt.data.collate import pad_sequences
+    from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+    from rnmt.models.loading import load_model
+
+    loaded = load_model(run_dir)
+    model = loaded.model
+    read = lambda side: (prepared / "raw" / f"dev.{side}").read_text(encoding="utf-8").splitlines()[:pairs]  # noqa: E731
+    src_ids = [ids + [EOS_ID] for ids in loaded.src_vocab.encode_batch(read("src"))]
+    tgt_ids = loaded.tgt_vocab.encode_batch(read("tgt"))
+    src = torch.from_numpy(pad_sequences(src_ids))
+    tgt_in = torch.from_numpy(pad_sequences(tgt_ids, prefix=BOS_ID))
+    tgt_out = torch.from_numpy(pad_sequences(tgt_ids, suffix=EOS_ID))
+    src_mask, tgt_mask = src != PAD_ID, tgt_out != PAD_ID
+
+    def nll(source: torch.Tensor, mask: torch.Tensor) -> float:
+        logits = model(source, mask, tgt_in)
+        losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
+        return float(losses[tgt_mask].mean())
+
+    with torch.no_grad():
+        trace = model.decoder_trace(src, src_mask, tgt_in)
+        s0, states = trace["s0"], trace["unit2.state"][tgt_mask]
+        shifted = nll(src.roll(1, 0), src_mask.roll(1, 0)) - nll(src, src_mask)
+    return {"s0_saturated": float((s0.abs() > 0.95).float().mean()),
+            "s0_spread": float(s0.std(0).mean()),
+            "states_saturated": float((states.abs() > 0.95).float().mean()),
+            "source_gain": shifted}
 
 
 def main() -> int:
@@ -101,6 +150,14 @@ def main() -> int:
     for step in steps:
         cells = [f"{curves[run][step]:.0f}" if step in curves[run] else "-" for run in runs]
         print(f"| {step} | " + " | ".join(cells) + " |")
+    print(f"\nafter {args.steps} updates, on the first 40 dev pairs\n")
+    print("| init | seed | s_0 units saturated | s_0 spread between sentences | decoder states saturated "
+          "| loss increase, source of the next sentence (nats) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for scale, seed in runs:
+        found = probe(args.out / f"scale-{scale:g}-seed-{seed}", prepared)
+        print(f"| U(±{scale:g}) | {seed} | {found['s0_saturated']:.0%} | {found['s0_spread']:.3f} "
+              f"| {found['states_saturated']:.0%} | {found['source_gain']:.3f} |")
     return 0
 
 

@@ -90,6 +90,38 @@ def flops_per_token(cfg, setup) -> float:
     return counter.get_total_flops() / batch.ntokens
 
 
+PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm"}
+NORMS = {"aten::native_layer_norm", "aten::native_layer_norm_backward"}
+
+
+def step_profile(cfg, setup, top: int = 8) -> Dict[str, object]:
+    """Where one training step (forward + backward, first batch) spends its time: the shares
+    of matrix products, layer normalisation and everything else, and the costliest ops."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from rnmt.data import TokenBatchSampler
+
+    sampler = TokenBatchSampler(setup.corpus.src_lens, setup.corpus.tgt_lens, cfg.data.batch_tokens, seed=1)
+    batch = collate(setup.corpus, next(iter(sampler)), setup.device)
+    model = setup.model.train()
+
+    def step():
+        logits = model(batch.src, batch.src_mask, batch.tgt_in)
+        loss, _ = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, cfg.train.label_smoothing)
+        loss.backward()
+        model.zero_grad(set_to_none=True)
+
+    step()  # warm-up: allocator, kernel build
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    total = sum(e.self_cpu_time_total for e in events)
+    share = lambda names: sum(e.self_cpu_time_total for e in events if e.key in names) / total  # noqa: E731
+    ranked = sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]
+    return {"products": share(PRODUCTS), "layer_norm": share(NORMS),
+            "top": [(e.key, e.self_cpu_time_total / total, e.count) for e in ranked]}
+
+
 def compare_training(a, b, args) -> Dict[str, float]:
     speeds: Dict[str, List[float]] = {"a": [], "b": []}
     for _ in range(args.rounds):
@@ -148,6 +180,8 @@ def main() -> int:
                    help="trained checkpoints for the decoding pair (else fresh models)")
     p.add_argument("--pairs", default="all", help="comma-separated indices into the pair list (0,1,2) or all")
     p.add_argument("--json", help="also write the results here")
+    p.add_argument("--profile", action="store_true",
+                   help="also profile one training step of each system of the training pairs")
     args = p.parse_args()
     args.dims = tuple(int(x) for x in args.dims.split(","))
     torch.set_num_threads(args.threads)
@@ -160,6 +194,8 @@ def main() -> int:
             name, base, other, kind = PAIRS[i]
             a, b = system(base, args, vocab, work), system(other, args, vocab, work)
             r = compare_training(a, b, args) if kind == "train" else compare_decoding(a, b, args, args.decode_models)
+            if args.profile and kind == "train":
+                r["profile"] = {Path(base).stem: step_profile(*a), Path(other).stem: step_profile(*b)}
             results[name] = {"kind": kind, **r}
             print(json.dumps({name: results[name]}), flush=True)
     E, H = args.dims
@@ -178,6 +214,13 @@ def main() -> int:
                   f"{r['tok_ratio']:.2f}x | |")
             print(f"| {name} | decoding sentences/s ({what}) | {r['a_sent_s']:.2f} | {r['b_sent_s']:.2f} | "
                   f"{r['sent_ratio']:.2f}x | |")
+    for name, r in results.items():
+        for system_name, prof in r.get("profile", {}).items():
+            print(f"\n{name}: one training step of {system_name}, share of CPU time: matrix products "
+                  f"{prof['products']:.0%}, layer normalisation {prof['layer_norm']:.0%}, other "
+                  f"{1 - prof['products'] - prof['layer_norm']:.0%}")
+            for op, frac, count in prof["top"]:
+                print(f"  {frac:6.1%}  {op} (x{count})")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0
