@@ -14,7 +14,7 @@ The unigram perplexity of the training targets is printed for reference: a model
 perplexity sits near it has learned word frequencies and nothing else yet. After training,
 each model is probed on the first 40 dev pairs: how many units of its initial decoder state
 and of its decoder states are saturated (|s| > 0.95), how much the initial state differs
-between sentences, and how much its loss grows when every sentence is paired with the next
+between sentences, and how much its loss grows when every target is paired with the previous
 sentence's source (near zero: the decoder ignores the source).
 """
 
@@ -87,35 +87,35 @@ def read_curve(out: Path) -> Dict[int, float]:
 
 def probe(run_dir: Path, prepared: Path, pairs: int = 40) -> Dict[str, float]:
     """Saturation and source use of the RNNSearch model trained in ``run_dir``."""
+    import numpy as np
     import torch
 
-    from rnmt.data.collate import pad_sequences
-    from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+    from rnmt.data import make_translation_batches, pad_sequences
+    from rnmt.data.vocab import BOS_ID
     from rnmt.models.loading import load_model
+    from rnmt.search.forced import forced_decode
 
     loaded = load_model(run_dir)
     model = loaded.model
     read = lambda side: (prepared / "raw" / f"dev.{side}").read_text(encoding="utf-8").splitlines()[:pairs]  # noqa: E731
-    src_ids = [ids + [EOS_ID] for ids in loaded.src_vocab.encode_batch(read("src"))]
-    tgt_ids = loaded.tgt_vocab.encode_batch(read("tgt"))
-    src = torch.from_numpy(pad_sequences(src_ids))
-    tgt_in = torch.from_numpy(pad_sequences(tgt_ids, prefix=BOS_ID))
-    tgt_out = torch.from_numpy(pad_sequences(tgt_ids, suffix=EOS_ID))
-    src_mask, tgt_mask = src != PAD_ID, tgt_out != PAD_ID
+    sources, targets = loaded.src_vocab.encode_batch(read("src")), loaded.tgt_vocab.encode_batch(read("tgt"))
 
-    def nll(source: torch.Tensor, mask: torch.Tensor) -> float:
-        logits = model(source, mask, tgt_in)
-        losses = torch.nn.functional.cross_entropy(logits.transpose(1, 2), tgt_out, reduction="none")
-        return float(losses[tgt_mask].mean())
+    def mean_nll(srcs) -> float:
+        scored = forced_decode(model, srcs, targets, batch_tokens=10 ** 9)
+        return -float(np.concatenate([f.token_log_probs for f in scored]).mean())
 
+    # Each target paired with the previous sentence's source.
+    source_gain = mean_nll(sources[-1:] + sources[:-1]) - mean_nll(sources)
+    idx, src, src_mask = next(make_translation_batches(sources, 10 ** 9))
+    tgt_in = torch.from_numpy(pad_sequences([np.asarray(targets[i], dtype=np.int64) for i in idx], prefix=BOS_ID))
+    real = torch.from_numpy(pad_sequences([np.ones(len(targets[i]) + 1, dtype=np.int64) for i in idx])) > 0
     with torch.no_grad():
         trace = model.decoder_trace(src, src_mask, tgt_in)
-        s0, states = trace["s0"], trace["unit2.state"][tgt_mask]
-        shifted = nll(src.roll(1, 0), src_mask.roll(1, 0)) - nll(src, src_mask)
+    s0, states = trace["s0"], trace["unit2.state"][real]
     return {"s0_saturated": float((s0.abs() > 0.95).float().mean()),
             "s0_spread": float(s0.std(0).mean()),
             "states_saturated": float((states.abs() > 0.95).float().mean()),
-            "source_gain": shifted}
+            "source_gain": source_gain}
 
 
 def main() -> int:
@@ -152,7 +152,7 @@ def main() -> int:
         print(f"| {step} | " + " | ".join(cells) + " |")
     print(f"\nafter {args.steps} updates, on the first 40 dev pairs\n")
     print("| init | seed | s_0 units saturated | s_0 spread between sentences | decoder states saturated "
-          "| loss increase, source of the next sentence (nats) |")
+          "| loss increase, source of the previous sentence (nats) |")
     print("|---|---:|---:|---:|---:|---:|")
     for scale, seed in runs:
         found = probe(args.out / f"scale-{scale:g}-seed-{seed}", prepared)

@@ -75,19 +75,30 @@ def system(config: str, args, vocab: Path, work: Path):
     return cfg, setup
 
 
-def flops_per_token(cfg, setup) -> float:
-    """Matrix-product FLOPs of one forward + backward pass, per real target token."""
+def first_batch_step(cfg, setup):
+    """One training forward + backward on the sampler's first batch (gradients cleared
+    afterwards), and that batch's real target tokens."""
     from rnmt.data import TokenBatchSampler
 
     sampler = TokenBatchSampler(setup.corpus.src_lens, setup.corpus.tgt_lens, cfg.data.batch_tokens, seed=1)
     batch = collate(setup.corpus, next(iter(sampler)), setup.device)
     model = setup.model.train()
-    with FlopCounterMode(display=False) as counter:
+
+    def step() -> None:
         logits = model(batch.src, batch.src_mask, batch.tgt_in)
         loss, _ = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, cfg.train.label_smoothing)
         loss.backward()
-    model.zero_grad(set_to_none=True)
-    return counter.get_total_flops() / batch.ntokens
+        model.zero_grad(set_to_none=True)
+
+    return step, batch.ntokens
+
+
+def flops_per_token(cfg, setup) -> float:
+    """Matrix-product FLOPs of one forward + backward pass, per real target token."""
+    step, ntokens = first_batch_step(cfg, setup)
+    with FlopCounterMode(display=False) as counter:
+        step()
+    return counter.get_total_flops() / ntokens
 
 
 PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm"}
@@ -99,18 +110,7 @@ def step_profile(cfg, setup, top: int = 8) -> Dict[str, object]:
     of matrix products, layer normalisation and everything else, and the costliest ops."""
     from torch.profiler import ProfilerActivity, profile
 
-    from rnmt.data import TokenBatchSampler
-
-    sampler = TokenBatchSampler(setup.corpus.src_lens, setup.corpus.tgt_lens, cfg.data.batch_tokens, seed=1)
-    batch = collate(setup.corpus, next(iter(sampler)), setup.device)
-    model = setup.model.train()
-
-    def step():
-        logits = model(batch.src, batch.src_mask, batch.tgt_in)
-        loss, _ = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, cfg.train.label_smoothing)
-        loss.backward()
-        model.zero_grad(set_to_none=True)
-
+    step, _ = first_batch_step(cfg, setup)
     step()  # warm-up: allocator, kernel build
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         step()

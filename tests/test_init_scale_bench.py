@@ -32,7 +32,8 @@ def test_unigram_perplexity_counts_pieces_and_end_of_sentence(tmp_path):
     model = next((tmp_path / "v").glob("*.model"))
     import sentencepiece as spm
 
-    pieces = spm.SentencePieceProcessor(model_file=str(model)).encode("the dog eats")
+    sp = spm.SentencePieceProcessor(model_file=str(model))
+    pieces = sp.encode("the dog eats")
     assert len(set(pieces)) == len(pieces)
     # Every line the same: each distinct piece and </s> equally frequent.
     (tmp_path / "same.en").write_text("the dog eats\n" * 7, encoding="utf-8")
@@ -40,5 +41,5 @@ def test_unigram_perplexity_counts_pieces_and_end_of_sentence(tmp_path):
     assert script.unigram_perplexity(model, tmp_path / "same.en") == pytest.approx(len(pieces) + 1)
     # Two lines sharing "the": a skewed distribution has a lower perplexity than its support.
     ppl = script.unigram_perplexity(model, tmp_path / "a.en")
-    assert 1 < ppl < len(set(pieces) | set(spm.SentencePieceProcessor(model_file=str(model)).encode("the house"))) + 1
+    assert 1 < ppl < len(set(pieces) | set(sp.encode("the house"))) + 1
     assert math.isfinite(ppl)
