@@ -40,14 +40,13 @@ CONFIG = REPO / "benchmarks" / "configs" / "rnnsearch-gru.yaml"
 
 def unigram_perplexity(spm_model: Path, targets: Path) -> float:
     """exp of the entropy of the target pieces' frequencies (``</s>`` counted once per line)."""
-    import sentencepiece as spm
+    from rnmt.data import load_vocab
 
-    sp = spm.SentencePieceProcessor(model_file=str(spm_model))
+    lines = [line.strip() for line in targets.read_text(encoding="utf-8").splitlines()]
     counts: Counter = Counter()
-    with open(targets, encoding="utf-8") as f:
-        for line in f:
-            counts.update(sp.encode(line.strip()))
-            counts["</s>"] += 1
+    for ids in load_vocab(spm_model).encode_batch(lines):
+        counts.update(ids)
+    counts["</s>"] += len(lines)
     total = sum(counts.values())
     return math.exp(-sum(c / total * math.log(c / total) for c in counts.values()))
 
