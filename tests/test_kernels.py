@@ -47,6 +47,28 @@ def test_fused_scores_match_pytorch_values_and_gradients(heads):
 
 
 @needs_kernel
+@pytest.mark.parametrize("heads", [1, 2])
+def test_grouped_queries_match_repeated_keys(heads):
+    """G queries per sentence (beam search) score against that sentence's keys: the same
+    values and gradients as repeating every key row G times."""
+    g = torch.Generator().manual_seed(10 + heads)
+    B, G, S, A = 3, 4, 5, 8
+    keys = torch.randn(B, S, A, generator=g) * 2
+    query, v = torch.randn(B * G, A, generator=g), torch.randn(A, generator=g)
+    grad = torch.randn(B * G, S, heads, generator=g)
+    grouped = [t.detach().clone().requires_grad_() for t in (keys, query, v)]
+    out = _FusedAdditiveScores.apply(*grouped, heads)
+    out.backward(grad)
+    repeated = [t.detach().clone().requires_grad_() for t in (keys, query, v)]
+    ref = reference(repeated[0].repeat_interleave(G, 0), repeated[1], repeated[2], heads)
+    ref.backward(grad)
+    assert out.shape == (B * G, S, heads)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    for a, b in zip(grouped, repeated):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-5)
+
+
+@needs_kernel
 def test_fused_scores_are_exact_at_large_inputs():
     keys = torch.tensor([[[30.0, -30.0, 0.0, 1e-4]]])
     out = additive_scores(keys, torch.zeros(1, 4), torch.ones(4))
@@ -70,6 +92,25 @@ def test_attention_modules_give_the_same_result_with_and_without_kernels(monkeyp
         torch.testing.assert_close(outs[0][0], outs[1][0], atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(outs[0][1], outs[1][1], atol=1e-5, rtol=1e-5)
         assert float(outs[0][1][1, 4:].detach().abs().sum()) == 0.0
+
+
+@pytest.mark.parametrize("flag", ["1", "0"])
+def test_attention_modules_share_keys_across_query_groups(flag, monkeypatch):
+    """K queries per sentence against one memory row give what K copies of the row give."""
+    monkeypatch.setenv("RNMT_KERNELS", flag)
+    torch.manual_seed(1)
+    B, K, S = 3, 4, 6
+    mask = torch.ones(B, S, dtype=torch.bool)
+    mask[2, 3:] = False
+    for module in (AdditiveAttention(8, 12), MultiHeadAdditiveAttention(8, 12, 12, heads=3)):
+        memory, query = torch.randn(B, S, 12), torch.randn(B * K, 8)
+        keys = module.precompute(memory)
+        shared = module(query, keys, memory, mask)
+        copied = module(query, keys.repeat_interleave(K, 0), memory.repeat_interleave(K, 0),
+                        mask.repeat_interleave(K, 0))
+        for a, b in zip(shared, copied):
+            assert a.shape == b.shape
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
 
 
 def test_kernels_can_be_switched_off(monkeypatch):

@@ -94,3 +94,30 @@ def test_attention_is_returned_per_output_token():
     hyp = beam_search(model, src, src != 0, torch.tensor([6]), beam=2, return_attention=True)[0][0]
     assert hyp.attention.shape == (len(hyp.tokens) + 1, 4)
     assert torch.allclose(hyp.attention.sum(-1), torch.ones(len(hyp.tokens) + 1), atol=1e-5)
+
+
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnsearch-minus", "atr-rnnsearch", "deep-rnnsearch", "dtmt"])
+def test_shared_memory_search_equals_repeated_memory_search(arch, monkeypatch):
+    """Models that keep one memory row per sentence in beam search find the same
+    hypotheses with the same scores as with the memory copied per hypothesis."""
+    from rnmt.models.base import TranslationModel
+
+    options = dict(attention="mhadd", attention_heads=2, enc_depth=2, query_depth=2, dec_depth=2,
+                   cell="lgru") if arch == "dtmt" else {}
+    torch.manual_seed(4)
+    model = build_model(ModelConfig(arch=arch, emb_size=8, hidden_size=8, src_vocab_size=12,
+                                    tgt_vocab_size=12, **options))
+    for p in model.parameters():
+        torch.nn.init.uniform_(p, -1.0, 1.0)
+    model.eval()
+    assert model.beam_shares_memory
+    src = torch.tensor([[5, 6, 7, 8, 3], [4, 5, 3, 0, 0], [9, 3, 0, 0, 0], [7, 7, 6, 3, 0]])
+    max_len = torch.tensor([8, 3, 6, 7])
+    shared = beam_search(model, src, src != 0, max_len, beam=3, nbest=3, return_attention=True)
+    monkeypatch.setattr(type(model), "beam_shares_memory", TranslationModel.beam_shares_memory)
+    copied = beam_search(model, src, src != 0, max_len, beam=3, nbest=3, return_attention=True)
+    for a, b in zip(shared, copied):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
+        for ha, hb in zip(a, b):
+            torch.testing.assert_close(ha.attention, hb.attention, atol=1e-5, rtol=1e-5)

@@ -86,8 +86,8 @@ def _build(name: str) -> Optional[ModuleType]:
     try:
         from torch.utils import cpp_extension
 
-        # -ffast-math lets the compiler vectorise expf (glibc's libmvec); it is given to the
-        # compiler only, so the process's floating-point flags are left alone.
+        # -ffast-math lets the compiler reorder the kernels' sums across vector lanes; it is
+        # given to the compiler only, so the process's floating-point flags are left alone.
         flags = ["-O3", "-ffast-math", "-fopenmp-simd"]
         if platform.machine() in ("x86_64", "AMD64"):
             flags.append("-march=native")

@@ -67,6 +67,8 @@ class ContextAwareEncoder(nn.Module):
 
 
 class ATRRNNSearch(TranslationModel):
+    beam_shares_memory = True  # the step reads the memory only through its attention
+
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size

@@ -11,7 +11,11 @@ never need to know which paper a model comes from:
   positions at once; agrees with a loop of ``step``.
 
 ``memory`` and ``state`` are flat dicts of tensors whose first dimension is the batch, so
-beam search reorders and shrinks them with `select` without asking the model.
+beam search reorders and shrinks them with `select` without asking the model. A model whose
+``step`` reads the memory only through an attention that takes G queries per sentence
+(`AdditiveAttention`, `MultiHeadAdditiveAttention`) sets ``beam_shares_memory``: beam search
+then keeps one memory row per sentence for its K hypotheses (state rows b*K .. b*K+K-1)
+instead of K copies.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class TranslationModel(nn.Module):
     pad_id: int = 0
     bos_id: int = 2
     eos_id: int = 3
+    beam_shares_memory: bool = False  # step accepts K state rows per memory row (see above)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         raise NotImplementedError

@@ -29,6 +29,7 @@ from rnmt.config import ModelConfig
 from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
 from rnmt.models.registry import register
 from rnmt.modules.attention import AdditiveAttention
+from rnmt.modules.token_table import TokenTable
 
 
 def build_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int) -> cells.Cell:
@@ -38,6 +39,8 @@ def build_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int) -
 
 
 class RNNSearch(TranslationModel):
+    beam_shares_memory = True  # the step reads the memory only through its attention
+
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
@@ -59,6 +62,7 @@ class RNNSearch(TranslationModel):
         if cfg.tie_target_embeddings:
             self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)
+        self._token_table = TokenTable()  # decoding: E y_{j-1}'s products per target word
 
     # -- encoder -----------------------------------------------------------------------
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
@@ -124,14 +128,28 @@ class RNNSearch(TranslationModel):
         trace["unit1.p"] = px1
         return trace
 
-    def _logits(self, s_out: Tensor, prev_emb: Tensor, context: Tensor) -> Tensor:
-        t = torch.tanh(self.readout_state(s_out) + self.readout_prev(prev_emb) + self.readout_ctx(context))
+    def _logits(self, s_out: Tensor, prev_term: Tensor, context: Tensor) -> Tensor:
+        """Readout from s_j, the previous word's term ``W_2 E y_{j-1} + b_2`` and c_j."""
+        t = torch.tanh(self.readout_state(s_out) + prev_term + self.readout_ctx(context))
         return self.output(self.dropout(t))
 
+    def _previous_word(self, prev_tokens: Tensor) -> Tuple[Tensor, Tensor]:
+        """Unit 1's projected input and the readout's term for the previous words; looked up
+        in a per-vocabulary table when decoding (`rnmt.modules.token_table`)."""
+        emb_table = self.tgt_embed.weight
+        width = self.unit1.proj_size + self.readout_prev.out_features
+        if not TokenTable.applies(self, emb_table, emb_table.size(0), width):
+            emb = self.dropout(self.tgt_embed(prev_tokens))
+            return self.unit1.project_inputs(emb), self.readout_prev(emb)
+        params = [emb_table, *self.unit1.parameters(), *self.readout_prev.parameters()]
+        rows = self._token_table.lookup(prev_tokens, params, lambda: torch.cat(
+            [self.unit1.project_inputs(emb_table), self.readout_prev(emb_table)], -1))
+        return rows.split([self.unit1.proj_size, self.readout_prev.out_features], -1)
+
     def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
-        emb = self.dropout(self.tgt_embed(prev_tokens))
-        s, context, alpha = self._transition(self.unit1.project_inputs(emb), state["s"], memory)
-        logits = self._logits(self.unit2.output(s), emb, context)
+        px1, prev_term = self._previous_word(prev_tokens)
+        s, context, alpha = self._transition(px1, state["s"], memory)
+        logits = self._logits(self.unit2.output(s), prev_term, context)
         return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {"attention": alpha}
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
@@ -144,7 +162,7 @@ class RNNSearch(TranslationModel):
             s, context, _ = self._transition(px1_j, s, memory)
             outputs.append(self.unit2.output(s))
             contexts.append(context)
-        return self._logits(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))
+        return self._logits(torch.stack(outputs, 1), self.readout_prev(emb), torch.stack(contexts, 1))
 
 
 @register("rnnsearch")

@@ -41,11 +41,18 @@ class AdditiveAttention(nn.Module):
         return self.key_proj(memory)
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
-        """query [B, Q], keys [B, S, A] (precomputed), values [B, S, V], mask [B, S] -> (context [B, V], weights [B, S])."""
-        scores = additive_scores(keys, self.query_proj(query), self.score.weight.view(-1)).squeeze(-1)
+        """query [B * G, Q], keys [B, S, A] (precomputed), values [B, S, V], mask [B, S]
+        -> (context [B * G, V], weights [B * G, S]).
+
+        G queries per sentence (G = 1 in training, the beam in beam search) share that
+        sentence's keys and values, so beam search never copies the source memory.
+        """
+        B, S = mask.shape
+        G = query.size(0) // B
+        scores = additive_scores(keys, self.query_proj(query), self.score.weight.view(-1)).view(B, G, S)
         if self.score.bias is not None:
             scores = scores + self.score.bias
-        scores = scores.masked_fill(~mask, NEG_INF)
+        scores = scores.masked_fill(~mask.unsqueeze(1), NEG_INF)
         weights = torch.softmax(scores, dim=-1)
-        context = torch.bmm(weights.unsqueeze(1), values).squeeze(1)
-        return context, weights
+        context = torch.bmm(weights, values)  # [B, G, V]: one product per sentence for all its queries
+        return context.view(B * G, -1), weights.view(B * G, S)

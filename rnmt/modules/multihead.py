@@ -42,14 +42,16 @@ class MultiHeadAdditiveAttention(nn.Module):
         return self.key_proj(memory)
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
-        """query [B, Q], keys [B, S, A], values [B, S, D], mask [B, S] -> (c [B, out], weights [B, S])."""
+        """query [B * G, Q], keys [B, S, A], values [B, S, D], mask [B, S] -> (c [B * G, out],
+        weights [B * G, S]); G queries per sentence share its keys and values (the beam in search)."""
         B, S, _ = keys.shape
+        G = query.size(0) // B
         h = self.heads
         v = self.v.expand(h, -1).reshape(-1)  # one v per head, or the shared one repeated
-        scores = additive_scores(keys, self.query_proj(query), v, heads=h)  # [B, S, h]
-        scores = scores.masked_fill(~mask.unsqueeze(-1), NEG_INF)
-        weights = torch.softmax(scores, dim=1)
-        context = torch.einsum("bsh,bshd->bhd", weights, values.view(B, S, h, -1)).reshape(B, -1)
+        scores = additive_scores(keys, self.query_proj(query), v, heads=h).view(B, G, S, h)
+        scores = scores.masked_fill(~mask.view(B, 1, S, 1), NEG_INF)
+        weights = torch.softmax(scores, dim=2)
+        context = torch.einsum("bgsh,bshd->bghd", weights, values.view(B, S, h, -1)).reshape(B * G, -1)
         if self.output_proj is not None:
             context = self.output_proj(context)
-        return context, weights.mean(-1)
+        return context, weights.mean(-1).view(B * G, S)

@@ -37,7 +37,11 @@ def _kernel_applies(*tensors: Tensor) -> bool:
 
 
 def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> Tensor:
-    """keys [B, S, A], query [B, A], v [A] -> scores [B, S, heads].
+    """keys [B, S, A], query [B * G, A], v [A] -> scores [B * G, S, heads].
+
+    Queries come in groups of G per sentence (G = 1 in training; the beam in search): rows
+    b * G .. b * G + G - 1 of ``query`` are scored against sentence b's keys, which are
+    therefore never repeated per hypothesis.
 
     With ``heads`` > 1 the A units are split into equal heads and each head gets its own
     score over its slice (DTMT's multi-head additive attention); v holds all A weights.
@@ -45,7 +49,8 @@ def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> T
     if _kernel_applies(keys, query, v):
         return _FusedAdditiveScores.apply(keys.contiguous(), query.contiguous(), v.contiguous(), heads)
     B, S, A = keys.shape
-    hidden = torch.tanh(keys + query.unsqueeze(1))
+    G = query.size(0) // B
+    hidden = torch.tanh(keys.unsqueeze(1) + query.view(B, G, 1, A)).view(B * G, S, A)
     if heads == 1:
         return torch.matmul(hidden, v.unsqueeze(-1))
-    return (hidden.view(B, S, heads, A // heads) * v.view(heads, A // heads)).sum(-1)
+    return (hidden.view(B * G, S, heads, A // heads) * v.view(heads, A // heads)).sum(-1)

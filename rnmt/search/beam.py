@@ -2,8 +2,9 @@
 
 Beam search keeps ``beam`` hypotheses for every sentence of the batch in one tensor of
 ``B * beam`` rows, so each step is one call of ``model.step``. Source-side work is done
-once: the memory (annotations and projected attention keys) is encoded per sentence and
-only repeated across the beam. A sentence leaves the batch as soon as it has ``beam``
+once: the memory (annotations and projected attention keys) is encoded per sentence, and
+shared by the sentence's hypotheses (models with ``beam_shares_memory``) or else repeated
+across the beam. A sentence leaves the batch as soon as it has ``beam``
 finished hypotheses, so long sentences do not keep short ones computing.
 
 Scores follow GNMT (Wu et al. 2016): a finished hypothesis of log-probability logP and
@@ -101,7 +102,9 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     B, K, device = src.size(0), beam, src.device
     memory = model.encode(src, src_mask)
     state = repeat_rows(model.init_state(memory), K)
-    memory = repeat_rows(memory, K)
+    shared = model.beam_shares_memory  # one memory row per sentence, else one per hypothesis
+    if not shared:
+        memory = repeat_rows(memory, K)
     sent_ids = torch.arange(B, device=device)  # original index of each sentence still searching
     max_len = max_len.to(device)
     scores = torch.full((B, K), float("-inf"), device=device)
@@ -158,7 +161,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
             keep = torch.nonzero(~done).squeeze(1)
             keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1)
             sent_ids, max_len, scores = sent_ids[keep], max_len[keep], scores[keep]
-            memory, state = select(memory, keep_rows), select(state, keep_rows)
+            memory, state = select(memory, keep if shared else keep_rows), select(state, keep_rows)
             history, prev = history.index_select(0, keep_rows), prev[keep_rows]
             if return_attention:
                 attn_history = attn_history.index_select(0, keep_rows)

@@ -45,6 +45,7 @@ class Ensemble(TranslationModel):
                 raise UserError("ensemble members use different special token ids")
         self.members = nn.ModuleList(members)
         self.pad_id, self.bos_id, self.eos_id = first.pad_id, first.bos_id, first.eos_id
+        self.beam_shares_memory = all(m.beam_shares_memory for m in members)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         memory: TensorDict = {}

@@ -1,0 +1,52 @@
+"""Decoding's per-vocabulary table of previous-word products (rnmt.modules.token_table)."""
+
+import torch
+
+from rnmt.config import ModelConfig
+from rnmt.models import build_model
+
+
+def tiny(**options):
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(emb_size=8, hidden_size=12, src_vocab_size=20, tgt_vocab_size=25, **options))
+    return model.eval()
+
+
+def one_step(model, prev, grad: bool):
+    src = torch.tensor([[5, 6, 7, 3], [4, 9, 3, 0]])
+    mask = src != 0
+    with torch.set_grad_enabled(grad):
+        memory = model.encode(src, mask)
+        log_probs, state, _ = model.step(prev, model.init_state(memory), memory)
+    return log_probs.detach(), state["s"].detach()
+
+
+def test_table_lookup_equals_the_products():
+    for options in ({}, {"layer_norm": True}, {"cell": "atr"}):
+        model = tiny(**options)
+        prev = torch.tensor([2, 17])
+        table, products = one_step(model, prev, grad=False), one_step(model, prev, grad=True)
+        assert model._token_table._table is not None  # the no-grad step used the table
+        for a, b in zip(table, products):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_table_follows_parameter_updates():
+    model = tiny()
+    prev = torch.tensor([2, 17])
+    before = one_step(model, prev, grad=False)[0]
+    with torch.no_grad():  # what an optimizer step does: in place
+        model.unit1.weight_x.add_(0.5)
+        model.readout_prev.bias.sub_(0.3)
+    after_table = one_step(model, prev, grad=False)[0]
+    after_products = one_step(model, prev, grad=True)[0]
+    assert not torch.allclose(before, after_table, atol=1e-3)
+    torch.testing.assert_close(after_table, after_products, atol=1e-5, rtol=1e-5)
+
+
+def test_no_table_in_training_mode():
+    model = tiny().train()
+    with torch.no_grad():
+        model.step(torch.tensor([2]), {"s": torch.zeros(1, 12)},
+                   model.encode(torch.tensor([[5, 3]]), torch.tensor([[True, True]])))
+    assert model._token_table._table is None
