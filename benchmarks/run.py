@@ -17,6 +17,10 @@ skipped with a note). On the same machine, one system at a time, with the same d
    with beam 5 and read the toolkit's own timing of the search;
 4. print and write (``OUT/results.md``, ``OUT/results.json``) the tables.
 
+``--decode-only`` repeats step 3's decoding (and the dev scores) with the models an earlier
+run left in ``--out``, keeping that run's training figures: to decode long-trained models
+again on a quiet machine, or with a newer rnmt.
+
 Every child gets ``OMP_NUM_THREADS`` = ``MKL_NUM_THREADS`` = ``--threads`` (rnmt and the
 peers also set torch's thread count from their configs where they have the option), and
 its peak resident memory is read from the kernel's accounting of that child (``wait4``).
@@ -245,15 +249,24 @@ class SystemResult:
     extra: Dict = field(default_factory=dict)
 
 
-def run_system(peer: Peer, s: Settings, args, log=print) -> SystemResult:
+def run_system(peer: Peer, s: Settings, args, log=print, trained: Optional[Dict] = None) -> SystemResult:
+    """Train, then decode and score; with ``trained`` (the system's entry in an earlier
+    results.json, whose model is still in ``s.work``) only decode and score."""
     res = SystemResult(peer.name, peer.label)
     ok, why = peer.installed()
     if not ok:
         res.status, res.note = "skipped", why
         log(f"[{peer.name}] skipped: {why}")
         return res
-    res.version = peer.version()
     env = peer.env(s)
+    if trained is not None:
+        kept = {k: v for k, v in trained.items() if k in SystemResult.__dataclass_fields__ and
+                not k.startswith("decode_") and k not in ("dev_bleu", "dev_chrf", "reference_tokens", "status", "note")}
+        res = SystemResult(**kept)
+        res.extra = {k: v for k, v in res.extra.items() if not k.startswith("decode")}
+        res.extra["decoded_by"] = peer.version()
+        return decode_system(peer, s, args, res, env, log)
+    res.version = peer.version()
     corpus = flops.Corpus.from_stats(s.stats)
     model = peer.flops_model(s)
     res.forward_flops_per_token = model.forward_per_token(corpus)
@@ -291,6 +304,11 @@ def run_system(peer: Peer, s: Settings, args, log=print) -> SystemResult:
 
     if args.no_decode:
         return res
+    return decode_system(peer, s, args, res, env, log)
+
+
+def decode_system(peer: Peer, s: Settings, args, res: SystemResult, env: Dict[str, str], log=print) -> SystemResult:
+    """Decode the dev set with the trained model in ``s.work`` and score the output."""
     log(f"[{peer.name}] decoding the dev set, beam {s.beam} ...")
     de = run_child(peer.decode_command(s), env, s.work / "decode.log", args.timeout, args.nice)
     res.decode_peak_rss_mib = de.max_rss_mib
@@ -369,6 +387,11 @@ def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
         f"batches of {meta['batch_tokens']} padded source+target tokens (rnmt's count; see benchmarks/README.md).",
         f"Machine fp32 GEMM peak at {meta['threads']} threads: {peak:.1f} GFLOP/s "
         f"(torch.matmul 1024^3, best of the runs before and after).",
+    ]
+    if meta.get("decode_only"):
+        lines.append(f"Decoding repeated with the trained models (--decode-only) at {meta['decode_threads']} threads; "
+                     "the training figures are those of the run that trained them.")
+    lines += [
         "",
         "Training",
         "",
@@ -429,6 +452,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(REPO / "runs" / "peers-benchmark"))
     p.add_argument("--no-rnmt", action="store_true", help="leave rnmt out (its ratios are then not given)")
     p.add_argument("--no-decode", action="store_true", help="training only")
+    p.add_argument("--decode-only", action="store_true",
+                   help="decode again with the models an earlier run left in --out (keeps its training figures)")
     p.add_argument("--dev-sentences", type=int, help="decode only the first N dev sentences (smoke tests)")
     p.add_argument("--rnmt-python", default=sys.executable, help="interpreter with rnmt's requirements")
     p.add_argument("--timeout", type=float, default=3600, help="seconds allowed to each training or decoding run")
@@ -438,6 +463,8 @@ def main(argv=None) -> int:
                         "as it makes in this many minutes at the rate measured by an earlier run (--speeds)")
     p.add_argument("--speeds", help="results.json of an earlier run, for --budget-minutes")
     args = p.parse_args(argv)
+    if args.decode_only and args.no_decode:
+        p.error("--decode-only and --no-decode exclude each other")
     speeds = None
     if args.budget_minutes:
         if not args.speeds:
@@ -464,9 +491,23 @@ def main(argv=None) -> int:
     print(f"fp32 GEMM peak at {args.threads} threads: {peak_before:.1f} GFLOP/s")
     systems: List[Peer] = [] if args.no_rnmt else [RNMT(args.rnmt_python)]
     systems += [load_peer(name) for name in peers]
+    earlier = None
+    if args.decode_only:
+        try:
+            earlier = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            p.error(f"--decode-only needs the results.json of an earlier run in {out}: {exc}")
     results = []
     for peer in systems:
         settings = replace(base, work=out / peer.name)
+        if earlier is not None:
+            trained = next((r for r in earlier["results"] if r["name"] == peer.name and r.get("status") == "ok"), None)
+            if trained is None:
+                print(f"[{peer.name}] no trained model in {out / 'results.json'}: skipped")
+                continue
+            result = run_system(peer, settings, args, trained=trained)
+            results.append(result)
+            continue
         if speeds is not None:
             total = budget_steps(speeds, peer.name, args.budget_minutes, args.log_every)
             if total is None:
@@ -481,6 +522,8 @@ def main(argv=None) -> int:
     peak_after = gemm_peak(args.threads)
     peak = max(peak_before, peak_after)
     print(f"fp32 GEMM peak at {args.threads} threads after the runs: {peak_after:.1f} GFLOP/s")
+    if earlier is not None:  # the training figures are the earlier run's: so is their peak
+        peak = earlier["gemm_peak_gflops"]["used"]
     for r in results:
         if r.model_gflops is not None:
             r.peak_fraction = r.model_gflops / peak
@@ -491,6 +534,9 @@ def main(argv=None) -> int:
             "budget_minutes": args.budget_minutes}
     if args.dev_sentences:
         meta["dev_pairs"] = min(args.dev_sentences, meta["dev_pairs"])
+    if earlier is not None:  # the training settings are the earlier run's
+        meta = {**earlier["meta"], "decode_only": True, "decode_threads": args.threads,
+                "dev_pairs": meta["dev_pairs"]}
     text = tables(results, peak, meta)
     print("\n" + text)
     (out / "results.md").write_text(text, encoding="utf-8")
