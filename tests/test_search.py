@@ -96,7 +96,8 @@ def test_attention_is_returned_per_output_token():
     assert torch.allclose(hyp.attention.sum(-1), torch.ones(len(hyp.tokens) + 1), atol=1e-5)
 
 
-@pytest.mark.parametrize("arch", ["rnnsearch", "rnnsearch-minus", "atr-rnnsearch", "deep-rnnsearch", "dtmt"])
+@pytest.mark.parametrize("arch", ["rnnsearch", "rnnsearch-minus", "atr-rnnsearch", "deep-rnnsearch", "dtmt",
+                                  "luong:dot", "luong:general", "luong:concat", "luong:local-p"])
 def test_shared_memory_search_equals_repeated_memory_search(arch, monkeypatch):
     """Models that keep one memory row per sentence in beam search find the same
     hypotheses with the same scores as with the memory copied per hypothesis."""
@@ -104,6 +105,8 @@ def test_shared_memory_search_equals_repeated_memory_search(arch, monkeypatch):
 
     options = dict(attention="mhadd", attention_heads=2, enc_depth=2, query_depth=2, dec_depth=2,
                    cell="lgru") if arch == "dtmt" else {}
+    if arch.startswith("luong:"):
+        arch, options = "luong", {"attention": arch.split(":")[1], "options": {"window": 1}}
     torch.manual_seed(4)
     model = build_model(ModelConfig(arch=arch, emb_size=8, hidden_size=8, src_vocab_size=12,
                                     tgt_vocab_size=12, **options))

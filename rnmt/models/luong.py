@@ -28,6 +28,8 @@ from rnmt.modules.luong import SCORES, LuongAttention
 
 
 class LuongNMT(TranslationModel):
+    beam_shares_memory = True  # the step reads the memory only through its attention
+
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size

@@ -50,23 +50,27 @@ class LuongAttention(nn.Module):
         return memory if self.key_proj is None else self.key_proj(memory)
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
-        """query h_t [B, Q], keys [B, S, Q], values h_s [B, S, D], mask [B, S] -> (c_t, a_t)."""
+        """query h_t [B * G, Q], keys [B, S, Q], values h_s [B, S, D], mask [B, S] -> (c_t [B * G, D],
+        a_t [B * G, S]); G queries per sentence (the beam in search) share its keys and values."""
+        B, S = mask.shape
+        G = query.size(0) // B
         if self.score == "concat":
-            scores = additive_scores(keys, self.query_proj(query), self.v.weight.view(-1)).squeeze(-1)
+            scores = additive_scores(keys, self.query_proj(query), self.v.weight.view(-1)).view(B, G, S)
         else:
-            scores = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)
+            scores = torch.bmm(query.view(B, G, -1), keys.transpose(1, 2))  # [B, G, S]
         if self.score != "local-p":
-            weights = torch.softmax(scores.masked_fill(~mask, NEG_INF), dim=-1)
+            weights = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), NEG_INF), dim=-1)
         else:
+            scores, mask = scores.view(B * G, S), mask.repeat_interleave(G, 0)
             length = mask.sum(1, keepdim=True).to(query.dtype)
-            p = length * torch.sigmoid(self.position_v(torch.tanh(self.position_proj(query))))  # p_t [B, 1]
-            positions = torch.arange(keys.size(1), device=keys.device, dtype=query.dtype).unsqueeze(0)
+            p = length * torch.sigmoid(self.position_v(torch.tanh(self.position_proj(query))))  # p_t [B * G, 1]
+            positions = torch.arange(S, device=keys.device, dtype=query.dtype).unsqueeze(0)
             inside = mask & ((positions - p).abs() <= self.window)
             # p_t can land past the last token; keep the nearest one so the window is never empty.
             nearest = (positions - p.clamp(max=length - 1)).abs().argmin(1, keepdim=True)
             inside = inside.scatter(1, nearest, True)
             weights = torch.softmax(scores.masked_fill(~inside, NEG_INF), dim=-1)
             sigma = self.window / 2.0
-            weights = weights * torch.exp(-((positions - p) ** 2) / (2 * sigma**2))
-        context = torch.bmm(weights.unsqueeze(1), values).squeeze(1)
-        return context, weights
+            weights = (weights * torch.exp(-((positions - p) ** 2) / (2 * sigma**2))).view(B, G, S)
+        context = torch.bmm(weights, values)  # [B, G, D]
+        return context.view(B * G, -1), weights.view(B * G, S)
