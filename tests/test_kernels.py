@@ -1,6 +1,7 @@
 """The fused additive-score kernel against the PyTorch expression it replaces."""
 
 import os
+import sys
 import time
 
 import pytest
@@ -164,3 +165,36 @@ def test_a_stale_build_lock_is_removed_and_a_fresh_one_kept(tmp_path):
     kernels._remove_stale_lock(fresh)
     kernels._remove_stale_lock(tmp_path / "missing")
     assert not stale.exists() and fresh.exists()
+
+
+@needs_kernel
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernels are built with OpenMP on Linux only")
+def test_kernel_loops_use_the_threads_torch_is_given():
+    """Built without OpenMP, at::parallel_for would run every kernel loop on one thread
+    whatever torch.set_num_threads says."""
+    module, before = kernels.additive_scores_extension(), torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert module.parallel_threads() == 2
+        torch.set_num_threads(1)
+        assert module.parallel_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+@needs_kernel
+def test_kernel_results_do_not_depend_on_the_thread_count():
+    g = torch.Generator().manual_seed(3)
+    B, G, S, A = 7, 3, 11, 32
+    keys = torch.randn(B, S, A, generator=g)
+    query, v = torch.randn(B * G, A, generator=g), torch.randn(A, generator=g)
+    grad = torch.randn(B * G, S, 1, generator=g).contiguous()
+    module, before, results = kernels.additive_scores_extension(), torch.get_num_threads(), []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            results.append([module.scores_forward(keys, query, v, 1), *module.scores_backward(grad, keys, query, v, 1)])
+    finally:
+        torch.set_num_threads(before)
+    for one, two in zip(*results):
+        assert torch.equal(one, two)

@@ -88,15 +88,22 @@ def _build(name: str) -> Optional[ModuleType]:
 
         # -ffast-math lets the compiler reorder the kernels' sums across vector lanes; it is
         # given to the compiler only, so the process's floating-point flags are left alone.
-        flags = ["-O3", "-ffast-math", "-fopenmp-simd"]
+        flags, link_flags = ["-O3", "-ffast-math", "-fopenmp-simd"], []
         if platform.machine() in ("x86_64", "AMD64"):
             flags.append("-march=native")
+        if platform.system() == "Linux":
+            # at::parallel_for runs its loop on one thread unless the kernel itself is built
+            # with OpenMP. The extension then needs libgomp.so.1, which resolves to the copy
+            # PyTorch has already loaded: one thread pool, torch.set_num_threads applies.
+            flags.append("-fopenmp")
+            link_flags.append("-fopenmp")
         full_name = f"rnmt_{name}_{_build_tag()}"
         build_dir = getattr(cpp_extension, "_get_build_directory", None)
         cached = build_dir is not None and any(Path(build_dir(full_name, False)).glob("*.so"))
         if build_dir is not None:
             _remove_stale_lock(Path(build_dir(full_name, False)) / "lock")
-        module = cpp_extension.load(name=full_name, sources=[str(source)], extra_cflags=flags, verbose=False)
+        module = cpp_extension.load(name=full_name, sources=[str(source)], extra_cflags=flags,
+                                    extra_ldflags=link_flags, verbose=False)
     except Exception as exc:  # no compiler, no ninja, a failed build: fall back, say so once
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         print(f"rnmt: C++ kernels unavailable ({first_line[:200]}); using PyTorch operations "

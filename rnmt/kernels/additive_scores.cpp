@@ -17,6 +17,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -54,12 +55,13 @@ torch::Tensor scores_forward(const torch::Tensor& keys, const torch::Tensor& que
   const int64_t B = keys.size(0), S = keys.size(1), A = keys.size(2), H = heads, U = A / heads;
   const int64_t G = query.size(0) / B;
   auto scores = torch::empty({B * G, S, H}, keys.options());
-  const float* kp = keys.data_ptr<float>();
-  const float* qp = query.data_ptr<float>();
-  const float* vp = v.data_ptr<float>();
-  float* out = scores.data_ptr<float>();
+  const float* const kp = keys.data_ptr<float>();
+  const float* const qp = query.data_ptr<float>();
+  const float* const vp_ = v.data_ptr<float>();
+  float* const out = scores.data_ptr<float>();
   // One (b, s) key row is G * A multiply-adds; a grain of 8 rows keeps thread hand-offs rare.
-  at::parallel_for(0, B * S, 8, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, B * S, 8, [=](int64_t begin, int64_t end) {
+    const float* __restrict__ vp = vp_;  // a local restrict copy: the loop below vectorises
     for (int64_t row = begin; row < end; ++row) {
       const int64_t b = row / S, s = row % S;
       const float* __restrict__ k = kp + row * A;
@@ -89,15 +91,16 @@ std::vector<torch::Tensor> scores_backward(const torch::Tensor& grad, const torc
   auto grad_keys = torch::empty_like(keys);
   auto grad_query = torch::zeros_like(query);
   auto grad_v_rows = torch::zeros({B, A}, keys.options());  // per sentence, summed below (no races)
-  const float* gp = grad.data_ptr<float>();
-  const float* kp = keys.data_ptr<float>();
-  const float* qp = query.data_ptr<float>();
-  const float* __restrict__ vp = v.data_ptr<float>();
-  float* gkp = grad_keys.data_ptr<float>();
-  float* gqp = grad_query.data_ptr<float>();
-  float* gvp = grad_v_rows.data_ptr<float>();
+  const float* const gp = grad.data_ptr<float>();
+  const float* const kp = keys.data_ptr<float>();
+  const float* const qp = query.data_ptr<float>();
+  const float* const vp_ = v.data_ptr<float>();
+  float* const gkp = grad_keys.data_ptr<float>();
+  float* const gqp = grad_query.data_ptr<float>();
+  float* const gvp = grad_v_rows.data_ptr<float>();
   // One sentence per task: its key rows and its G queries are written by this task only.
-  at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, B, 1, [=](int64_t begin, int64_t end) {
+    const float* __restrict__ vp = vp_;
     for (int64_t b = begin; b < end; ++b) {
       float* __restrict__ gv = gvp + b * A;
       for (int64_t s = 0; s < S; ++s) {
@@ -137,7 +140,20 @@ std::vector<torch::Tensor> scores_backward(const torch::Tensor& grad, const torc
   return {grad_keys, grad_query, grad_v_rows.sum(0)};
 }
 
+// How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
+int64_t parallel_threads() {
+  std::atomic<int64_t> most{1};
+  at::parallel_for(0, 1024, 1, [&](int64_t, int64_t) {
+    const int64_t mine = at::get_thread_num() + 1;
+    int64_t seen = most.load();
+    while (mine > seen && !most.compare_exchange_weak(seen, mine)) {
+    }
+  });
+  return most.load();
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("parallel_threads", &parallel_threads, "threads a parallel loop of this build uses");
   m.def("scores_forward", &scores_forward, "additive attention scores (forward)");
   m.def("scores_backward", &scores_backward, "additive attention scores (backward)");
 }
