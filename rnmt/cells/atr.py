@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm
 from rnmt.cells.registry import register
+from rnmt.cells.weight_grads import step_product
 
 
 @register("atr")
@@ -43,7 +44,7 @@ class ATR(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        p = torch.matmul(x, self.weight_x)
+        p = step_product(x, self.weight_x)
         return p if self.norm_p is None else self.norm_p(p)
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):

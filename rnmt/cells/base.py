@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rnmt.cells.weight_grads import step_product
 from rnmt.errors import UserError
 
 # Layer-normalisation epsilon of the DTMT reference implementation.
@@ -145,9 +146,7 @@ class Cell(nn.Module):
 
         ``bias`` is a vector or a ``[B, k*d]`` addend (e.g. the step's projected input).
         """
-        if bias is None:
-            return torch.mm(state, self.weight_h)
-        return torch.addmm(bias, state, self.weight_h)
+        return step_product(state, self.weight_h, bias)
 
     def drop_candidate(self, candidate: Tensor) -> Tensor:
         """Dropout on the candidate activation with a fresh mask per call (training only)."""

@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
+from rnmt.cells.weight_grads import step_product
 
 
 @register("gru")
@@ -50,7 +51,7 @@ class GRU(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        return torch.matmul(x, self.weight_x)
+        return step_product(x, self.weight_x)
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
+from rnmt.cells.weight_grads import step_product
 
 
 class _ThreeGateLinearCell(Cell):
@@ -42,7 +43,7 @@ class _ThreeGateLinearCell(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        return torch.matmul(x, self.weight_x)
+        return step_product(x, self.weight_x)
 
     def _parts(self, px: Tensor, state: Tensor):
         """The three gates, tanh(W_xh x + r * (W_hh h + b_h)) and H(x)."""

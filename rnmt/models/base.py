@@ -25,6 +25,8 @@ from typing import Dict, Tuple
 import torch
 from torch import Tensor, nn
 
+from rnmt.cells import weight_grads
+
 TensorDict = Dict[str, Tensor]
 
 
@@ -45,6 +47,13 @@ class TranslationModel(nn.Module):
     bos_id: int = 2
     eos_id: int = 3
     beam_shares_memory: bool = False  # step accepts K state rows per memory row (see above)
+
+    def __init__(self) -> None:
+        super().__init__()
+        # A training forward pass sums each recurrent weight's gradient over the time steps
+        # in one buffer (rnmt/cells/weight_grads.py); decoding (step) never opens the scope.
+        self.register_forward_pre_hook(weight_grads.open_for_training)
+        self.register_forward_hook(weight_grads.close_after_forward, always_call=True)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         raise NotImplementedError

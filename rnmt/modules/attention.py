@@ -13,6 +13,7 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
+from rnmt.cells.weight_grads import linear_step
 from rnmt.modules.scores import additive_scores
 
 NEG_INF = -1e9  # added to the scores of padded positions (SPEC section 0)
@@ -49,7 +50,7 @@ class AdditiveAttention(nn.Module):
         """
         B, S = mask.shape
         G = query.size(0) // B
-        scores = additive_scores(keys, self.query_proj(query), self.score.weight.view(-1)).view(B, G, S)
+        scores = additive_scores(keys, linear_step(query, self.query_proj), self.score.weight.view(-1)).view(B, G, S)
         if self.score.bias is not None:
             scores = scores + self.score.bias
         scores = scores.masked_fill(~mask.unsqueeze(1), NEG_INF)

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.modules.attention import NEG_INF
+from rnmt.cells.weight_grads import linear_step
 from rnmt.modules.scores import additive_scores
 
 SCORES = ("dot", "general", "concat", "local-p")
@@ -55,7 +56,7 @@ class LuongAttention(nn.Module):
         B, S = mask.shape
         G = query.size(0) // B
         if self.score == "concat":
-            scores = additive_scores(keys, self.query_proj(query), self.v.weight.view(-1)).view(B, G, S)
+            scores = additive_scores(keys, linear_step(query, self.query_proj), self.v.weight.view(-1)).view(B, G, S)
         else:
             scores = torch.bmm(query.view(B, G, -1), keys.transpose(1, 2))  # [B, G, S]
         if self.score != "local-p":

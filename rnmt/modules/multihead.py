@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.modules.attention import NEG_INF
+from rnmt.cells.weight_grads import linear_step
 from rnmt.modules.scores import additive_scores
 
 
@@ -48,7 +49,7 @@ class MultiHeadAdditiveAttention(nn.Module):
         G = query.size(0) // B
         h = self.heads
         v = self.v.expand(h, -1).reshape(-1)  # one v per head, or the shared one repeated
-        scores = additive_scores(keys, self.query_proj(query), v, heads=h).view(B, G, S, h)
+        scores = additive_scores(keys, linear_step(query, self.query_proj), v, heads=h).view(B, G, S, h)
         scores = scores.masked_fill(~mask.view(B, 1, S, 1), NEG_INF)
         weights = torch.softmax(scores, dim=2)
         context = torch.einsum("bgsh,bshd->bghd", weights, values.view(B, S, h, -1)).reshape(B * G, -1)

@@ -1,0 +1,104 @@
+"""Recurrent weight gradients summed in one buffer per pass (rnmt/cells/weight_grads.py)
+against plain autograd."""
+
+import pytest
+import torch
+
+from rnmt import cells
+from rnmt.cells import weight_grads
+from rnmt.config import ModelConfig
+from rnmt.models import build_model
+
+ARCHS = {
+    "rnnsearch": {},
+    "rnnsearch-lstm": dict(arch="rnnsearch", cell="lstm"),
+    "atr-rnnsearch": dict(arch="atr-rnnsearch", cell="atr"),
+    "deep-rnnsearch": dict(arch="deep-rnnsearch", cell="atr", enc_depth=2, dec_depth=2),
+    "seq2seq": dict(arch="seq2seq"),
+    "cseq2seq1": dict(arch="cseq2seq1"),
+    "cseq2seq2-sgru": dict(arch="cseq2seq2", options={"share_gru": True}),
+    "dtmt": dict(arch="dtmt", cell="lgru", attention="mhadd", attention_heads=2, enc_depth=2, query_depth=2,
+                 dec_depth=2, layer_norm=True),
+    "luong": dict(arch="luong", cell="lstm", attention="general"),
+}
+
+
+def gradients(model, src, mask, tgt, deferred: bool, monkeypatch):
+    monkeypatch.setattr(weight_grads, "enabled", deferred)
+    model.zero_grad(set_to_none=True)
+    logits = model(src, mask, tgt)
+    torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1)).backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("name", sorted(ARCHS))
+def test_model_gradients_are_those_of_plain_autograd(name, monkeypatch):
+    options = {"arch": "rnnsearch", **ARCHS[name]}
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(emb_size=8, hidden_size=12, **options), 30, 30)
+    model.train()
+    g = torch.Generator().manual_seed(3)
+    src, tgt = torch.randint(4, 30, (3, 7), generator=g), torch.randint(4, 30, (3, 5), generator=g)
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[2, 5:] = False
+    deferred = gradients(model, src, mask, tgt, True, monkeypatch)
+    plain = gradients(model, src, mask, tgt, False, monkeypatch)
+    assert deferred.keys() == plain.keys() and len(plain) > 5
+    recurrent = [n for n in plain if n.endswith("weight_h")]
+    assert recurrent, "the model has recurrent weights"
+    for n in plain:
+        torch.testing.assert_close(deferred[n], plain[n], atol=1e-6, rtol=1e-5, msg=n)
+
+
+def test_a_step_loop_sums_weight_and_bias_gradients_once():
+    torch.manual_seed(1)
+    cell = cells.GRU(4, 6)
+    x = torch.randn(3, 5, 4)
+    results = []
+    for deferred in (True, False):
+        cell.zero_grad(set_to_none=True)
+        with weight_grads.deferred_weight_grads(deferred):
+            out, _, _ = cells.run_cell(cell, x, torch.ones(3, 5, dtype=torch.bool))
+        out.square().sum().backward()
+        results.append({n: p.grad.clone() for n, p in cell.named_parameters()})
+    for n in results[1]:
+        torch.testing.assert_close(results[0][n], results[1][n], atol=1e-6, rtol=1e-5, msg=n)
+
+
+def test_a_second_backward_of_a_retained_graph_adds_the_same_gradient_again():
+    torch.manual_seed(2)
+    cell = cells.GRU(4, 6)
+    with weight_grads.deferred_weight_grads():
+        out, _, _ = cells.run_cell(cell, torch.randn(2, 4, 4), torch.ones(2, 4, dtype=torch.bool))
+    loss = out.sum()
+    loss.backward(retain_graph=True)
+    once = cell.weight_h.grad.clone()
+    loss.backward()
+    torch.testing.assert_close(cell.weight_h.grad, 2 * once)
+
+
+def test_the_scope_opens_only_for_training_passes_and_closes_after_errors():
+    model = build_model(ModelConfig(arch="rnnsearch", emb_size=8, hidden_size=12), 30, 30)
+    seen = []
+    original = weight_grads.step_product
+
+    def spy(*args, **kwargs):
+        seen.append(weight_grads._open_scope() is not None)
+        return original(*args, **kwargs)
+
+    src, mask, tgt = torch.randint(4, 30, (2, 4)), torch.ones(2, 4, dtype=torch.bool), torch.randint(4, 30, (2, 3))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cells.base, "step_product", spy)
+        model.train()
+        model(src, mask, tgt)
+        assert seen and all(seen)
+        seen.clear()
+        with torch.no_grad():
+            model(src, mask, tgt)
+        model.eval()
+        model(src, mask, tgt)
+        assert seen and not any(seen)
+        model.train()
+        with pytest.raises(IndexError):
+            model(src, mask, torch.full((2, 3), 99))  # a target id outside the vocabulary
+    assert weight_grads._open_scope() is None
