@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -28,16 +28,34 @@ _local = threading.local()
 enabled = True  # models open scopes (off: plain autograd everywhere, for comparisons)
 
 
-class _Collector:
-    """The gradient of one (weight, bias) pair, summed over the steps of one pass."""
+class Collector:
+    """The gradient of one tensor (and optionally a bias), summed over the steps of one pass.
 
-    __slots__ = ("params", "token", "grad_weight", "grad_bias")
+    Step functions add to ``grad`` (and ``grad_bias``) in place, or append ``(a, g)`` pairs
+    to ``parts`` for a batched product ``a^T g`` that is computed once at the end.
+    """
 
-    def __init__(self, weight: Tensor, bias: Optional[Tensor]) -> None:
-        self.params = (weight, bias)  # kept alive: the scope's keys are their ids
+    __slots__ = ("params", "token", "grad", "grad_bias", "parts")
+
+    def __init__(self, tensor: Tensor, bias: Optional[Tensor]) -> None:
+        self.params = (tensor, bias)  # kept alive: the scope's keys are their ids
         self.token: Optional[Tensor] = None
-        self.grad_weight: Optional[Tensor] = None
+        self.grad: Optional[Tensor] = None
         self.grad_bias: Optional[Tensor] = None
+        self.parts: List[Tuple[Tensor, Tensor]] = []
+
+    def add(self, grad: Tensor) -> None:
+        self.grad = grad if self.grad is None else self.grad.add_(grad)
+
+    def finish(self) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+        if self.parts:  # [B, n_t, S] and [B, n_t, V] per step -> one [B, S, sum n] x [B, sum n, V]
+            a = torch.cat([a for a, _ in self.parts], 1)
+            g = torch.cat([g for _, g in self.parts], 1)
+            self.parts = []
+            self.add(torch.bmm(a.transpose(1, 2), g))
+        grad, grad_bias = self.grad, self.grad_bias
+        self.grad = self.grad_bias = None  # a second backward (retain_graph) starts afresh
+        return grad, grad_bias
 
 
 class _Gather(Function):
@@ -45,16 +63,13 @@ class _Gather(Function):
     this node's empty output as an input, so autograd runs this backward after all of them."""
 
     @staticmethod
-    def forward(ctx, weight: Tensor, bias: Optional[Tensor], collector: _Collector) -> Tensor:
+    def forward(ctx, tensor: Tensor, bias: Optional[Tensor], collector: Collector) -> Tensor:
         ctx.collector = collector
-        return weight.new_empty(0)
+        return tensor.new_empty(0)
 
     @staticmethod
     def backward(ctx, _unused: Tensor):
-        c = ctx.collector
-        grad_weight, grad_bias = c.grad_weight, c.grad_bias
-        c.grad_weight = c.grad_bias = None  # a second backward (retain_graph) starts afresh
-        return grad_weight, grad_bias, None
+        return (*ctx.collector.finish(), None)
 
 
 class _StepProduct(Function):
@@ -63,7 +78,7 @@ class _StepProduct(Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, token: Tensor, addend: Optional[Tensor], weight: Tensor, bias: Optional[Tensor],
-                collector: _Collector, transposed: bool) -> Tensor:
+                collector: Collector, transposed: bool) -> Tensor:
         ctx.save_for_backward(x, weight)
         ctx.collector, ctx.has_bias, ctx.transposed = collector, bias is not None, transposed
         w = weight.t() if transposed else weight
@@ -75,10 +90,10 @@ class _StepProduct(Function):
         x, weight = ctx.saved_tensors
         c = ctx.collector
         a, b = (grad.t(), x) if ctx.transposed else (x.t(), grad)
-        if c.grad_weight is None:
-            c.grad_weight = torch.mm(a, b)
+        if c.grad is None:
+            c.grad = torch.mm(a, b)
         else:
-            c.grad_weight.addmm_(a, b)
+            c.grad.addmm_(a, b)
         if ctx.has_bias:
             rows = grad.sum(0)
             c.grad_bias = rows if c.grad_bias is None else c.grad_bias.add_(rows)
@@ -91,15 +106,19 @@ class _StepProduct(Function):
 
 class _Scope:
     def __init__(self) -> None:
-        self.collectors: Dict[Tuple[int, int], _Collector] = {}
+        self.collectors: Dict[Tuple[int, int], Collector] = {}
+
+    def collector(self, tensor: Tensor, bias: Optional[Tensor] = None) -> Collector:
+        key = (id(tensor), id(bias))
+        c = self.collectors.get(key)
+        if c is None:
+            c = self.collectors[key] = Collector(tensor, bias)
+            c.token = _Gather.apply(tensor, bias, c)
+        return c
 
     def product(self, x: Tensor, weight: Tensor, addend: Optional[Tensor], bias: Optional[Tensor],
                 transposed: bool) -> Tensor:
-        key = (id(weight), id(bias))
-        c = self.collectors.get(key)
-        if c is None:
-            c = self.collectors[key] = _Collector(weight, bias)
-            c.token = _Gather.apply(weight, bias, c)
+        c = self.collector(weight, bias)
         return _StepProduct.apply(x, c.token, addend, weight.detach(), None if bias is None else bias.detach(), c,
                                   transposed)
 
@@ -141,6 +160,44 @@ def step_product(x: Tensor, weight: Tensor, addend: Optional[Tensor] = None, tra
 def linear_step(x: Tensor, layer: torch.nn.Linear) -> Tensor:
     """``layer(x)`` for one time step, through `step_product`."""
     return step_product(x, layer.weight, layer.bias, transposed=True)
+
+
+class _StepBmm(Function):
+    """``weights @ values`` ([B, G, S] x [B, S, V]) whose gradient for ``values`` is one
+    batched product over all steps of the pass (`Collector.finish`), not a thin [S x G] x
+    [G x V] product and a full-size addition per step."""
+
+    @staticmethod
+    def forward(ctx, weights: Tensor, token: Tensor, values: Tensor, collector: Collector) -> Tensor:
+        ctx.save_for_backward(weights, values)
+        ctx.collector = collector
+        return torch.bmm(weights, values)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        weights, values = ctx.saved_tensors
+        ctx.collector.parts.append((weights, grad))
+        grad_weights = torch.bmm(grad, values.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+        return grad_weights, grad.new_empty(0), None, None
+
+
+def step_bmm(weights: Tensor, values: Tensor) -> Tensor:
+    """``torch.bmm(weights, values)`` for one step's read of a tensor every step reads (the
+    attention's annotations)."""
+    c = memory_collector(values)
+    if c is None:
+        return torch.bmm(weights, values)
+    return _StepBmm.apply(weights, c.token, values.detach(), c)
+
+
+def memory_collector(tensor: Tensor) -> Optional[Collector]:
+    """The open scope's collector for a tensor that every step reads (None outside a scope
+    or for a tensor without gradient). Step functions take its ``token`` as an input and
+    add their gradient for the tensor to it instead of returning one."""
+    scope = _open_scope()
+    if scope is None or not tensor.requires_grad:
+        return None
+    return scope.collector(tensor)
 
 
 # --------------------------------------------------------------- hooks for TranslationModel

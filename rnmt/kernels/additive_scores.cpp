@@ -81,14 +81,22 @@ torch::Tensor scores_forward(const torch::Tensor& keys, const torch::Tensor& que
 }
 
 // Gradients of the scores [B*G,S,H] with respect to keys [B,S,A], query [B*G,A] and v [A].
+// With ``into`` (a [B,S,A] tensor) the key gradient is added to it in place and returned:
+// a training pass sums the key gradients of all its target steps in one buffer.
 std::vector<torch::Tensor> scores_backward(const torch::Tensor& grad, const torch::Tensor& keys,
-                                           const torch::Tensor& query, const torch::Tensor& v, int64_t heads) {
+                                           const torch::Tensor& query, const torch::Tensor& v, int64_t heads,
+                                           const c10::optional<torch::Tensor>& into) {
   check(keys, query, v, heads);
   TORCH_CHECK(grad.is_contiguous() && grad.scalar_type() == torch::kFloat &&
               grad.numel() == query.size(0) * keys.size(1) * heads, "additive_scores: bad gradient");
   const int64_t B = keys.size(0), S = keys.size(1), A = keys.size(2), H = heads, U = A / heads;
   const int64_t G = query.size(0) / B;
-  auto grad_keys = torch::empty_like(keys);
+  const bool accumulate = into.has_value() && into->defined();
+  if (accumulate) {
+    TORCH_CHECK(into->sizes() == keys.sizes() && into->is_contiguous() && into->scalar_type() == torch::kFloat,
+                "additive_scores: the key-gradient buffer must be a contiguous float32 tensor shaped like the keys");
+  }
+  auto grad_keys = accumulate ? *into : torch::empty_like(keys);
   auto grad_query = torch::zeros_like(query);
   auto grad_v_rows = torch::zeros({B, A}, keys.options());  // per sentence, summed below (no races)
   const float* const gp = grad.data_ptr<float>();
@@ -113,7 +121,7 @@ std::vector<torch::Tensor> scores_backward(const torch::Tensor& grad, const torc
           const float* ge = gp + ((b * G + g) * S + s) * H;
           for (int64_t h = 0; h < H; ++h) {
             const float e = ge[h];
-            if (g == 0) {  // the first query initialises the key gradient, the others add to it
+            if (g == 0 && !accumulate) {  // the first query initialises the key gradient, the others add to it
 #pragma omp simd
               for (int64_t a = h * U; a < (h + 1) * U; ++a) {
                 const float t = tanh_rational(k[a] + q[a]);
@@ -155,5 +163,6 @@ int64_t parallel_threads() {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("parallel_threads", &parallel_threads, "threads a parallel loop of this build uses");
   m.def("scores_forward", &scores_forward, "additive attention scores (forward)");
-  m.def("scores_backward", &scores_backward, "additive attention scores (backward)");
+  m.def("scores_backward", &scores_backward, "additive attention scores (backward)", py::arg("grad"),
+        py::arg("keys"), py::arg("query"), py::arg("v"), py::arg("heads"), py::arg("into") = py::none());
 }

@@ -13,7 +13,7 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt.cells.weight_grads import linear_step
+from rnmt.cells.weight_grads import linear_step, step_bmm
 from rnmt.modules.scores import additive_scores
 
 NEG_INF = -1e9  # added to the scores of padded positions (SPEC section 0)
@@ -55,5 +55,5 @@ class AdditiveAttention(nn.Module):
             scores = scores + self.score.bias
         scores = scores.masked_fill(~mask.unsqueeze(1), NEG_INF)
         weights = torch.softmax(scores, dim=-1)
-        context = torch.bmm(weights, values)  # [B, G, V]: one product per sentence for all its queries
+        context = step_bmm(weights, values)  # [B, G, V]: one product per sentence for all its queries
         return context.view(B * G, -1), weights.view(B * G, S)

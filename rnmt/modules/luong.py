@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.modules.attention import NEG_INF
-from rnmt.cells.weight_grads import linear_step
+from rnmt.cells.weight_grads import linear_step, step_bmm
 from rnmt.modules.scores import additive_scores
 
 SCORES = ("dot", "general", "concat", "local-p")
@@ -73,5 +73,5 @@ class LuongAttention(nn.Module):
             weights = torch.softmax(scores.masked_fill(~inside, NEG_INF), dim=-1)
             sigma = self.window / 2.0
             weights = (weights * torch.exp(-((positions - p) ** 2) / (2 * sigma**2))).view(B, G, S)
-        context = torch.bmm(weights, values)  # [B, G, D]
+        context = step_bmm(weights, values)  # [B, G, D]
         return context.view(B * G, -1), weights.view(B * G, S)

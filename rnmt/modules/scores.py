@@ -12,6 +12,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from rnmt import kernels
+from rnmt.cells.weight_grads import memory_collector
 
 
 class _FusedAdditiveScores(torch.autograd.Function):
@@ -31,6 +32,27 @@ class _FusedAdditiveScores(torch.autograd.Function):
         return grad_keys, grad_query, grad_v, None
 
 
+class _FusedAdditiveScoresSummedKeys(torch.autograd.Function):
+    """The kernel in a training pass (`rnmt.cells.weight_grads`): the key gradient of every
+    step is added in place to one buffer per pass instead of being returned per step."""
+
+    @staticmethod
+    def forward(ctx, token: Tensor, keys: Tensor, query: Tensor, v: Tensor, heads: int, collector) -> Tensor:
+        ext = kernels.additive_scores_extension()
+        ctx.save_for_backward(keys, query, v)
+        ctx.heads, ctx.collector = heads, collector
+        return ext.scores_forward(keys, query, v, heads)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor):
+        keys, query, v = ctx.saved_tensors
+        c = ctx.collector
+        ext = kernels.additive_scores_extension()
+        c.grad, grad_query, grad_v = ext.scores_backward(grad.contiguous(), keys, query, v, ctx.heads, c.grad)
+        return grad.new_empty(0), None, grad_query, grad_v, None, None
+
+
 def _kernel_applies(*tensors: Tensor) -> bool:
     return (all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
             and kernels.additive_scores_extension() is not None)
@@ -47,7 +69,11 @@ def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> T
     score over its slice (DTMT's multi-head additive attention); v holds all A weights.
     """
     if _kernel_applies(keys, query, v):
-        return _FusedAdditiveScores.apply(keys.contiguous(), query.contiguous(), v.contiguous(), heads)
+        keys, query, v = keys.contiguous(), query.contiguous(), v.contiguous()
+        collector = memory_collector(keys)
+        if collector is not None:
+            return _FusedAdditiveScoresSummedKeys.apply(collector.token, keys.detach(), query, v, heads, collector)
+        return _FusedAdditiveScores.apply(keys, query, v, heads)
     B, S, A = keys.shape
     G = query.size(0) // B
     hidden = torch.tanh(keys.unsqueeze(1) + query.view(B, G, 1, A)).view(B * G, S, A)
