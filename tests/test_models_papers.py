@@ -10,7 +10,7 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models import build_model
 from rnmt.models.base import uniform_init_
-from rnmt.models.cseq2seq import cyclic_context
+from rnmt.models.cseq2seq import _active_rows, cyclic_context
 from rnmt.modules.embedding import Embedding, positional_encoding
 from rnmt.modules.luong import LuongAttention
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
@@ -63,6 +63,29 @@ def test_cyclic_context_last_state_is_the_state_at_each_sentences_last_token():
     outs, _, _ = cells.run_cell(cell, x[1:, :3], None, state0=h0[1:])
     torch.testing.assert_close(last[1:], short_last)
     torch.testing.assert_close(mean[1:], outs.mean(1))
+
+
+@pytest.mark.parametrize("unit", ["gru", "lstm"])
+@pytest.mark.parametrize("mode", ["last", "mean"])
+def test_cyclic_context_on_rows_sorted_longest_first_matches_the_masked_loop(unit, mode):
+    """Sorted rows take the packed path (only rows still inside their sentence step); the
+    same rows in another order take the masked loop: same values and gradients."""
+    torch.manual_seed(1)
+    cell = cells.build(unit, 4, 5)
+    lengths = torch.tensor([6, 6, 4, 2, 1])
+    mask = torch.arange(6).unsqueeze(0) < lengths.unsqueeze(1)
+    x, h0 = torch.randn(5, 6, 4), torch.randn(5, cell.state_size)
+    order = torch.tensor([3, 0, 4, 2, 1])  # not longest first
+    assert _active_rows(mask) == [5, 4, 3, 3, 2, 2] and _active_rows(mask[order]) is None
+    results = []
+    for rows in (torch.arange(5), order):
+        leaves = [x[rows].clone().requires_grad_(), h0[rows].clone().requires_grad_()]
+        out = cyclic_context(cell, cell.project_inputs(leaves[0]), mask[rows], leaves[1], mode)
+        out.square().sum().backward()
+        back = torch.argsort(rows)
+        results.append([out.detach()[back]] + [leaf.grad[back] for leaf in leaves])
+    for packed, masked in zip(*results):
+        torch.testing.assert_close(packed, masked, atol=1e-6, rtol=1e-5)
 
 
 def test_cseq2seq1_context_depends_on_the_decoder_query():

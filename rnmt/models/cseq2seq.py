@@ -36,7 +36,7 @@ projections of E x_i are computed once per sentence. Section 4's sharing:
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -69,6 +69,10 @@ def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Te
     Returns:
         the context vector c_j, [B, hidden_size].
     """
+    if gate_means is None:
+        active = _active_rows(src_mask)
+        if active is not None:
+            return _packed_cyclic_context(cell, px_src, src_mask, state, mode, active)
     total = None
     for i, px_i in enumerate(time_steps(px_src)):
         real = src_mask[:, i].unsqueeze(1)
@@ -84,6 +88,44 @@ def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Te
             total = out if total is None else total + out
     if mode == "last":
         return cell.output(state)
+    return total / src_mask.sum(1, keepdim=True).clamp_min(1).to(total.dtype)
+
+
+def _active_rows(src_mask: Tensor) -> Optional[List[int]]:
+    """How many rows are still inside their sentence at each source position, when the rows
+    are ordered longest first (translation batches are, and beam search keeps their order);
+    None otherwise."""
+    lengths = src_mask.sum(1)
+    positions = torch.arange(src_mask.size(1), device=src_mask.device)
+    inside = positions.unsqueeze(0) < lengths.unsqueeze(1)  # [B, S]
+    if bool((lengths[1:] > lengths[:-1]).any()) or not torch.equal(inside, src_mask):
+        return None  # not longest first, or padding inside a sentence
+    return inside.sum(0).tolist()
+
+
+def _packed_cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Tensor, mode: str,
+                           active: List[int]) -> Tensor:
+    """`cyclic_context` on rows sorted longest first: at source position i only the first
+    ``active[i]`` rows take a step; the others have finished their sentence and keep their
+    last state. No work on padding and no per-step masking."""
+    done_states, done_totals = [], []  # tail blocks of rows, in the order they finished
+    total = state.new_zeros(state.size(0), cell.hidden_size) if mode == "mean" else None
+    for i, px_i in enumerate(time_steps(px_src)):
+        n = active[i]
+        if n == 0:
+            break
+        if n < state.size(0):
+            done_states.append(state[n:])
+            state = state[:n]
+            if total is not None:
+                done_totals.append(total[n:])
+                total = total[:n]
+        state = cell.step(px_i[:n], state)
+        if total is not None:
+            total = total + cell.output(state)
+    if mode == "last":
+        return cell.output(torch.cat([state, *reversed(done_states)]))
+    total = torch.cat([total, *reversed(done_totals)])
     return total / src_mask.sum(1, keepdim=True).clamp_min(1).to(total.dtype)
 
 
