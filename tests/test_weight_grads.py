@@ -102,3 +102,21 @@ def test_the_scope_opens_only_for_training_passes_and_closes_after_errors():
         with pytest.raises(IndexError):
             model(src, mask, torch.full((2, 3), 99))  # a target id outside the vocabulary
     assert weight_grads._open_scope() is None
+
+
+def test_a_training_pass_leaves_nothing_behind_for_the_garbage_collector():
+    """The token's node refers to its collector; a collector that kept the token would make
+    a reference cycle holding each pass's tensors until the cyclic collector runs."""
+    import gc
+
+    model = build_model(ModelConfig(arch="rnnsearch", emb_size=8, hidden_size=12), 30, 30).train()
+    src, mask, tgt = torch.randint(4, 30, (2, 4)), torch.ones(2, 4, dtype=torch.bool), torch.randint(4, 30, (2, 3))
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(2):
+            model(src, mask, tgt).sum().backward()
+        alive = [o for o in gc.get_objects() if type(o) is weight_grads.Collector]
+    finally:
+        gc.enable()
+    assert alive == []

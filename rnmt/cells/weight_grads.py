@@ -38,7 +38,7 @@ class Collector:
     __slots__ = ("params", "token", "grad", "grad_bias", "parts")
 
     def __init__(self, tensor: Tensor, bias: Optional[Tensor]) -> None:
-        self.params = (tensor, bias)  # kept alive: the scope's keys are their ids
+        self.params: Optional[tuple] = (tensor, bias)  # kept alive while the scope's keys are their ids
         self.token: Optional[Tensor] = None
         self.grad: Optional[Tensor] = None
         self.grad_bias: Optional[Tensor] = None
@@ -116,6 +116,15 @@ class _Scope:
             c.token = _Gather.apply(tensor, bias, c)
         return c
 
+    def close(self) -> None:
+        """Drop the scope's references: the token's node holds its collector, so a collector
+        that kept the token (or the tensors) would form a cycle that keeps every pass's
+        graph and memory alive until the garbage collector finds it."""
+        for c in self.collectors.values():
+            c.token = None
+            c.params = None
+        self.collectors.clear()
+
     def product(self, x: Tensor, weight: Tensor, addend: Optional[Tensor], bias: Optional[Tensor],
                 transposed: bool) -> Tensor:
         c = self.collector(weight, bias)
@@ -138,6 +147,7 @@ def deferred_weight_grads(enabled: bool = True) -> Iterator[None]:
     try:
         yield
     finally:
+        _local.scope.close()
         _local.scope = None
 
 
@@ -218,5 +228,6 @@ def open_for_training(module: torch.nn.Module, args) -> None:
 def close_after_forward(module: torch.nn.Module, args, output) -> None:
     """Forward hook (also run when forward raises): close the scope this module opened."""
     if getattr(_local, "owner", None) is module:
+        _local.scope.close()
         _local.scope = None
         _local.owner = None

@@ -35,7 +35,9 @@ def _build_tag() -> str:
     """A short tag of this processor and this PyTorch installation. The build uses
     -march=native, so a cached build must not be reused on a machine with other instruction
     sets (e.g. a shared home directory); and PyTorch rebuilds an extension whose include
-    paths changed, so two virtual environments sharing one name would rebuild in turn."""
+    paths changed, so two virtual environments sharing one name would rebuild in turn.
+    The kernel sources are part of the tag too: two rnmt versions sharing an environment
+    (a benchmark of an older checkout, say) would otherwise rebuild over each other."""
     import torch
 
     flags = ""
@@ -46,7 +48,9 @@ def _build_tag() -> str:
                 break
     except OSError:
         pass
-    identity = "|".join((platform.machine(), flags, torch.__version__, str(Path(torch.__file__).parent)))
+    sources = "".join(p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parent.glob("*.cpp")))
+    identity = "|".join((platform.machine(), flags, torch.__version__, str(Path(torch.__file__).parent), sources,
+                         Path(__file__).read_text(encoding="utf-8")))
     return hashlib.sha1(identity.encode()).hexdigest()[:8]
 
 
