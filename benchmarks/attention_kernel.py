@@ -50,7 +50,7 @@ def memory_child(args) -> None:
     model = make_model(args.vocab, args.emb, args.hidden)
     from rnmt import kernels
 
-    kernels.additive_scores_extension()
+    kernels.extension()
     step(model, args.vocab, 20, 100, 100)
     print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
@@ -71,7 +71,7 @@ def main() -> int:
         return 0
     from rnmt import kernels
 
-    if kernels.additive_scores_extension() is None:
+    if kernels.extension() is None:
         print("the C++ kernel is not available here; nothing to compare", file=sys.stderr)
         return 1
     torch.set_num_threads(args.threads)

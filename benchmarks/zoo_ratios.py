@@ -94,10 +94,18 @@ def first_batch_step(cfg, setup):
 
 
 def flops_per_token(cfg, setup) -> float:
-    """Matrix-product FLOPs of one forward + backward pass, per real target token."""
+    """Matrix-product FLOPs of one forward + backward pass, per real target token. Counted
+    with plain autograd: the deferred weight gradients (rnmt/cells/weight_grads.py) do the
+    same products through in-place ``addmm_``, which the FLOP counter does not see."""
+    from rnmt.cells import weight_grads
+
     step, ntokens = first_batch_step(cfg, setup)
-    with FlopCounterMode(display=False) as counter:
-        step()
+    before, weight_grads.enabled = weight_grads.enabled, False
+    try:
+        with FlopCounterMode(display=False) as counter:
+            step()
+    finally:
+        weight_grads.enabled = before
     return counter.get_total_flops() / ntokens
 
 

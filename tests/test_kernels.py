@@ -12,7 +12,7 @@ from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
 from rnmt.modules.scores import _FusedAdditiveScores, additive_scores
 
-needs_kernel = pytest.mark.skipif(kernels.additive_scores_extension() is None,
+needs_kernel = pytest.mark.skipif(kernels.extension() is None,
                                   reason="C++ kernels cannot be built here (no compiler)")
 
 
@@ -116,7 +116,7 @@ def test_attention_modules_share_keys_across_query_groups(flag, monkeypatch):
 
 def test_kernels_can_be_switched_off(monkeypatch):
     monkeypatch.setenv("RNMT_KERNELS", "0")
-    assert kernels.additive_scores_extension() is None
+    assert kernels.extension() is None
     keys, query, v = torch.randn(2, 3, 4), torch.randn(2, 4), torch.randn(4)
     torch.testing.assert_close(additive_scores(keys, query, v), reference(keys, query, v, 1))
 
@@ -172,7 +172,7 @@ def test_a_stale_build_lock_is_removed_and_a_fresh_one_kept(tmp_path):
 def test_kernel_loops_use_the_threads_torch_is_given():
     """Built without OpenMP, at::parallel_for would run every kernel loop on one thread
     whatever torch.set_num_threads says."""
-    module, before = kernels.additive_scores_extension(), torch.get_num_threads()
+    module, before = kernels.extension(), torch.get_num_threads()
     try:
         torch.set_num_threads(2)
         assert module.parallel_threads() == 2
@@ -189,7 +189,7 @@ def test_kernel_results_do_not_depend_on_the_thread_count():
     keys = torch.randn(B, S, A, generator=g)
     query, v = torch.randn(B * G, A, generator=g), torch.randn(A, generator=g)
     grad = torch.randn(B * G, S, 1, generator=g).contiguous()
-    module, before, results = kernels.additive_scores_extension(), torch.get_num_threads(), []
+    module, before, results = kernels.extension(), torch.get_num_threads(), []
     try:
         for threads in (1, 2):
             torch.set_num_threads(threads)
@@ -198,3 +198,32 @@ def test_kernel_results_do_not_depend_on_the_thread_count():
         torch.set_num_threads(before)
     for one, two in zip(*results):
         assert torch.equal(one, two)
+
+
+@needs_kernel
+def test_fused_gru_inference_step_matches_the_pytorch_step():
+    from rnmt import cells
+
+    torch.manual_seed(4)
+    cell = cells.GRU(8, 16).eval()
+    with torch.no_grad():
+        cell.bias.uniform_(-1, 1)
+        px = cell.project_inputs(torch.randn(5, 7, 8) * 3)[:, 2]  # one time step: strided rows
+        state = torch.randn(5, 16)
+        fused = cell.step(px, state)
+        reference = cell.step(px, state, return_gates=True)[0]  # gates requested: PyTorch expression
+    assert px.stride(0) != px.size(1)
+    torch.testing.assert_close(fused, reference, atol=1e-6, rtol=1e-6)
+
+
+def test_fused_gru_step_is_left_out_where_it_does_not_apply():
+    from rnmt import cells
+
+    cell = cells.GRU(4, 6)
+    px, state = torch.randn(2, 18), torch.randn(2, 6)
+    assert not cell._fused_inference_applies(px, state)  # autograd needs the PyTorch graph
+    with torch.no_grad():
+        assert cells.GRU(4, 6, layer_norm=True)._fused_inference_applies(px, state) is False
+        assert cells.GRU(4, 6, dropout=0.2).train()._fused_inference_applies(px, state) is False
+        assert not cell._fused_inference_applies(px.double(), state.double())
+        assert cell._fused_inference_applies(px, state) == (kernels.extension() is not None)

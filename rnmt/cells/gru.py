@@ -28,6 +28,7 @@ from typing import Dict
 import torch
 from torch import Tensor, nn
 
+from rnmt import kernels
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
 from rnmt.cells.weight_grads import step_product
@@ -55,6 +56,9 @@ class GRU(Cell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
+        if not return_gates and self._fused_inference_applies(px, state):
+            # Decoding: one C++ sweep for eq. 6-9's element-wise part (rnmt/kernels/gru_gates.cpp).
+            return kernels.extension().gru_gates_inference(px, self.recurrent_product(state, self.bias), state)
         # split, not slicing: one backward node per split instead of a zero-filled
         # full-width gradient per slice.
         px_gates, px_h = px.split((2 * d, d), dim=1)
@@ -71,6 +75,15 @@ class GRU(Cell):
         if return_gates:
             return new, {"r": r, "z": z}
         return new
+
+    def _fused_inference_applies(self, px: Tensor, state: Tensor) -> bool:
+        """No autograd, no layer norm, no active dropout, float32 on the CPU, kernels built."""
+        if torch.is_grad_enabled() and (px.requires_grad or state.requires_grad or self.weight_h.requires_grad):
+            return False
+        return (self.gate_norm is None and not (self.training and self.dropout > 0.0)
+                and px.dtype == state.dtype == self.weight_h.dtype == torch.float32
+                and px.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
+                and px.stride(-1) == 1 and state.stride(-1) == 1 and kernels.extension() is not None)
 
     def matrices(self) -> Dict[str, Tensor]:
         d = self.hidden_size

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if device.type == "cpu":  # build or load the C++ kernels now, not during the first request
         from rnmt import kernels
 
-        kernels.additive_scores_extension()
+        kernels.extension()
     app = create_app(loaded, settings, device)
     sock = listen(args.host, args.port)
     host, port = sock.getsockname()[:2]

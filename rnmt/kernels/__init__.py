@@ -24,6 +24,7 @@ from typing import Optional
 
 _lock = threading.Lock()
 _state: dict = {}  # "module": the loaded extension or None once a build has failed
+SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp")  # built into one module
 
 
 def enabled() -> bool:
@@ -48,19 +49,20 @@ def _build_tag() -> str:
                 break
     except OSError:
         pass
-    sources = "".join(p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parent.glob("*.cpp")))
+    sources = "".join(p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parent.glob("*.[ch]*")))
     identity = "|".join((platform.machine(), flags, torch.__version__, str(Path(torch.__file__).parent), sources,
                          Path(__file__).read_text(encoding="utf-8")))
     return hashlib.sha1(identity.encode()).hexdigest()[:8]
 
 
-def additive_scores_extension() -> Optional[ModuleType]:
-    """The compiled additive-attention score kernel, or None (then use the fallback)."""
+def extension() -> Optional[ModuleType]:
+    """The compiled kernels (additive-attention scores, the GRU's inference step), or None
+    (then use the fallbacks)."""
     if not enabled():
         return None
     with _lock:
         if "module" not in _state:
-            _state["module"] = _build("additive_scores")
+            _state["module"] = _build("kernels")
         return _state["module"]
 
 
@@ -80,7 +82,7 @@ def _remove_stale_lock(lock: Path) -> None:
 
 
 def _build(name: str) -> Optional[ModuleType]:
-    source = Path(__file__).with_name(f"{name}.cpp")
+    sources = [str(Path(__file__).with_name(f)) for f in SOURCES]
     # The build runs `ninja`; the one pip installs sits next to this interpreter, which is
     # not on PATH when rnmt is started as .venv/bin/rnmt without activating the venv.
     scripts = sysconfig.get_path("scripts")
@@ -106,7 +108,7 @@ def _build(name: str) -> Optional[ModuleType]:
         cached = build_dir is not None and any(Path(build_dir(full_name, False)).glob("*.so"))
         if build_dir is not None:
             _remove_stale_lock(Path(build_dir(full_name, False)) / "lock")
-        module = cpp_extension.load(name=full_name, sources=[str(source)], extra_cflags=flags,
+        module = cpp_extension.load(name=full_name, sources=sources, extra_cflags=flags,
                                     extra_ldflags=link_flags, verbose=False)
     except Exception as exc:  # no compiler, no ninja, a failed build: fall back, say so once
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -115,5 +117,5 @@ def _build(name: str) -> Optional[ModuleType]:
         return None
     seconds = time.perf_counter() - started
     if not cached:
-        print(f"rnmt: compiled the C++ {name} kernel in {seconds:.0f} s (cached for later runs)", file=sys.stderr)
+        print(f"rnmt: compiled the C++ {name} in {seconds:.0f} s (cached for later runs)", file=sys.stderr)
     return module

@@ -13,29 +13,16 @@
 // Here the forward pass is one sweep over the keys that allocates only the [B, S] scores,
 // and the backward pass recomputes tanh from the keys (which the model keeps anyway) in a
 // second single sweep, so no [B, S, A] activation is saved per step.
-#include <torch/extension.h>
-
 #include <ATen/Parallel.h>
+#include <torch/types.h>
 
-#include <atomic>
-#include <cmath>
 #include <vector>
+
+#include "fast_math.h"
 
 namespace {
 
-// tanh(x) ~ x * P(x^2) / Q(x^2), clamped to [-9, 9] (float32 tanh is +-1 beyond). The
-// coefficients are fitted by rnmt/kernels/fit_tanh.py (run it to reproduce them); largest
-// absolute error 3.7e-7 in float32. Eight multiply-adds and one division vectorise without
-// any library call: 1.8x faster than 1 - 2 / (exp(2x) + 1) with glibc's vector expf, and
-// tanh is most of this kernel's time.
-inline float tanh_rational(float x) {
-  x = x < -9.f ? -9.f : (x > 9.f ? 9.f : x);
-  const float z = x * x;
-  const float p = ((((1.822050844e-11f * z - 1.275461692e-08f) * z + 9.254692486e-06f) * z + 2.919018734e-03f) * z +
-                   1.291746497e-01f) * z + 9.999999404e-01f;
-  const float q = ((2.278804895e-04f * z + 2.375561558e-02f) * z + 4.625073969e-01f) * z + 1.f;
-  return x * p / q;
-}
+using rnmt_kernels::tanh_rational;
 
 void check(const torch::Tensor& keys, const torch::Tensor& query, const torch::Tensor& v, int64_t heads) {
   TORCH_CHECK(heads > 0 && keys.dim() == 3 && keys.size(2) % heads == 0, "additive_scores: heads must divide A");
@@ -146,23 +133,4 @@ std::vector<torch::Tensor> scores_backward(const torch::Tensor& grad, const torc
     }
   });
   return {grad_keys, grad_query, grad_v_rows.sum(0)};
-}
-
-// How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
-int64_t parallel_threads() {
-  std::atomic<int64_t> most{1};
-  at::parallel_for(0, 1024, 1, [&](int64_t, int64_t) {
-    const int64_t mine = at::get_thread_num() + 1;
-    int64_t seen = most.load();
-    while (mine > seen && !most.compare_exchange_weak(seen, mine)) {
-    }
-  });
-  return most.load();
-}
-
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("parallel_threads", &parallel_threads, "threads a parallel loop of this build uses");
-  m.def("scores_forward", &scores_forward, "additive attention scores (forward)");
-  m.def("scores_backward", &scores_backward, "additive attention scores (backward)", py::arg("grad"),
-        py::arg("keys"), py::arg("query"), py::arg("v"), py::arg("heads"), py::arg("into") = py::none());
 }

@@ -18,7 +18,7 @@ from rnmt.cells.weight_grads import memory_collector
 class _FusedAdditiveScores(torch.autograd.Function):
     @staticmethod
     def forward(ctx, keys: Tensor, query: Tensor, v: Tensor, heads: int) -> Tensor:
-        ext = kernels.additive_scores_extension()
+        ext = kernels.extension()
         ctx.save_for_backward(keys, query, v)  # keys are the model's cached projection: no copy
         ctx.heads = heads
         return ext.scores_forward(keys, query, v, heads)
@@ -27,7 +27,7 @@ class _FusedAdditiveScores(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad: Tensor):
         keys, query, v = ctx.saved_tensors
-        ext = kernels.additive_scores_extension()
+        ext = kernels.extension()
         grad_keys, grad_query, grad_v = ext.scores_backward(grad.contiguous(), keys, query, v, ctx.heads)
         return grad_keys, grad_query, grad_v, None
 
@@ -38,7 +38,7 @@ class _FusedAdditiveScoresSummedKeys(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, token: Tensor, keys: Tensor, query: Tensor, v: Tensor, heads: int, collector) -> Tensor:
-        ext = kernels.additive_scores_extension()
+        ext = kernels.extension()
         ctx.save_for_backward(keys, query, v)
         ctx.heads, ctx.collector = heads, collector
         return ext.scores_forward(keys, query, v, heads)
@@ -48,14 +48,14 @@ class _FusedAdditiveScoresSummedKeys(torch.autograd.Function):
     def backward(ctx, grad: Tensor):
         keys, query, v = ctx.saved_tensors
         c = ctx.collector
-        ext = kernels.additive_scores_extension()
+        ext = kernels.extension()
         c.grad, grad_query, grad_v = ext.scores_backward(grad.contiguous(), keys, query, v, ctx.heads, c.grad)
         return grad.new_empty(0), None, grad_query, grad_v, None, None
 
 
 def _kernel_applies(*tensors: Tensor) -> bool:
     return (all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
-            and kernels.additive_scores_extension() is not None)
+            and kernels.extension() is not None)
 
 
 def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> Tensor:

@@ -119,7 +119,7 @@ class Trainer:
             # counted as training time (train.max_minutes, tokens/s).
             from rnmt import kernels
 
-            self._main_first(kernels.additive_scores_extension)
+            self._main_first(kernels.extension)
         torch.manual_seed(tc.seed)
 
         # Rank 0 trains the vocabulary and encodes the corpora first; the others then load

@@ -1,0 +1,34 @@
+// Python bindings of rnmt's C++ kernels (one extension module for all of them).
+#include <torch/extension.h>
+
+#include <ATen/Parallel.h>
+
+#include <atomic>
+#include <vector>
+
+torch::Tensor scores_forward(const torch::Tensor& keys, const torch::Tensor& query, const torch::Tensor& v,
+                             int64_t heads);
+std::vector<torch::Tensor> scores_backward(const torch::Tensor& grad, const torch::Tensor& keys,
+                                           const torch::Tensor& query, const torch::Tensor& v, int64_t heads,
+                                           const c10::optional<torch::Tensor>& into);
+torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state);
+
+// How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
+int64_t parallel_threads() {
+  std::atomic<int64_t> most{1};
+  at::parallel_for(0, 1024, 1, [&](int64_t, int64_t) {
+    const int64_t mine = at::get_thread_num() + 1;
+    int64_t seen = most.load();
+    while (mine > seen && !most.compare_exchange_weak(seen, mine)) {
+    }
+  });
+  return most.load();
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("parallel_threads", &parallel_threads, "threads a parallel loop of this build uses");
+  m.def("scores_forward", &scores_forward, "additive attention scores (forward)");
+  m.def("scores_backward", &scores_backward, "additive attention scores (backward)", py::arg("grad"),
+        py::arg("keys"), py::arg("query"), py::arg("v"), py::arg("heads"), py::arg("into") = py::none());
+  m.def("gru_gates_inference", &gru_gates_inference, "the GRU's element-wise step, inference only");
+}
