@@ -10,6 +10,11 @@ backward returns only the gradient of the state and accumulates ``h_t^T g_t`` in
 hands the finished buffer to autograd once, after the last step's backward. Same sums, one
 buffer, no per-step allocation or addition. ``python benchmarks/weight_grads.py`` measures it.
 
+Tensors that every target step reads (the attention's annotations and keys) use the same
+scope: `step_bmm` collects each step's attention weights and output gradient and computes
+the annotations' gradient as one batched product at the end, and the attention kernel adds
+each step's key gradient in place to the keys' collector (`memory_collector`).
+
 Models open the scope around ``forward`` in training mode (`TranslationModel` registers
 the hooks); decoding and evaluation never enter it. Autocast (bf16) keeps plain autograd.
 """
