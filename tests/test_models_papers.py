@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from rnmt import cells
+from rnmt.cells import weight_grads
 from rnmt.config import ModelConfig
 from rnmt.models import build_model
 from rnmt.models.base import uniform_init_
@@ -86,6 +87,30 @@ def test_cyclic_context_on_rows_sorted_longest_first_matches_the_masked_loop(uni
         results.append([out.detach()[back]] + [leaf.grad[back] for leaf in leaves])
     for packed, masked in zip(*results):
         torch.testing.assert_close(packed, masked, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_multihead_attention_reads_head_major_values_like_the_plain_layout(training):
+    """DTMT keeps its annotations head-major [B, h, S, D/h] for the context product; the
+    result and the gradients equal those from the [B, S, D] layout, in a training pass (whose
+    annotation gradient is collected over the steps) and outside one."""
+    torch.manual_seed(2)
+    att = MultiHeadAdditiveAttention(6, 8, 8, heads=2)
+    B, G, S, steps = 2, 3, 5, 3
+    mask = torch.ones(B, S, dtype=torch.bool)
+    mask[1, 3:] = False
+    values0, queries = torch.randn(B, S, 8), torch.randn(steps, B * G, 6)
+    results = []
+    for head_major in (True, False):
+        values = values0.clone().requires_grad_()
+        with weight_grads.deferred_weight_grads(training):
+            read = att.head_major(values) if head_major else values
+            keys = att.precompute(values)
+            contexts = [att(q, keys, read, mask)[0] for q in queries]
+        torch.stack(contexts).square().sum().backward()
+        results.append((torch.stack(contexts).detach(), values.grad))
+    torch.testing.assert_close(results[0][0], results[1][0], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(results[0][1], results[1][1], atol=1e-6, rtol=1e-5)
 
 
 def test_cseq2seq1_context_depends_on_the_decoder_query():

@@ -53,11 +53,11 @@ class Collector:
         self.grad = grad if self.grad is None else self.grad.add_(grad)
 
     def finish(self) -> Tuple[Optional[Tensor], Optional[Tensor]]:
-        if self.parts:  # [B, n_t, S] and [B, n_t, V] per step -> one [B, S, sum n] x [B, sum n, V]
-            a = torch.cat([a for a, _ in self.parts], 1)
-            g = torch.cat([g for _, g in self.parts], 1)
+        if self.parts:  # [..., n_t, S] and [..., n_t, V] per step -> one [..., S, sum n] x [..., sum n, V]
+            a = torch.cat([a for a, _ in self.parts], -2)
+            g = torch.cat([g for _, g in self.parts], -2)
             self.parts = []
-            self.add(torch.bmm(a.transpose(1, 2), g))
+            self.add(torch.matmul(a.transpose(-1, -2), g))
         grad, grad_bias = self.grad, self.grad_bias
         self.grad = self.grad_bias = None  # a second backward (retain_graph) starts afresh
         return grad, grad_bias
@@ -178,30 +178,30 @@ def linear_step(x: Tensor, layer: torch.nn.Linear) -> Tensor:
 
 
 class _StepBmm(Function):
-    """``weights @ values`` ([B, G, S] x [B, S, V]) whose gradient for ``values`` is one
-    batched product over all steps of the pass (`Collector.finish`), not a thin [S x G] x
-    [G x V] product and a full-size addition per step."""
+    """``weights @ values`` ([..., G, S] x [..., S, V], batch dimensions first) whose gradient
+    for ``values`` is one batched product over all steps of the pass (`Collector.finish`),
+    not a thin [S x G] x [G x V] product and a full-size addition per step."""
 
     @staticmethod
     def forward(ctx, weights: Tensor, token: Tensor, values: Tensor, collector: Collector) -> Tensor:
         ctx.save_for_backward(weights, values)
         ctx.collector = collector
-        return torch.bmm(weights, values)
+        return torch.matmul(weights, values)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         weights, values = ctx.saved_tensors
         ctx.collector.parts.append((weights, grad))
-        grad_weights = torch.bmm(grad, values.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+        grad_weights = torch.matmul(grad, values.transpose(-1, -2)) if ctx.needs_input_grad[0] else None
         return grad_weights, grad.new_empty(0), None, None
 
 
 def step_bmm(weights: Tensor, values: Tensor) -> Tensor:
-    """``torch.bmm(weights, values)`` for one step's read of a tensor every step reads (the
-    attention's annotations)."""
+    """``torch.matmul(weights, values)`` ([..., G, S] x [..., S, V], the same batch dimensions)
+    for one step's read of a tensor every step reads (the attention's annotations)."""
     c = memory_collector(values)
     if c is None:
-        return torch.bmm(weights, values)
+        return torch.matmul(weights, values)
     return _StepBmm.apply(weights, c.token, values.detach(), c)
 
 

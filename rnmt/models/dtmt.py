@@ -91,7 +91,8 @@ class DTMT(TranslationModel):
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         positions = torch.arange(src.size(1), device=src.device).expand_as(src)
         annotations, _, _, _ = self.encoder(self._embed(self.src_embed, src, positions), src_mask)
-        return {"annotations": annotations, "keys": self.attention.precompute(annotations), "src_mask": src_mask}
+        return {"annotations": annotations, "keys": self.attention.precompute(annotations),
+                "values": self.attention.head_major(annotations), "src_mask": src_mask}
 
     def init_state(self, memory: TensorDict) -> TensorDict:
         mean = masked_mean(memory["annotations"], memory["src_mask"])
@@ -101,7 +102,7 @@ class DTMT(TranslationModel):
     def _transition(self, px_query: Tensor, s_prev: Tensor, memory: TensorDict):
         s_query = self.query_transition.step(px_query, s_prev)
         context, alpha = self.attention(self.query_transition.output(s_query), memory["keys"],
-                                        memory["annotations"], memory["src_mask"])
+                                        memory["values"], memory["src_mask"])
         s = self.decoder_transition.step(self.decoder_transition.project_inputs(context), s_query)
         return s, context, alpha
 

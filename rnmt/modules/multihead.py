@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.modules.attention import NEG_INF
-from rnmt.cells.weight_grads import linear_step
+from rnmt.cells.weight_grads import linear_step, step_bmm
 from rnmt.modules.scores import additive_scores
 
 
@@ -42,9 +42,16 @@ class MultiHeadAdditiveAttention(nn.Module):
     def precompute(self, memory: Tensor) -> Tensor:
         return self.key_proj(memory)
 
+    def head_major(self, values: Tensor) -> Tensor:
+        """[B, S, D] -> [B, h, S, D/h], contiguous: the layout the per-head context product
+        reads without a copy at every step (a model keeps it in its memory, once per batch)."""
+        B, S, D = values.shape
+        return values.view(B, S, self.heads, D // self.heads).transpose(1, 2).contiguous()
+
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
-        """query [B * G, Q], keys [B, S, A], values [B, S, D], mask [B, S] -> (c [B * G, out],
-        weights [B * G, S]); G queries per sentence share its keys and values (the beam in search)."""
+        """query [B * G, Q], keys [B, S, A], values [B, S, D] (or `head_major` [B, h, S, D/h]),
+        mask [B, S] -> (c [B * G, out], weights [B * G, S]); G queries per sentence share its
+        keys and values (the beam in search)."""
         B, S, _ = keys.shape
         G = query.size(0) // B
         h = self.heads
@@ -52,7 +59,10 @@ class MultiHeadAdditiveAttention(nn.Module):
         scores = additive_scores(keys, linear_step(query, self.query_proj), v, heads=h).view(B, G, S, h)
         scores = scores.masked_fill(~mask.view(B, 1, S, 1), NEG_INF)
         weights = torch.softmax(scores, dim=2)
-        context = torch.einsum("bgsh,bshd->bghd", weights, values.view(B, S, h, -1)).reshape(B * G, -1)
+        if values.dim() == 4:  # head-major: one [G x S] x [S x D/h] product per sentence and head
+            context = step_bmm(weights.permute(0, 3, 1, 2), values).transpose(1, 2).reshape(B * G, -1)
+        else:
+            context = torch.einsum("bgsh,bshd->bghd", weights, values.view(B, S, h, -1)).reshape(B * G, -1)
         if self.output_proj is not None:
             context = self.output_proj(context)
         return context, weights.mean(-1).view(B * G, S)
