@@ -25,14 +25,45 @@ def label_smoothed_nll(logits: Tensor, target: Tensor, mask: Tensor, eps: float)
     Returns:
         (smoothed loss summed over tokens, plain negative log-likelihood summed over tokens).
     """
-    lprobs = torch.log_softmax(logits.float(), dim=-1)
-    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    weight = mask.to(lprobs.dtype)
-    nll_sum = (nll * weight).sum()
-    if eps <= 0:
-        return nll_sum, nll_sum
-    V = lprobs.size(-1)
-    off = eps / (V - 1)
-    smooth = -lprobs.sum(-1)  # sum over every class of -log p
-    loss = (1.0 - eps - off) * nll + off * smooth
-    return (loss * weight).sum(), nll_sum
+    x = logits if logits.dtype == torch.float64 else logits.float()
+    return _SmoothedNLL.apply(x, target, mask.to(x.dtype), max(float(eps), 0.0))
+
+
+class _SmoothedNLL(torch.autograd.Function):
+    """Both sums in one function, with the gradient written in one buffer.
+
+    With ``lse`` the log-sum-exp of a row, ``-log p(y) = lse - x_y`` and ``-sum_v log p(v) =
+    V lse - sum_v x_v``; the row's loss is ``(1 - eps - off) nll + off smooth`` with ``off =
+    eps / (V - 1)``, whose gradient is ``(1 - eps - off + off V) p - (1 - eps - off) onehot(y)
+    - off``. Autograd through log_softmax, gather and sum would build the same gradient from a
+    zero-filled scatter, an addition and log_softmax's backward, several passes over the
+    [tokens x V] scores more.
+    """
+
+    @staticmethod
+    def forward(ctx, logits: Tensor, target: Tensor, weight: Tensor, eps: float):
+        V = logits.size(-1)
+        x = logits.reshape(-1, V)
+        t = target.reshape(-1, 1)
+        w = weight.reshape(-1)
+        lse = torch.logsumexp(x, -1)
+        nll = lse - x.gather(1, t).squeeze(1)
+        off = eps / (V - 1) if eps > 0 else 0.0
+        loss = nll if eps <= 0 else (1.0 - eps - off) * nll + off * (V * lse - x.sum(-1))
+        ctx.save_for_backward(x, lse, t, w)
+        ctx.eps, ctx.off, ctx.shape = eps, off, logits.shape
+        return (loss * w).sum(), (nll * w).sum()
+
+    @staticmethod
+    def backward(ctx, grad_loss: Tensor, grad_nll: Tensor):
+        x, lse, t, w = ctx.saved_tensors
+        V = x.size(1)
+        gold = 1.0 - ctx.eps - ctx.off
+        p_coef = w * (grad_loss * (gold + ctx.off * V) + grad_nll)
+        gold_coef = w * (grad_loss * gold + grad_nll)
+        grad = torch.sub(x, lse.unsqueeze(1)).exp_()  # softmax
+        grad.mul_(p_coef.unsqueeze(1))
+        if ctx.off:
+            grad.sub_((w * grad_loss * ctx.off).unsqueeze(1))
+        grad.scatter_add_(1, t, -gold_coef.unsqueeze(1))
+        return grad.view(ctx.shape), None, None, None
