@@ -141,6 +141,15 @@ def _open_scope() -> Optional[_Scope]:
     return getattr(_local, "scope", None)
 
 
+def _begin(owner: object) -> None:
+    _local.scope, _local.owner = _Scope(), owner
+
+
+def _end() -> None:
+    _local.scope.close()
+    _local.scope = _local.owner = None
+
+
 @contextmanager
 def deferred_weight_grads(enabled: bool = True) -> Iterator[None]:
     """Within this block, `step_product` defers weight gradients (see the module docstring).
@@ -148,12 +157,11 @@ def deferred_weight_grads(enabled: bool = True) -> Iterator[None]:
     if not enabled or _open_scope() is not None:
         yield
         return
-    _local.scope = _Scope()
+    _begin(None)
     try:
         yield
     finally:
-        _local.scope.close()
-        _local.scope = None
+        _end()
 
 
 def step_product(x: Tensor, weight: Tensor, addend: Optional[Tensor] = None, transposed: bool = False) -> Tensor:
@@ -226,13 +234,10 @@ def _wants_scope(module: torch.nn.Module, args) -> bool:
 def open_for_training(module: torch.nn.Module, args) -> None:
     """Forward pre-hook: open a scope for this training forward pass (unless one is open)."""
     if _open_scope() is None and _wants_scope(module, args):
-        _local.scope = _Scope()
-        _local.owner = module
+        _begin(module)
 
 
 def close_after_forward(module: torch.nn.Module, args, output) -> None:
     """Forward hook (also run when forward raises): close the scope this module opened."""
-    if getattr(_local, "owner", None) is module:
-        _local.scope.close()
-        _local.scope = None
-        _local.owner = None
+    if _open_scope() is not None and getattr(_local, "owner", None) is module:
+        _end()

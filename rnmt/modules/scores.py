@@ -16,30 +16,14 @@ from rnmt.cells.weight_grads import memory_collector
 
 
 class _FusedAdditiveScores(torch.autograd.Function):
+    """The kernel as an autograd function. In a training pass (`rnmt.cells.weight_grads`)
+    ``collector`` is the keys' collector and ``token`` its input: the key gradient of every
+    step is then added in place to one buffer per pass instead of being returned per step."""
+
     @staticmethod
-    def forward(ctx, keys: Tensor, query: Tensor, v: Tensor, heads: int) -> Tensor:
+    def forward(ctx, keys: Tensor, query: Tensor, v: Tensor, heads: int, token=None, collector=None) -> Tensor:
         ext = kernels.extension()
         ctx.save_for_backward(keys, query, v)  # keys are the model's cached projection: no copy
-        ctx.heads = heads
-        return ext.scores_forward(keys, query, v, heads)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad: Tensor):
-        keys, query, v = ctx.saved_tensors
-        ext = kernels.extension()
-        grad_keys, grad_query, grad_v = ext.scores_backward(grad.contiguous(), keys, query, v, ctx.heads)
-        return grad_keys, grad_query, grad_v, None
-
-
-class _FusedAdditiveScoresSummedKeys(torch.autograd.Function):
-    """The kernel in a training pass (`rnmt.cells.weight_grads`): the key gradient of every
-    step is added in place to one buffer per pass instead of being returned per step."""
-
-    @staticmethod
-    def forward(ctx, token: Tensor, keys: Tensor, query: Tensor, v: Tensor, heads: int, collector) -> Tensor:
-        ext = kernels.extension()
-        ctx.save_for_backward(keys, query, v)
         ctx.heads, ctx.collector = heads, collector
         return ext.scores_forward(keys, query, v, heads)
 
@@ -49,8 +33,12 @@ class _FusedAdditiveScoresSummedKeys(torch.autograd.Function):
         keys, query, v = ctx.saved_tensors
         c = ctx.collector
         ext = kernels.extension()
-        c.grad, grad_query, grad_v = ext.scores_backward(grad.contiguous(), keys, query, v, ctx.heads, c.grad)
-        return grad.new_empty(0), None, grad_query, grad_v, None, None
+        grad_keys, grad_query, grad_v = ext.scores_backward(grad.contiguous(), keys, query, v, ctx.heads,
+                                                            None if c is None else c.grad)
+        if c is None:
+            return grad_keys, grad_query, grad_v, None, None, None
+        c.grad = grad_keys
+        return None, grad_query, grad_v, None, grad.new_empty(0), None
 
 
 def _kernel_applies(*tensors: Tensor) -> bool:
@@ -70,10 +58,10 @@ def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> T
     """
     if _kernel_applies(keys, query, v):
         keys, query, v = keys.contiguous(), query.contiguous(), v.contiguous()
-        collector = memory_collector(keys)
-        if collector is not None:
-            return _FusedAdditiveScoresSummedKeys.apply(collector.token, keys.detach(), query, v, heads, collector)
-        return _FusedAdditiveScores.apply(keys, query, v, heads)
+        c = memory_collector(keys)
+        if c is None:
+            return _FusedAdditiveScores.apply(keys, query, v, heads)
+        return _FusedAdditiveScores.apply(keys.detach(), query, v, heads, c.token, c)
     B, S, A = keys.shape
     G = query.size(0) // B
     hidden = torch.tanh(keys.unsqueeze(1) + query.view(B, G, 1, A)).view(B * G, S, A)
