@@ -221,9 +221,70 @@ def test_fused_gru_step_is_left_out_where_it_does_not_apply():
 
     cell = cells.GRU(4, 6)
     px, state = torch.randn(2, 18), torch.randn(2, 6)
-    assert not cell._fused_inference_applies(px, state)  # autograd needs the PyTorch graph
+    assert cells.GRU(4, 6, layer_norm=True)._fused_applies(px, state) is False
+    assert not cell._fused_applies(px.double(), state.double())
+    assert not cell._fused_applies(torch.randn(18, 2).t(), state)  # rows not dense
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not cell._fused_applies(px, state)
+    assert cell._fused_applies(px, state) == (kernels.extension() is not None)
+
+
+def _pytorch_gru_step(cell, px, state):
+    """The cell's PyTorch expression (asking for the gates takes that path)."""
+    return cell.step(px, state, return_gates=True)[0]
+
+
+@needs_kernel
+def test_fused_gru_training_step_matches_pytorch_values_and_gradients():
+    from rnmt import cells
+
+    torch.manual_seed(5)
+    cell = cells.GRU(8, 16).train()
     with torch.no_grad():
-        assert cells.GRU(4, 6, layer_norm=True)._fused_inference_applies(px, state) is False
-        assert cells.GRU(4, 6, dropout=0.2).train()._fused_inference_applies(px, state) is False
-        assert not cell._fused_inference_applies(px.double(), state.double())
-        assert cell._fused_inference_applies(px, state) == (kernels.extension() is not None)
+        cell.bias.uniform_(-1, 1)
+    x = (torch.randn(5, 7, 8) * 2).requires_grad_()
+    state0 = torch.randn(5, 16, requires_grad=True)
+    grads, outs = [], []
+    for fused in (True, False):
+        px = cell.project_inputs(x)[:, 2]  # strided rows of one time step
+        state = state0 * 1.0
+        for _ in range(3):  # the state's gradient flows through the recurrent product too
+            state = cell.step(px, state) if fused else _pytorch_gru_step(cell, px, state)
+        loss = (state * torch.linspace(-1, 1, 16)).sum()
+        outs.append(state.detach())
+        grads.append(torch.autograd.grad(loss, [x, state0, cell.weight_x, cell.weight_h, cell.bias]))
+    torch.testing.assert_close(outs[0], outs[1], atol=1e-6, rtol=1e-6)
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-5)
+
+
+@needs_kernel
+def test_fused_gru_training_step_applies_candidate_dropout_like_the_pytorch_step():
+    from rnmt import cells
+
+    torch.manual_seed(6)
+    cell = cells.GRU(8, 16, dropout=0.5).train()
+    px = torch.randn(4, 48, requires_grad=True)
+    state = torch.randn(4, 16, requires_grad=True)
+    torch.manual_seed(7)
+    fused = cell.step(px, state)
+    torch.manual_seed(7)
+    mask = torch.empty(4, 16).bernoulli_(0.5).div_(0.5)  # the draw the fused step makes
+    with torch.no_grad():
+        assert cell._fused_applies(px, state)
+    d = 16
+    rec = state @ cell.weight_h + cell.bias
+    r = torch.sigmoid(px[:, :d] + rec[:, :d])
+    z = torch.sigmoid(px[:, d:2 * d] + rec[:, d:2 * d])
+    candidate = torch.tanh(px[:, 2 * d:] + r * rec[:, 2 * d:]) * mask
+    reference = (1 - z) * state + z * candidate
+    torch.testing.assert_close(fused, reference, atol=1e-6, rtol=1e-6)
+    assert 0 < int((mask == 0).sum()) < mask.numel()  # some units dropped, some kept
+    g = torch.randn(4, 16)
+    a = torch.autograd.grad(fused, [px, state, cell.weight_h], g)
+    b = torch.autograd.grad(reference, [px, state, cell.weight_h], g)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x, y, atol=2e-5, rtol=1e-5)
+    with torch.no_grad():  # train mode without autograd still drops
+        torch.manual_seed(7)
+        torch.testing.assert_close(cell.step(px, state), reference, atol=1e-6, rtol=1e-6)

@@ -27,6 +27,7 @@ from typing import Dict
 
 import torch
 from torch import Tensor, nn
+from torch.autograd import Function
 
 from rnmt import kernels
 from rnmt.cells.base import Cell, GateNorm, split_columns
@@ -56,9 +57,20 @@ class GRU(Cell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
-        if not return_gates and self._fused_inference_applies(px, state):
-            # Decoding: one C++ sweep for eq. 6-9's element-wise part (rnmt/kernels/gru_gates.cpp).
-            return kernels.extension().gru_gates_inference(px, self.recurrent_product(state, self.bias), state)
+        if not return_gates and self._fused_applies(px, state):
+            # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
+            # in training one autograd node with a one-sweep backward.
+            ext = kernels.extension()
+            rec = self.recurrent_product(state, self.bias)
+            mask = None
+            if self.dropout > 0.0 and self.training:  # the candidate's dropout, as drop_candidate
+                keep = 1.0 - self.dropout
+                mask = torch.empty_like(state).bernoulli_(keep).div_(keep)
+            if torch.is_grad_enabled() and (px.requires_grad or rec.requires_grad or state.requires_grad):
+                return _FusedGates.apply(px, rec, state, mask)
+            if mask is None:
+                return ext.gru_gates_inference(px, rec, state)
+            return ext.gru_gates_forward(px, rec, state, mask)[0]
         # split, not slicing: one backward node per split instead of a zero-filled
         # full-width gradient per slice.
         px_gates, px_h = px.split((2 * d, d), dim=1)
@@ -76,11 +88,9 @@ class GRU(Cell):
             return new, {"r": r, "z": z}
         return new
 
-    def _fused_inference_applies(self, px: Tensor, state: Tensor) -> bool:
-        """No autograd, no layer norm, no active dropout, float32 on the CPU, kernels built."""
-        if torch.is_grad_enabled() and (px.requires_grad or state.requires_grad or self.weight_h.requires_grad):
-            return False
-        return (self.gate_norm is None and not (self.training and self.dropout > 0.0)
+    def _fused_applies(self, px: Tensor, state: Tensor) -> bool:
+        """No layer norm, float32 on the CPU, dense rows, kernels built (with or without autograd)."""
+        return (self.gate_norm is None
                 and px.dtype == state.dtype == self.weight_h.dtype == torch.float32
                 and px.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
                 and px.stride(-1) == 1 and state.stride(-1) == 1 and kernels.extension() is not None)
@@ -98,3 +108,21 @@ class GRU(Cell):
         if self.gate_norm is not None:
             return {"b_h": self.bias}
         return {"b_r": self.bias[:d], "b_z": self.bias[d : 2 * d], "b_h": self.bias[2 * d :]}
+
+
+class _FusedGates(Function):
+    """Eq. 6-9's element-wise part as one autograd node: ``h'`` from the projected input
+    ``px``, the recurrent product ``rec`` (with b) and ``h``; the backward returns the
+    gradients of all three in one sweep (``mask``: the candidate's scaled dropout mask)."""
+
+    @staticmethod
+    def forward(ctx, px: Tensor, rec: Tensor, state: Tensor, mask):
+        new, saved = kernels.extension().gru_gates_forward(px, rec, state, mask)
+        ctx.save_for_backward(state, saved, mask)
+        return new
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        state, saved, mask = ctx.saved_tensors
+        grad_px, grad_rec, grad_state = kernels.extension().gru_gates_backward(grad, state, saved, mask)
+        return grad_px, grad_rec, grad_state, None

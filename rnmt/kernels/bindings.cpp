@@ -12,6 +12,10 @@ std::vector<torch::Tensor> scores_backward(const torch::Tensor& grad, const torc
                                            const torch::Tensor& query, const torch::Tensor& v, int64_t heads,
                                            const c10::optional<torch::Tensor>& into);
 torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state);
+std::vector<torch::Tensor> gru_gates_forward(const torch::Tensor& px, const torch::Tensor& rec,
+                                             const torch::Tensor& state, const c10::optional<torch::Tensor>& mask);
+std::vector<torch::Tensor> gru_gates_backward(const torch::Tensor& grad, const torch::Tensor& state,
+                                              const torch::Tensor& saved, const c10::optional<torch::Tensor>& mask);
 
 // How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
 int64_t parallel_threads() {
@@ -31,4 +35,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("scores_backward", &scores_backward, "additive attention scores (backward)", py::arg("grad"),
         py::arg("keys"), py::arg("query"), py::arg("v"), py::arg("heads"), py::arg("into") = py::none());
   m.def("gru_gates_inference", &gru_gates_inference, "the GRU's element-wise step, inference only");
+  m.def("gru_gates_forward", &gru_gates_forward, "the GRU's element-wise step, keeping its gates",
+        py::arg("px"), py::arg("rec"), py::arg("state"), py::arg("mask") = py::none());
+  m.def("gru_gates_backward", &gru_gates_backward, "gradients of gru_gates_forward", py::arg("grad"),
+        py::arg("state"), py::arg("saved"), py::arg("mask") = py::none());
 }

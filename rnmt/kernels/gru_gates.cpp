@@ -6,9 +6,11 @@
 // u = [u_r u_z u_h] (U h + b), both [N, 3d]. PyTorch runs this as five element-wise
 // operations with four [N, d..2d] temporaries; decoding takes one GRU step per unit and
 // target word (and Cseq2seq one per source word as well), so here it is one sweep that
-// writes only h'. No autograd: training keeps the PyTorch expression.
+// writes only h'. Training uses the pair gru_gates_forward / gru_gates_backward below.
 #include <ATen/Parallel.h>
 #include <torch/types.h>
+
+#include <vector>
 
 #include "fast_math.h"
 
@@ -46,4 +48,121 @@ torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& 
     }
   });
   return out;
+}
+
+// Training: the same step with its backward, so that autograd sees one node per GRU step
+// instead of the split, two sigmoids, chunk, tanh, addcmul and lerp (and the concatenations
+// their backward needs to rebuild [N, 3d] gradients). The forward keeps g = [r z h~ u_h]
+// for the backward; sigma' = s (1 - s) and tanh' = 1 - t^2 come from those saved values.
+// ``mask`` (optional, [N, d], already scaled by 1 / (1 - p)) is the candidate's dropout.
+std::vector<torch::Tensor> gru_gates_forward(const torch::Tensor& px, const torch::Tensor& rec,
+                                             const torch::Tensor& state, const c10::optional<torch::Tensor>& mask) {
+  TORCH_CHECK(px.dim() == 2 && rec.dim() == 2 && state.dim() == 2, "gru_gates: expected 2-d tensors");
+  const int64_t N = state.size(0), d = state.size(1);
+  TORCH_CHECK(px.size(0) == N && rec.size(0) == N && px.size(1) == 3 * d && rec.size(1) == 3 * d,
+              "gru_gates: shapes do not match");
+  TORCH_CHECK(px.scalar_type() == torch::kFloat && rec.scalar_type() == torch::kFloat &&
+              state.scalar_type() == torch::kFloat, "gru_gates: float32 only");
+  TORCH_CHECK(px.stride(1) == 1 && rec.stride(1) == 1 && state.stride(1) == 1, "gru_gates: rows must be dense");
+  const bool has_mask = mask.has_value();
+  if (has_mask) {
+    TORCH_CHECK(mask->sizes() == state.sizes() && mask->is_contiguous() && mask->scalar_type() == torch::kFloat,
+                "gru_gates: mask must be a dense float32 [N, d]");
+  }
+  auto out = torch::empty({N, d}, state.options());
+  auto saved = torch::empty({N, 4 * d}, state.options());
+  const float* const pp = px.data_ptr<float>();
+  const float* const rp = rec.data_ptr<float>();
+  const float* const hp = state.data_ptr<float>();
+  const float* const mp = has_mask ? mask->data_ptr<float>() : nullptr;
+  float* const op = out.data_ptr<float>();
+  float* const gp = saved.data_ptr<float>();
+  const int64_t ps = px.stride(0), rs = rec.stride(0), hs = state.stride(0);
+  at::parallel_for(0, N, 16, [=](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const float* __restrict__ p = pp + n * ps;
+      const float* __restrict__ u = rp + n * rs;
+      const float* __restrict__ h = hp + n * hs;
+      float* __restrict__ o = op + n * d;
+      float* __restrict__ g = gp + n * 4 * d;
+      if (mp != nullptr) {
+        const float* __restrict__ m = mp + n * d;
+#pragma omp simd
+        for (int64_t j = 0; j < d; ++j) {
+          const float r = sigmoid_rational(p[j] + u[j]);
+          const float z = sigmoid_rational(p[d + j] + u[d + j]);
+          const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
+          g[j] = r;
+          g[d + j] = z;
+          g[2 * d + j] = c;
+          g[3 * d + j] = u[2 * d + j];
+          o[j] = h[j] + z * (c * m[j] - h[j]);
+        }
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < d; ++j) {
+          const float r = sigmoid_rational(p[j] + u[j]);
+          const float z = sigmoid_rational(p[d + j] + u[d + j]);
+          const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
+          g[j] = r;
+          g[d + j] = z;
+          g[2 * d + j] = c;
+          g[3 * d + j] = u[2 * d + j];
+          o[j] = h[j] + z * (c - h[j]);
+        }
+      }
+    }
+  });
+  return {out, saved};
+}
+
+// Gradients of gru_gates_forward: of the projected input p ([N, 3d]), of the recurrent
+// product u ([N, 3d]; equal to p's on the r and z columns, times r on the h~ columns) and
+// of the previous state through the interpolation only (its path through u is autograd's).
+std::vector<torch::Tensor> gru_gates_backward(const torch::Tensor& grad, const torch::Tensor& state,
+                                              const torch::Tensor& saved, const c10::optional<torch::Tensor>& mask) {
+  const int64_t N = state.size(0), d = state.size(1);
+  TORCH_CHECK(grad.sizes() == state.sizes() && saved.size(0) == N && saved.size(1) == 4 * d,
+              "gru_gates: shapes do not match");
+  TORCH_CHECK(state.stride(1) == 1 && saved.is_contiguous(), "gru_gates: rows must be dense");
+  const auto g_in = grad.contiguous();
+  auto grad_p = torch::empty({N, 3 * d}, state.options());
+  auto grad_u = torch::empty({N, 3 * d}, state.options());
+  auto grad_h = torch::empty({N, d}, state.options());
+  const float* const dp = g_in.data_ptr<float>();
+  const float* const hp = state.data_ptr<float>();
+  const float* const sp = saved.data_ptr<float>();
+  const float* const mp = mask.has_value() ? mask->data_ptr<float>() : nullptr;
+  float* const gpp = grad_p.data_ptr<float>();
+  float* const gup = grad_u.data_ptr<float>();
+  float* const ghp = grad_h.data_ptr<float>();
+  const int64_t hs = state.stride(0);
+  at::parallel_for(0, N, 16, [=](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const float* __restrict__ dn = dp + n * d;
+      const float* __restrict__ h = hp + n * hs;
+      const float* __restrict__ s = sp + n * 4 * d;
+      const float* __restrict__ m = mp != nullptr ? mp + n * d : nullptr;
+      float* __restrict__ gp = gpp + n * 3 * d;
+      float* __restrict__ gu = gup + n * 3 * d;
+      float* __restrict__ gh = ghp + n * d;
+#pragma omp simd
+      for (int64_t j = 0; j < d; ++j) {
+        const float r = s[j], z = s[d + j], c = s[2 * d + j];
+        const float keep = m != nullptr ? m[j] : 1.f;
+        const float cd = c * keep;  // the candidate as the interpolation saw it
+        const float dz = dn[j] * (cd - h[j]) * z * (1.f - z);
+        const float dc = dn[j] * z * keep * (1.f - c * c);  // through tanh: d(p_h + r u_h)
+        const float dr = dc * s[3 * d + j] * r * (1.f - r);
+        gp[j] = dr;
+        gp[d + j] = dz;
+        gp[2 * d + j] = dc;
+        gu[j] = dr;
+        gu[d + j] = dz;
+        gu[2 * d + j] = dc * r;
+        gh[j] = dn[j] * (1.f - z);
+      }
+    }
+  });
+  return {grad_p, grad_u, grad_h};
 }
