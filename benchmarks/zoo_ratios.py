@@ -130,6 +130,26 @@ def step_profile(cfg, setup, top: int = 8) -> Dict[str, object]:
             "top": [(e.key, e.self_cpu_time_total / total, e.count) for e in ranked]}
 
 
+def decode_cost(translator, sources: List[str], beam: int, top: int = 8) -> Dict[str, object]:
+    """Matrix-product FLOPs per output token of one beam search over ``sources`` (PyTorch's
+    FLOP counter; the C++ attention kernel's work is not counted) and a profile of another:
+    the share of CPU time in matrix products and the costliest operations."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.inference_mode():
+        with FlopCounterMode(display=False) as counter:
+            results = translator.translate(sources, beam=beam)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            translator.translate(sources, beam=beam)
+    out_tokens = sum(len(r[0].tokens) + 1 for r in results)
+    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    total = sum(e.self_cpu_time_total for e in events)
+    ranked = sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]
+    return {"mflop_per_token": counter.get_total_flops() / out_tokens / 1e6,
+            "products": sum(e.self_cpu_time_total for e in events if e.key in PRODUCTS) / total,
+            "top": [(e.key, e.self_cpu_time_total / total, e.count) for e in ranked]}
+
+
 def compare_training(a, b, args) -> Dict[str, float]:
     speeds: Dict[str, List[float]] = {"a": [], "b": []}
     for _ in range(args.rounds):
@@ -166,7 +186,13 @@ def compare_decoding(a, b, args, models: Optional[List[str]]) -> Dict[str, float
     def med(key, field):
         return statistics.median(r[field] for r in rounds[key])
 
-    return {"a_sent_s": med("a", "decode_sentences_per_s"), "b_sent_s": med("b", "decode_sentences_per_s"),
+    extra = {}
+    if args.profile:
+        costs = [decode_cost(tr, sources, args.beam) for tr in translators]
+        extra = {"a_mflop_tok": costs[0]["mflop_per_token"], "b_mflop_tok": costs[1]["mflop_per_token"],
+                 "flops_ratio": costs[1]["mflop_per_token"] / costs[0]["mflop_per_token"],
+                 "profile": {"baseline": costs[0], "compared": costs[1]}}
+    return {**extra, "a_sent_s": med("a", "decode_sentences_per_s"), "b_sent_s": med("b", "decode_sentences_per_s"),
             "a_tok_s": med("a", "decode_tokens_per_s"), "b_tok_s": med("b", "decode_tokens_per_s"),
             "sent_ratio": med("b", "decode_sentences_per_s") / med("a", "decode_sentences_per_s"),
             "tok_ratio": med("b", "decode_tokens_per_s") / med("a", "decode_tokens_per_s"),
@@ -189,7 +215,8 @@ def main() -> int:
     p.add_argument("--pairs", default="all", help="comma-separated indices into the pair list (0,1,2) or all")
     p.add_argument("--json", help="also write the results here")
     p.add_argument("--profile", action="store_true",
-                   help="also profile one training step of each system of the training pairs")
+                   help="also profile one training step (training pairs) or one beam search (decoding pair) of "
+                        "each system, and count the decoding FLOPs per output token")
     args = p.parse_args()
     args.dims = tuple(int(x) for x in args.dims.split(","))
     torch.set_num_threads(args.threads)
@@ -218,15 +245,21 @@ def main() -> int:
                   f"{r['speed_ratio']:.2f}x (time {1 / r['speed_ratio']:.2f}x) | {r['flops_ratio']:.2f}x ({r['a_mflop_tok']:.1f} -> {r['b_mflop_tok']:.1f} MFLOP/tok) |")
         else:
             what = "trained models" if r["trained"] else "fresh models"
+            flops = (f"{r['flops_ratio']:.2f}x ({r['a_mflop_tok']:.1f} -> {r['b_mflop_tok']:.1f} MFLOP/tok)"
+                     if "flops_ratio" in r else "")
             print(f"| {name} | decoding output tok/s, beam {args.beam} ({what}) | {r['a_tok_s']:.1f} | {r['b_tok_s']:.1f} | "
-                  f"{r['tok_ratio']:.2f}x | |")
+                  f"{r['tok_ratio']:.2f}x | {flops} |")
             print(f"| {name} | decoding sentences/s ({what}) | {r['a_sent_s']:.2f} | {r['b_sent_s']:.2f} | "
                   f"{r['sent_ratio']:.2f}x | |")
     for name, r in results.items():
         for system_name, prof in r.get("profile", {}).items():
-            print(f"\n{name}: one training step of {system_name}, share of CPU time: matrix products "
-                  f"{prof['products']:.0%}, layer normalisation {prof['layer_norm']:.0%}, other "
-                  f"{1 - prof['products'] - prof['layer_norm']:.0%}")
+            if r["kind"] == "train":
+                print(f"\n{name}: one training step of {system_name}, share of CPU time: matrix products "
+                      f"{prof['products']:.0%}, layer normalisation {prof['layer_norm']:.0%}, other "
+                      f"{1 - prof['products'] - prof['layer_norm']:.0%}")
+            else:
+                print(f"\n{name}: one beam search of the {system_name} system, {prof['mflop_per_token']:.1f} matrix "
+                      f"MFLOP per output token, share of CPU time: matrix products {prof['products']:.0%}")
             for op, frac, count in prof["top"]:
                 print(f"  {frac:6.1%}  {op} (x{count})")
     if args.json:
