@@ -288,3 +288,59 @@ def test_fused_gru_training_step_applies_candidate_dropout_like_the_pytorch_step
     with torch.no_grad():  # train mode without autograd still drops
         torch.manual_seed(7)
         torch.testing.assert_close(cell.step(px, state), reference, atol=1e-6, rtol=1e-6)
+
+
+def _bidirectional_both_ways(bi, x, mask, scope):
+    """(outputs, last states, gradients) with the directions in lockstep and one after the other."""
+    from rnmt import cells
+    from rnmt.cells.weight_grads import deferred_weight_grads
+
+    results = []
+    for lockstep in (True, False):
+        original = cells.GRU.lockstep
+        if not lockstep:
+            cells.GRU.lockstep = lambda self, other, like: None
+        try:
+            with deferred_weight_grads(scope):
+                out, last_f, last_b, _ = bi(x, mask)
+            loss = out.pow(2).sum() + (last_f * torch.linspace(-1, 1, last_f.size(1))).sum() + 2 * last_b.sum()
+            grads = torch.autograd.grad(loss, [x, *bi.parameters()])
+        finally:
+            cells.GRU.lockstep = original
+        results.append((out, last_f, last_b, grads))
+    return results
+
+
+@needs_kernel
+@pytest.mark.parametrize("scope", [False, True])
+def test_bidirectional_gru_lockstep_equals_the_two_directions_one_after_the_other(scope):
+    from rnmt import cells
+
+    torch.manual_seed(8)
+    bi = cells.Bidirectional(cells.GRU(6, 8), cells.GRU(6, 8))
+    with torch.no_grad():
+        for unit in (bi.fwd, bi.bwd):
+            unit.bias.uniform_(-1, 1)
+    assert bi.fwd.lockstep(bi.bwd, torch.zeros(1)) is not None
+    x = torch.randn(3, 5, 6, requires_grad=True)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]], dtype=torch.bool)
+    (out, last_f, last_b, grads), (out2, last_f2, last_b2, grads2) = _bidirectional_both_ways(bi, x, mask, scope)
+    torch.testing.assert_close(out, out2, atol=1e-6, rtol=1e-6)
+    assert torch.all(out[2, 2:] == 0)  # padding stays zero in both directions
+    torch.testing.assert_close(last_f, last_f2, atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(last_b, last_b2, atol=1e-6, rtol=1e-6)
+    for a, b in zip(grads, grads2):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    with torch.no_grad():  # decoding's encoder: the inference sweep, same values
+        torch.testing.assert_close(bi(x, mask)[0], out2, atol=1e-6, rtol=1e-6)
+
+
+def test_lockstep_is_left_to_units_that_can_share_a_step():
+    from rnmt import cells
+
+    x = torch.randn(2, 3, 4)
+    assert cells.GRU(4, 6).lockstep(cells.GRU(4, 7), x) is None  # sizes differ
+    assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6, layer_norm=True), x) is None
+    assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6, dropout=0.1), x) is None
+    assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6), x.double()) is None
+    assert cells.LSTM(4, 6).lockstep(cells.LSTM(4, 6), x) is None  # no lockstep step (the default)

@@ -24,7 +24,7 @@ Shared options of every unit:
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -117,6 +117,14 @@ class Cell(nn.Module):
             the new state [B, state_size], or (state, gates) when ``return_gates``.
         """
         raise NotImplementedError
+
+    def lockstep(self, other: "Cell", like: Tensor) -> Optional[Callable[[Tensor, Tensor], Tensor]]:
+        """A step function that advances this unit and ``other`` (another unit of the same kind
+        and size, e.g. the two directions of a bidirectional encoder) together on stacked
+        inputs: ``step(px [2, B, proj_size], state [2, B, state_size]) -> new state``, with
+        one batched product for both units' recurrent matrices. None where this unit has no
+        such step or it does not apply to tensors like ``like`` (the default)."""
+        return None
 
     def output(self, state: Tensor) -> Tensor:
         """The visible output h_t of a state (the state itself for all units but LSTM)."""

@@ -23,7 +23,7 @@ Conventions:
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Callable, Dict, Optional
 
 import torch
 from torch import Tensor, nn
@@ -32,7 +32,7 @@ from torch.autograd import Function
 from rnmt import kernels
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
-from rnmt.cells.weight_grads import step_product
+from rnmt.cells.weight_grads import pair_product, step_product
 
 
 @register("gru")
@@ -60,17 +60,7 @@ class GRU(Cell):
         if not return_gates and self._fused_applies(px, state):
             # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
             # in training one autograd node with a one-sweep backward.
-            ext = kernels.extension()
-            rec = self.recurrent_product(state, self.bias)
-            mask = None
-            if self.dropout > 0.0 and self.training:  # the candidate's dropout, as drop_candidate
-                keep = 1.0 - self.dropout
-                mask = torch.empty_like(state).bernoulli_(keep).div_(keep)
-            if torch.is_grad_enabled() and (px.requires_grad or rec.requires_grad or state.requires_grad):
-                return _FusedGates.apply(px, rec, state, mask)
-            if mask is None:
-                return ext.gru_gates_inference(px, rec, state)
-            return ext.gru_gates_forward(px, rec, state, mask)[0]
+            return self._fused_gates(px, self.recurrent_product(state, self.bias), state)
         # split, not slicing: one backward node per split instead of a zero-filled
         # full-width gradient per slice.
         px_gates, px_h = px.split((2 * d, d), dim=1)
@@ -90,10 +80,45 @@ class GRU(Cell):
 
     def _fused_applies(self, px: Tensor, state: Tensor) -> bool:
         """No layer norm, float32 on the CPU, dense rows, kernels built (with or without autograd)."""
-        return (self.gate_norm is None
-                and px.dtype == state.dtype == self.weight_h.dtype == torch.float32
-                and px.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
-                and px.stride(-1) == 1 and state.stride(-1) == 1 and kernels.extension() is not None)
+        return (self._kernel_applies(px) and state.dtype == torch.float32
+                and px.stride(-1) == 1 and state.stride(-1) == 1)
+
+    def _kernel_applies(self, like: Tensor) -> bool:
+        return (self.gate_norm is None and like.dtype == self.weight_h.dtype == torch.float32
+                and like.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
+                and kernels.extension() is not None)
+
+    def _fused_gates(self, px: Tensor, rec: Tensor, state: Tensor) -> Tensor:
+        """h' from [N, 3d] rows of projected input and recurrent product (with b) and h [N, d]."""
+        mask = None
+        if self.dropout > 0.0 and self.training:  # the candidate's dropout, as drop_candidate
+            keep = 1.0 - self.dropout
+            mask = torch.empty_like(state).bernoulli_(keep).div_(keep)
+        if torch.is_grad_enabled() and (px.requires_grad or rec.requires_grad or state.requires_grad):
+            return _FusedGates.apply(px, rec, state, mask)
+        if mask is None:
+            return kernels.extension().gru_gates_inference(px, rec, state)
+        return kernels.extension().gru_gates_forward(px, rec, state, mask)[0]
+
+    def lockstep(self, other: Cell, like: Tensor) -> Optional[Callable[[Tensor, Tensor], Tensor]]:
+        """Two GRUs of the same size (the directions of a bidirectional encoder) stepping
+        together: their U matrices stacked once per call into one [2, d, 3d] batched product
+        per step, and eq. 6-9's element-wise part for both in one fused sweep. Two threads run
+        the batched product of two [B x d] x [d x 3d] products faster than the two products
+        one after the other (docs/performance.md)."""
+        if not (type(other) is GRU and other.hidden_size == self.hidden_size and other.dropout == self.dropout
+                and other.training == self.training and self._kernel_applies(like) and other._kernel_applies(like)):
+            return None
+        d = self.hidden_size
+        weight = torch.stack([self.weight_h, other.weight_h])  # [2, d, 3d]
+        bias = torch.stack([self.bias, other.bias]).unsqueeze(1)  # [2, 1, 3d]
+
+        def step(px: Tensor, state: Tensor) -> Tensor:
+            rec = pair_product(state, weight, bias)
+            new = self._fused_gates(px.reshape(-1, 3 * d), rec.reshape(-1, 3 * d), state.reshape(-1, d))
+            return new.view_as(state)
+
+        return step
 
     def matrices(self) -> Dict[str, Tensor]:
         d = self.hidden_size

@@ -126,6 +126,10 @@ class Bidirectional(nn.Module):
     ) -> Tuple[Tensor, Tensor, Tensor, OptionalGates]:
         """Returns (outputs [B, T, H_fwd + H_bwd], forward last state, backward last state
         (its state at position 0), gates keyed ``fwd.<name>`` / ``bwd.<name>`` or None)."""
+        if not return_gates and x.dim() == 3 and x.size(1) > 0:
+            step = self.fwd.lockstep(self.bwd, x)
+            if step is not None:
+                return (*_run_lockstep(self.fwd, self.bwd, step, x, mask), None)
         out_f, last_f, gates_f = run_cell(self.fwd, x, mask, reverse=False, return_gates=return_gates)
         out_b, last_b, gates_b = run_cell(self.bwd, x, mask, reverse=True, return_gates=return_gates)
         gates = None
@@ -133,3 +137,36 @@ class Bidirectional(nn.Module):
             gates = {f"fwd.{k}": v for k, v in gates_f.items()}
             gates.update({f"bwd.{k}": v for k, v in gates_b.items()})
         return torch.cat([out_f, out_b], dim=-1), last_f, last_b, gates
+
+
+def _run_lockstep(fwd: Cell, bwd: Cell, step, x: Tensor, mask: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:
+    """Both directions in one time loop: at walk step t the forward unit reads position t and
+    the backward unit position T-1-t, as one [2, B, .] stacked step (``Cell.lockstep``).
+    Same states, outputs and padding rules as `run_cell` in each direction."""
+    batch, length, _ = x.shape
+    proj_f = fwd.project_inputs(x).transpose(0, 1)  # [T, B, P]
+    proj_b = bwd.project_inputs(x).transpose(0, 1).flip(0)  # in the backward unit's walking order
+    px = torch.stack([proj_f, proj_b], 1).unbind(0)  # T x [2, B, P], one copy
+    state = x.new_zeros(2, batch, fwd.state_size)
+    if mask is None:
+        full_steps: List[bool] = [True] * length
+        pair_mask = None
+    else:
+        if mask.shape != (batch, length):
+            raise ValueError(f"mask shape {tuple(mask.shape)} does not match input {(batch, length)}")
+        steps = mask.to(torch.bool).transpose(0, 1)  # [T, B]
+        pair_mask = torch.stack([steps, steps.flip(0)], 1).unsqueeze(-1)  # [T, 2, B, 1]
+        full_steps = pair_mask.flatten(1).all(1).tolist()  # one host sync for the whole sequence
+    outputs: List[Tensor] = []
+    for t in range(length):
+        new = step(px[t], state)
+        if full_steps[t]:
+            state = new
+            outputs.append(fwd.output(state))
+        else:
+            real = pair_mask[t]
+            state = torch.where(real, new, state)
+            outputs.append(fwd.output(state) * real)
+    out = torch.stack(outputs)  # [T, 2, B, H]
+    both = torch.cat([out[:, 0], out[:, 1].flip(0)], -1)  # [T, B, 2H], positions aligned
+    return both.transpose(0, 1), state[0], state[1]

@@ -86,25 +86,30 @@ class _StepProduct(Function):
                 collector: Collector, transposed: bool) -> Tensor:
         ctx.save_for_backward(x, weight)
         ctx.collector, ctx.has_bias, ctx.transposed = collector, bias is not None, transposed
-        w = weight.t() if transposed else weight
+        w = weight.transpose(-1, -2) if transposed else weight
         base = addend if addend is not None else bias  # never both (see _Scope.product)
+        if x.dim() == 3:  # [G, B, in] x [G, in, out]: G units stepping together (`pair_product`)
+            return torch.bmm(x, w) if base is None else torch.baddbmm(base, x, w)
         return torch.mm(x, w) if base is None else torch.addmm(base, x, w)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         x, weight = ctx.saved_tensors
         c = ctx.collector
-        a, b = (grad.t(), x) if ctx.transposed else (x.t(), grad)
+        batched = x.dim() == 3
+        a, b = (grad.transpose(-1, -2), x) if ctx.transposed else (x.transpose(-1, -2), grad)
         if c.grad is None:
-            c.grad = torch.mm(a, b)
+            c.grad = torch.bmm(a, b) if batched else torch.mm(a, b)
+        elif batched:
+            c.grad.baddbmm_(a, b)
         else:
             c.grad.addmm_(a, b)
         if ctx.has_bias:
-            rows = grad.sum(0)
+            rows = grad.sum(-2, keepdim=batched)
             c.grad_bias = rows if c.grad_bias is None else c.grad_bias.add_(rows)
         grad_x = None
         if ctx.needs_input_grad[0]:
-            grad_x = torch.mm(grad, weight if ctx.transposed else weight.t())
+            grad_x = torch.matmul(grad, weight if ctx.transposed else weight.transpose(-1, -2))
         grad_addend = grad if ctx.needs_input_grad[2] else None
         return grad_x, grad.new_empty(0), grad_addend, None, None, None, None
 
@@ -178,6 +183,19 @@ def step_product(x: Tensor, weight: Tensor, addend: Optional[Tensor] = None, tra
     if addend is not None and addend.dim() == 1 and addend.requires_grad and addend.is_leaf:
         return scope.product(x, weight, None, addend, transposed)
     return scope.product(x, weight, addend, None, transposed)
+
+
+def pair_product(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """``x @ weight + bias`` for G units stepping together: x [G, B, in], weight [G, in, out]
+    (the units' matrices stacked once per pass), bias [G, 1, out] or None; one batched
+    product. In a scope the stacked weight and bias get one gradient buffer each, as
+    `step_product` gives a single unit's."""
+    scope = _open_scope()
+    if scope is None or not weight.requires_grad:
+        return torch.bmm(x, weight) if bias is None else torch.baddbmm(bias, x, weight)
+    if bias is not None and not bias.requires_grad:
+        return scope.product(x, weight, bias.expand(x.size(0), x.size(1), -1), None, False)
+    return scope.product(x, weight, None, bias, False)
 
 
 def linear_step(x: Tensor, layer: torch.nn.Linear) -> Tensor:
