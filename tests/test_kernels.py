@@ -344,3 +344,84 @@ def test_lockstep_is_left_to_units_that_can_share_a_step():
     assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6, dropout=0.1), x) is None
     assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6), x.double()) is None
     assert cells.LSTM(4, 6).lockstep(cells.LSTM(4, 6), x) is None  # no lockstep step (the default)
+
+
+LN_UNITS = [("gru", 48), ("tgru", 0), ("lgru", 80)]  # unit, projected input width (d = 16)
+
+
+def _ln_unit(name, dropout=0.0):
+    from rnmt import cells
+
+    cell = cells.build(name, 8, 16, layer_norm=True, dropout=dropout).train()
+    with torch.no_grad():  # away from the initial values, so every term matters
+        cell.bias.uniform_(-1, 1)
+        cell.gate_norm.gain.uniform_(0.5, 1.5)
+        cell.gate_norm.offset.uniform_(-0.5, 0.5)
+    return cell
+
+
+def _step_and_grads(cell, px, state, fused, mask=None):
+    """The unit's step and the gradients of a weighted sum of it, through the C++ sweep or
+    the PyTorch expression (optionally with a given candidate dropout mask)."""
+    from rnmt.cells import ln_gates
+
+    applies, drop = ln_gates.applies, cell.drop_candidate
+    if not fused:
+        ln_gates.applies = lambda *args: False
+        if mask is not None:
+            cell.drop_candidate = lambda candidate: candidate * mask
+    try:
+        new = cell.step(px, state)
+        inputs = [t for t in (px, state, *cell.parameters()) if t.requires_grad]
+        grads = torch.autograd.grad((new * torch.linspace(-1, 1, new.size(1))).sum(), inputs, allow_unused=True)
+    finally:
+        ln_gates.applies, cell.drop_candidate = applies, drop
+    return new, grads
+
+
+@needs_kernel
+@pytest.mark.parametrize("name,width", LN_UNITS)
+def test_layer_normalised_units_fused_step_matches_pytorch(name, width):
+    torch.manual_seed(9)
+    cell = _ln_unit(name)
+    px = torch.randn(5, width, requires_grad=width > 0)
+    state = torch.randn(5, 16, requires_grad=True)
+    new, grads = _step_and_grads(cell, px, state, fused=True)
+    ref, ref_grads = _step_and_grads(cell, px, state, fused=False)
+    torch.testing.assert_close(new, ref, atol=1e-6, rtol=1e-6)
+    for a, b in zip(grads, ref_grads):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    with torch.no_grad():  # decoding: the same sweep without the autograd node
+        torch.testing.assert_close(cell.eval().step(px, state), ref, atol=1e-6, rtol=1e-6)
+
+
+@needs_kernel
+@pytest.mark.parametrize("name,width", LN_UNITS)
+def test_layer_normalised_units_hashed_dropout_is_a_scaled_bernoulli_mask(name, width):
+    """From a zero state h' = z * m * h~, so the mask is h' (dropout) / h' (none)."""
+    torch.manual_seed(10)
+    cell = _ln_unit(name, dropout=0.3)
+    px = torch.randn(64, width, requires_grad=width > 0)
+    state = torch.zeros(64, 16, requires_grad=True)
+    torch.manual_seed(11)
+    dropped, grads = _step_and_grads(cell, px, state, fused=True)
+    torch.manual_seed(11)
+    again, _ = _step_and_grads(cell, px, state, fused=True)
+    other, _ = _step_and_grads(cell, px, state, fused=True)  # the generator has moved on
+    cell.dropout = 0.0
+    full, _ = _step_and_grads(cell, px, state, fused=True)
+    cell.dropout = 0.3
+    mask = (dropped / full).detach()
+    kept = mask != 0
+    torch.testing.assert_close(mask[kept], torch.full_like(mask[kept], 1 / 0.7))
+    assert abs(1 - kept.float().mean().item() - 0.3) < 0.05  # 1,024 units
+    assert torch.equal(dropped, again) and not torch.equal(dropped, other)
+    # The backward sweep draws the same mask again: gradients equal PyTorch's with that mask.
+    _, ref_grads = _step_and_grads(cell, px, state, fused=False, mask=mask)
+    for a, b in zip(grads, ref_grads):
+        if a is not None:
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    with torch.no_grad():  # evaluation mode never drops
+        torch.testing.assert_close(cell.eval().step(px, state), full, atol=1e-6, rtol=1e-6)

@@ -28,6 +28,7 @@ from typing import Dict
 import torch
 from torch import Tensor, nn
 
+from rnmt.cells import ln_gates
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.lau import _ThreeGateLinearCell
 from rnmt.cells.registry import build, register, registered_names
@@ -43,6 +44,8 @@ class LGRU(_ThreeGateLinearCell):
     recurrent_names = ("W_hr", "W_hz", "W_hl", "W_hh")
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
+        if not return_gates and ln_gates.applies(self, px, state):  # one C++ sweep (rnmt/cells/ln_gates.py)
+            return ln_gates.ln_gates(self, px, self.recurrent_product(state), state, linear=True)
         r, z, l, nonlinear, linear = self._parts(px, state)
         candidate = self.drop_candidate(torch.addcmul(nonlinear, l, linear))  # eq. 15
         new = torch.lerp(state, candidate, z)  # eq. 14
@@ -72,6 +75,8 @@ class TGRU(Cell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
+        if not return_gates and ln_gates.applies(self, None, state):  # one C++ sweep (rnmt/cells/ln_gates.py)
+            return ln_gates.ln_gates(self, None, self.recurrent_product(state), state)
         if self.gate_norm is None:
             rec_gates, rec_h = self.recurrent_product(state, self.bias).split((2 * d, d), dim=1)
             gates = torch.sigmoid(rec_gates)

@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from torch.autograd import Function
 
 from rnmt import kernels
+from rnmt.cells import ln_gates
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
 from rnmt.cells.weight_grads import pair_product, step_product
@@ -57,6 +58,8 @@ class GRU(Cell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
+        if not return_gates and ln_gates.applies(self, px, state):
+            return ln_gates.ln_gates(self, px, self.recurrent_product(state), state)
         if not return_gates and self._fused_applies(px, state):
             # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
             # in training one autograd node with a one-sweep backward.

@@ -16,6 +16,14 @@ std::vector<torch::Tensor> gru_gates_forward(const torch::Tensor& px, const torc
                                              const torch::Tensor& state, const c10::optional<torch::Tensor>& mask);
 std::vector<torch::Tensor> gru_gates_backward(const torch::Tensor& grad, const torch::Tensor& state,
                                               const torch::Tensor& saved, const c10::optional<torch::Tensor>& mask);
+std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& px, const torch::Tensor& rec,
+                                            const torch::Tensor& state, const torch::Tensor& gain,
+                                            const torch::Tensor& offset, const torch::Tensor& bias_h, int64_t gates,
+                                            bool linear, double keep, int64_t seed);
+std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c10::optional<torch::Tensor>& px,
+                                             const torch::Tensor& state, const torch::Tensor& saved,
+                                             const torch::Tensor& rstd, const torch::Tensor& gain, int64_t gates,
+                                             bool linear, double keep, int64_t seed);
 
 // How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
 int64_t parallel_threads() {
@@ -39,4 +47,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("px"), py::arg("rec"), py::arg("state"), py::arg("mask") = py::none());
   m.def("gru_gates_backward", &gru_gates_backward, "gradients of gru_gates_forward", py::arg("grad"),
         py::arg("state"), py::arg("saved"), py::arg("mask") = py::none());
+  m.def("ln_gates_forward", &ln_gates_forward, "the layer-normalised gated units' element-wise step");
+  m.def("ln_gates_backward", &ln_gates_backward, "gradients of ln_gates_forward");
 }
