@@ -292,35 +292,40 @@ def test_fused_gru_training_step_applies_candidate_dropout_like_the_pytorch_step
 
 def _bidirectional_both_ways(bi, x, mask, scope):
     """(outputs, last states, gradients) with the directions in lockstep and one after the other."""
-    from rnmt import cells
     from rnmt.cells.weight_grads import deferred_weight_grads
 
     results = []
+    unit = type(bi.fwd)
     for lockstep in (True, False):
-        original = cells.GRU.lockstep
+        original = unit.lockstep
         if not lockstep:
-            cells.GRU.lockstep = lambda self, other, like: None
+            unit.lockstep = lambda self, other, like: None
         try:
             with deferred_weight_grads(scope):
                 out, last_f, last_b, _ = bi(x, mask)
             loss = out.pow(2).sum() + (last_f * torch.linspace(-1, 1, last_f.size(1))).sum() + 2 * last_b.sum()
             grads = torch.autograd.grad(loss, [x, *bi.parameters()])
         finally:
-            cells.GRU.lockstep = original
+            unit.lockstep = original
         results.append((out, last_f, last_b, grads))
     return results
 
 
+BIDIRECTIONAL_UNITS = [("gru", {}), ("gru", {"layer_norm": True}),
+                       ("transition", {"layer_norm": True, "bottom": "lgru", "depth": 2})]  # DTMT's encoder
+
+
 @needs_kernel
 @pytest.mark.parametrize("scope", [False, True])
-def test_bidirectional_gru_lockstep_equals_the_two_directions_one_after_the_other(scope):
+@pytest.mark.parametrize("name,options", BIDIRECTIONAL_UNITS)
+def test_bidirectional_lockstep_equals_the_two_directions_one_after_the_other(scope, name, options):
     from rnmt import cells
 
     torch.manual_seed(8)
-    bi = cells.Bidirectional(cells.GRU(6, 8), cells.GRU(6, 8))
+    bi = cells.Bidirectional(cells.build(name, 6, 8, **options), cells.build(name, 6, 8, **options))
     with torch.no_grad():
-        for unit in (bi.fwd, bi.bwd):
-            unit.bias.uniform_(-1, 1)
+        for p in bi.parameters():  # away from the initial values, so every term matters
+            p.add_(torch.randn_like(p) * 0.3)
     assert bi.fwd.lockstep(bi.bwd, torch.zeros(1)) is not None
     x = torch.randn(3, 5, 6, requires_grad=True)
     mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]], dtype=torch.bool)
@@ -341,6 +346,11 @@ def test_lockstep_is_left_to_units_that_can_share_a_step():
     x = torch.randn(2, 3, 4)
     assert cells.GRU(4, 6).lockstep(cells.GRU(4, 7), x) is None  # sizes differ
     assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6, layer_norm=True), x) is None
+    assert cells.GRU(4, 6, layer_norm=True).lockstep(cells.GRU(4, 6), x) is None
+    assert cells.TGRU(6, 6, layer_norm=True).lockstep(cells.TGRU(6, 6), x) is None
+    deep = [cells.build("transition", 4, 6, layer_norm=True, depth=k) for k in (1, 2)]
+    assert deep[0].lockstep(deep[1], x) is None  # depths differ
+    assert cells.build("transition", 4, 6, depth=1).lockstep(cells.build("transition", 4, 6, depth=1), x) is None
     assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6, dropout=0.1), x) is None
     assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6), x.double()) is None
     assert cells.LSTM(4, 6).lockstep(cells.LSTM(4, 6), x) is None  # no lockstep step (the default)

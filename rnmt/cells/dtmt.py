@@ -43,6 +43,11 @@ class LGRU(_ThreeGateLinearCell):
     input_names = ("W_xr", "W_xz", "W_xl", "W_xh", "W_x")
     recurrent_names = ("W_hr", "W_hz", "W_hl", "W_hh")
 
+    def lockstep(self, other: Cell, like: Tensor):
+        if ln_gates.pairs_with(self, other) and ln_gates.applies(self, None, like):
+            return ln_gates.pair_step(self, other, linear=True)
+        return None
+
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         if not return_gates and ln_gates.applies(self, px, state):  # one C++ sweep (rnmt/cells/ln_gates.py)
             return ln_gates.ln_gates(self, px, self.recurrent_product(state), state, linear=True)
@@ -90,6 +95,12 @@ class TGRU(Cell):
         if return_gates:
             return new, {"r": r, "z": z}
         return new
+
+    def lockstep(self, other: Cell, like: Tensor):
+        if ln_gates.pairs_with(self, other) and ln_gates.applies(self, None, like):
+            pair = ln_gates.pair_step(self, other)
+            return lambda px, state: pair(None, state)  # reads no input
+        return None
 
     def matrices(self) -> Dict[str, Tensor]:
         return split_columns(self.weight_h, ("W_hr", "W_hz", "W_hh"), self.hidden_size)
@@ -158,6 +169,23 @@ class DeepTransition(Cell):
             state, tgru_gates = tgru.step(px, state, True)
             gates.update({f"t{k + 1}.{g}": v for g, v in tgru_gates.items()})
         return state, gates
+
+    def lockstep(self, other: Cell, like: Tensor):
+        """Both blocks (a bidirectional encoder's directions) in lockstep, unit by unit, where
+        the bottom unit and every T-GRU have a lockstep step."""
+        if type(other) is not DeepTransition or other.depth != self.depth:
+            return None
+        steps = [self.bottom.lockstep(other.bottom, like)]
+        steps += [mine.lockstep(theirs, like) for mine, theirs in zip(self.transitions, other.transitions)]
+        if any(step is None for step in steps):
+            return None
+
+        def step(px: Tensor, state: Tensor) -> Tensor:
+            for unit_step in steps:
+                state = unit_step(px, state)
+            return state
+
+        return step
 
     def matrices(self) -> Dict[str, Tensor]:
         mats = {f"bottom.{k}": v for k, v in self.bottom.matrices().items()}

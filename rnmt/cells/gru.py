@@ -108,7 +108,11 @@ class GRU(Cell):
         together: their U matrices stacked once per call into one [2, d, 3d] batched product
         per step, and eq. 6-9's element-wise part for both in one fused sweep. Two threads run
         the batched product of two [B x d] x [d x 3d] products faster than the two products
-        one after the other (docs/performance.md)."""
+        one after the other (docs/performance.md). With layer norm: `ln_gates.pair_step`."""
+        if self.gate_norm is not None:
+            if ln_gates.pairs_with(self, other) and ln_gates.applies(self, None, like):
+                return ln_gates.pair_step(self, other)
+            return None
         if not (type(other) is GRU and other.hidden_size == self.hidden_size and other.dropout == self.dropout
                 and other.training == self.training and self._kernel_applies(like) and other._kernel_applies(like)):
             return None

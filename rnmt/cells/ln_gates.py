@@ -13,13 +13,14 @@ autocast, and when the kernels are unavailable; tests compare the two.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch.autograd import Function
 
 from rnmt import kernels
+from rnmt.cells.weight_grads import pair_product
 
 _SEED_RANGE = 2**31 - 1
 
@@ -33,34 +34,71 @@ def applies(cell, px: Optional[Tensor], state: Tensor) -> bool:
             and kernels.extension() is not None)
 
 
-def ln_gates(cell, px: Optional[Tensor], rec: Tensor, state: Tensor, linear: bool = False) -> Tensor:
+def ln_gates(cell, px: Optional[Tensor], rec: Tensor, state: Tensor, linear: bool = False,
+             params: Optional[Tuple[Tensor, Tensor, Tensor]] = None) -> Tensor:
     """h' of ``cell`` (GRU / T-GRU / L-GRU with layer norm) from its projected input ``px``
-    (None for the T-GRU), its recurrent product without bias ``rec`` and the state."""
+    (None for the T-GRU), its recurrent product without bias ``rec`` and the state.
+    ``params``: (gain, offset, b_h) stacked [G, .] for G units of the cell's kind stepping
+    together on G equal blocks of rows (`pair_step`); the cell's own otherwise."""
     keep = 1.0 - cell.dropout if cell.training else 1.0
     seed = int(torch.randint(_SEED_RANGE, (1,))) if keep < 1.0 else 0
     norm = cell.gate_norm
-    args = (px, rec, state, norm.gain, norm.offset, cell.bias, norm.num_gates, linear, keep, seed)
+    gain, offset, bias = params if params is not None else (norm.gain, norm.offset, cell.bias)
+    group_rows = state.size(0) // bias.size(0) if params is not None else 0
+    args = (px, rec, state, gain, offset, bias, norm.num_gates, linear, keep, seed, group_rows)
     needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args[:6])
     if needs_grad:
         return _LNGates.apply(*args)
     return kernels.extension().ln_gates_forward(*args)[0]
 
 
+def pair_step(first, second, linear: bool = False) -> Callable[[Optional[Tensor], Tensor], Tensor]:
+    """A step of two layer-normalised units of the same kind and size on stacked inputs
+    (px [2, B, P] or None, state [2, B, d]): their recurrent matrices and LN parameters
+    stacked once, one batched product and one sweep per step (`Cell.lockstep`)."""
+    weight = torch.stack([first.weight_h, second.weight_h])
+    params = tuple(torch.stack(pair) for pair in ((first.gate_norm.gain, second.gate_norm.gain),
+                                                   (first.gate_norm.offset, second.gate_norm.offset),
+                                                   (first.bias, second.bias)))
+
+    def step(px: Optional[Tensor], state: Tensor) -> Tensor:
+        rows = state.size(0) * state.size(1)
+        rec = pair_product(state, weight)
+        flat_px = None if px is None else px.reshape(rows, -1)
+        new = ln_gates(first, flat_px, rec.reshape(rows, -1), state.reshape(rows, -1), linear, params)
+        return new.view_as(state)
+
+    return step
+
+
+def pairs_with(first, second) -> bool:
+    """Two units that `pair_step` can run together: same kind, sizes, dropout and mode."""
+    return (type(first) is type(second) and first.hidden_size == second.hidden_size
+            and first.input_size == second.input_size and first.dropout == second.dropout
+            and first.training == second.training and first.gate_norm is not None
+            and second.gate_norm is not None)
+
+
 class _LNGates(Function):
     @staticmethod
-    def forward(ctx, px, rec, state, gain, offset, bias_h, gates, linear, keep, seed):
+    def forward(ctx, px, rec, state, gain, offset, bias_h, gates, linear, keep, seed, group_rows):
         new, saved, rstd = kernels.extension().ln_gates_forward(px, rec, state, gain, offset, bias_h, gates, linear,
-                                                                keep, seed)
+                                                                keep, seed, group_rows)
         ctx.save_for_backward(px, state, saved, rstd, gain)
-        ctx.meta = (gates, linear, keep, seed)
+        ctx.meta = (gates, linear, keep, seed, group_rows)
         return new
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         px, state, saved, rstd, gain = ctx.saved_tensors
-        gates, linear, keep, seed = ctx.meta
+        gates, linear, keep, seed, group_rows = ctx.meta
         grad_px, grad_rec, grad_state, grad_gain, grad_offset = kernels.extension().ln_gates_backward(
-            grad, px, state, saved, rstd, gain, gates, linear, keep, seed)
+            grad, px, state, saved, rstd, gain, gates, linear, keep, seed, group_rows)
         d = state.size(1)
-        return (grad_px if px is not None else None, grad_rec, grad_state, grad_gain.sum(0), grad_offset.sum(0),
-                grad_rec[:, gates * d:].sum(0), None, None, None, None)
+        grad_bias = grad_rec[:, gates * d:]
+        if group_rows:  # per-unit sums over each unit's block of rows
+            groups = state.size(0) // group_rows
+            sums = [g.reshape(groups, group_rows, -1).sum(1) for g in (grad_gain, grad_offset, grad_bias)]
+        else:
+            sums = [g.sum(0) for g in (grad_gain, grad_offset, grad_bias)]
+        return (grad_px if px is not None else None, grad_rec, grad_state, *sums, None, None, None, None, None)

@@ -19,11 +19,11 @@ std::vector<torch::Tensor> gru_gates_backward(const torch::Tensor& grad, const t
 std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& px, const torch::Tensor& rec,
                                             const torch::Tensor& state, const torch::Tensor& gain,
                                             const torch::Tensor& offset, const torch::Tensor& bias_h, int64_t gates,
-                                            bool linear, double keep, int64_t seed);
+                                            bool linear, double keep, int64_t seed, int64_t group_rows);
 std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c10::optional<torch::Tensor>& px,
                                              const torch::Tensor& state, const torch::Tensor& saved,
                                              const torch::Tensor& rstd, const torch::Tensor& gain, int64_t gates,
-                                             bool linear, double keep, int64_t seed);
+                                             bool linear, double keep, int64_t seed, int64_t group_rows);
 
 // How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
 int64_t parallel_threads() {

@@ -75,15 +75,21 @@ uint32_t dropout_threshold(double keep) { return static_cast<uint32_t>(keep * 16
 }  // namespace
 
 // Returns {h' [N, d], saved [N, 2Gd + 2d], rstd [N, G]} (saved and rstd for the backward).
+// ``group_rows`` > 0: consecutive blocks of that many rows are different units of the same
+// kind stepping together (``Cell.lockstep``), block i using the i-th row of gain, offset and
+// b_h ([groups, Gd], [groups, Gd], [groups, d]); 0: one unit, one set of parameters.
 std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& px, const torch::Tensor& rec,
                                             const torch::Tensor& state, const torch::Tensor& gain,
                                             const torch::Tensor& offset, const torch::Tensor& bias_h, int64_t gates,
-                                            bool linear, double keep, int64_t seed) {
+                                            bool linear, double keep, int64_t seed, int64_t group_rows) {
   const Layout L = check(px, rec, state, gates, linear);
   const int64_t N = L.N, d = L.d, G = L.G;
-  TORCH_CHECK(gain.numel() == G * d && offset.numel() == G * d && bias_h.numel() == d &&
+  const int64_t groups = group_rows > 0 ? bias_h.numel() / d : 1;
+  TORCH_CHECK(group_rows <= 0 || groups * group_rows == N, "ln_gates: rows must split evenly into the groups");
+  TORCH_CHECK(gain.numel() == groups * G * d && offset.numel() == groups * G * d && bias_h.numel() == groups * d &&
               gain.is_contiguous() && offset.is_contiguous() && bias_h.is_contiguous(),
               "ln_gates: parameter shapes");
+  const int64_t per_group = group_rows > 0 ? group_rows : N;
   auto out = torch::empty({N, d}, state.options());
   auto saved = torch::empty({N, L.saved_width()}, state.options());
   auto rstd = torch::empty({N, G}, state.options());
@@ -110,6 +116,8 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
       float* __restrict__ s = xhat + G * d;
       float* __restrict__ c = s + G * d;
       float* __restrict__ uh = c + d;
+      const int64_t group = n / per_group;
+      const float* __restrict__ bh = bp + group * d;
       for (int64_t k = 0; k < G; ++k) {
         float* __restrict__ x = xhat + k * d;
         float sum = 0.f;
@@ -127,8 +135,8 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
         }
         const float r = 1.f / std::sqrt(var / d + kEps);
         rp[n * G + k] = r;
-        const float* __restrict__ g = gp + k * d;
-        const float* __restrict__ o = op + k * d;
+        const float* __restrict__ g = gp + (group * G + k) * d;
+        const float* __restrict__ o = op + (group * G + k) * d;
 #pragma omp simd
         for (int64_t j = 0; j < d; ++j) {
           x[j] *= r;
@@ -140,7 +148,7 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
 #pragma omp simd
       for (int64_t j = 0; j < d; ++j) {
         const float r = s[j], z = s[d + j];
-        uh[j] = u[G * d + j] + bp[j];
+        uh[j] = u[G * d + j] + bh[j];
         float cand = tanh_rational((p != nullptr ? p[G * d + j] : 0.f) + r * uh[j]);
         c[j] = cand;
         if (linear) cand += s[2 * d + j] * p[(G + 1) * d + j];
@@ -158,8 +166,9 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
 std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c10::optional<torch::Tensor>& px,
                                              const torch::Tensor& state, const torch::Tensor& saved,
                                              const torch::Tensor& rstd, const torch::Tensor& gain, int64_t gates,
-                                             bool linear, double keep, int64_t seed) {
+                                             bool linear, double keep, int64_t seed, int64_t group_rows) {
   const int64_t N = state.size(0), d = state.size(1), G = gates;
+  const int64_t per_group = group_rows > 0 ? group_rows : N;
   const bool has_input = px.has_value();
   const Layout L{N, d, G, has_input, linear};
   TORCH_CHECK(grad.sizes() == state.sizes() && saved.size(0) == N && saved.size(1) == L.saved_width() &&
@@ -225,7 +234,7 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
       // Through each gate's LN: da = rstd * (dx^ - mean(dx^) - x^ mean(dx^ x^)), dx^ = dy * g.
       for (int64_t k = 0; k < G; ++k) {
         const float* __restrict__ x = xhat + k * d;
-        const float* __restrict__ g = gp + k * d;
+        const float* __restrict__ g = gp + ((n / per_group) * G + k) * d;
         float* __restrict__ dy = go + k * d;
         float sum = 0.f, dot = 0.f;
 #pragma omp simd reduction(+ : sum, dot)
