@@ -111,11 +111,16 @@ def flops_per_token(cfg, setup) -> float:
 
 PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm"}
 NORMS = {"aten::native_layer_norm", "aten::native_layer_norm_backward"}
+# The units' fused element-wise steps (rnmt/kernels/gru_gates.cpp, ln_gates.cpp; the layer
+# norm of the layer-normalised units runs inside them) and the attention-score kernel.
+UNIT_KERNELS = {"_FusedGates", "_FusedGatesBackward", "_LNGates", "_LNGatesBackward"}
+SCORE_KERNEL = {"_FusedAdditiveScores", "_FusedAdditiveScoresBackward"}
 
 
 def step_profile(cfg, setup, top: int = 8) -> Dict[str, object]:
     """Where one training step (forward + backward, first batch) spends its time: the shares
-    of matrix products, layer normalisation and everything else, and the costliest ops."""
+    of matrix products, the fused kernels, layer normalisation outside them and everything
+    else, and the costliest ops."""
     from torch.profiler import ProfilerActivity, profile
 
     step, _ = first_batch_step(cfg, setup)
@@ -126,7 +131,8 @@ def step_profile(cfg, setup, top: int = 8) -> Dict[str, object]:
     total = sum(e.self_cpu_time_total for e in events)
     share = lambda names: sum(e.self_cpu_time_total for e in events if e.key in names) / total  # noqa: E731
     ranked = sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]
-    return {"products": share(PRODUCTS), "layer_norm": share(NORMS),
+    return {"products": share(PRODUCTS), "layer_norm": share(NORMS), "unit_kernels": share(UNIT_KERNELS),
+            "score_kernel": share(SCORE_KERNEL),
             "top": [(e.key, e.self_cpu_time_total / total, e.count) for e in ranked]}
 
 
@@ -255,8 +261,10 @@ def main() -> int:
         for system_name, prof in r.get("profile", {}).items():
             if r["kind"] == "train":
                 print(f"\n{name}: one training step of {system_name}, share of CPU time: matrix products "
-                      f"{prof['products']:.0%}, layer normalisation {prof['layer_norm']:.0%}, other "
-                      f"{1 - prof['products'] - prof['layer_norm']:.0%}")
+                      f"{prof['products']:.0%}, the units' fused element-wise steps {prof['unit_kernels']:.0%}, "
+                      f"attention-score kernel {prof['score_kernel']:.0%}, layer normalisation outside them "
+                      f"{prof['layer_norm']:.0%}, other "
+                      f"{1 - prof['products'] - prof['unit_kernels'] - prof['score_kernel'] - prof['layer_norm']:.0%}")
             else:
                 print(f"\n{name}: one beam search of the {system_name} system, {prof['mflop_per_token']:.1f} matrix "
                       f"MFLOP per output token, share of CPU time: matrix products {prof['products']:.0%}")
