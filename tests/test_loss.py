@@ -46,3 +46,41 @@ def test_gradcheck_and_low_precision_logits():
     loss, _ = label_smoothed_nll(half, target, mask, 0.1)
     loss.backward()
     assert loss.dtype == torch.float32 and half.grad.dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_float32_kernel_matches_the_pytorch_passes_and_the_plain_expression(eps, monkeypatch):
+    from rnmt import kernels
+    from rnmt.train import loss as loss_module
+
+    if kernels.extension() is None:
+        pytest.skip("C++ kernels unavailable")
+    g = torch.Generator().manual_seed(7)
+    logits = torch.randn(4, 6, 300, generator=g) * 4
+    target = torch.randint(0, 300, (4, 6), generator=g)
+    mask = torch.rand(4, 6, generator=g) > 0.2
+    results = []
+    for use_kernel in (True, False):
+        if not use_kernel:
+            monkeypatch.setattr(loss_module, "_kernel", lambda x: None)
+        x = logits.clone().requires_grad_()
+        loss, nll = label_smoothed_nll(x, target, mask, eps)
+        (2 * loss + 0.5 * nll).backward()
+        results.append((loss, nll, x.grad))
+    ref = logits.double().requires_grad_()
+    ref_loss, ref_nll = reference(ref, target, mask, eps)
+    (2 * ref_loss + 0.5 * ref_nll).backward()
+    for loss, nll, grad in results:
+        torch.testing.assert_close(loss.double(), ref_loss, rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(nll.double(), ref_nll, rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(grad.double(), ref.grad, rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(results[0][2], results[1][2], rtol=1e-5, atol=1e-7)
+
+
+def test_float32_kernel_rejects_a_target_outside_the_vocabulary():
+    from rnmt import kernels
+
+    if kernels.extension() is None:
+        pytest.skip("C++ kernels unavailable")
+    with pytest.raises(RuntimeError, match="out of range"):
+        label_smoothed_nll(torch.randn(2, 5), torch.tensor([1, 5]), torch.ones(2, dtype=torch.bool), 0.1)

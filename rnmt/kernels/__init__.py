@@ -24,7 +24,7 @@ from typing import Optional
 
 _lock = threading.Lock()
 _state: dict = {}  # "module": the loaded extension or None once a build has failed
-SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp")  # built into one module
+SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp")  # built into one module
 
 
 def enabled() -> bool:

@@ -24,6 +24,10 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
                                              const torch::Tensor& state, const torch::Tensor& saved,
                                              const torch::Tensor& rstd, const torch::Tensor& gain, int64_t gates,
                                              bool linear, double keep, int64_t seed, int64_t group_rows);
+std::vector<torch::Tensor> smoothed_nll_forward(const torch::Tensor& scores, const torch::Tensor& target);
+torch::Tensor smoothed_nll_backward(const torch::Tensor& scores, const torch::Tensor& lse, const torch::Tensor& target,
+                                    const torch::Tensor& p_coef, const torch::Tensor& off_coef,
+                                    const torch::Tensor& gold_coef);
 
 // How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
 int64_t parallel_threads() {
@@ -49,4 +53,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("state"), py::arg("saved"), py::arg("mask") = py::none());
   m.def("ln_gates_forward", &ln_gates_forward, "the layer-normalised gated units' element-wise step");
   m.def("ln_gates_backward", &ln_gates_backward, "gradients of ln_gates_forward");
+  m.def("smoothed_nll_forward", &smoothed_nll_forward, "log-sum-exp, row sum and gold score of each row");
+  m.def("smoothed_nll_backward", &smoothed_nll_backward, "the label-smoothed loss's gradient in one pass");
 }

@@ -12,6 +12,8 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
+from rnmt import kernels
+
 
 def label_smoothed_nll(logits: Tensor, target: Tensor, mask: Tensor, eps: float) -> Tuple[Tensor, Tensor]:
     """Sums over the real target tokens.
@@ -46,12 +48,20 @@ class _SmoothedNLL(torch.autograd.Function):
         x = logits.reshape(-1, V)
         t = target.reshape(-1, 1)
         w = weight.reshape(-1)
-        lse = torch.logsumexp(x, -1)
-        nll = lse - x.gather(1, t).squeeze(1)
+        ext = _kernel(x)
+        if ext is not None:  # one C++ pass pair over the rows (rnmt/kernels/smoothed_nll.cpp)
+            lse, row_sums, gold_scores = ext.smoothed_nll_forward(x, t.reshape(-1))
+        else:
+            lse, row_sums, gold_scores = torch.logsumexp(x, -1), None, x.gather(1, t).squeeze(1)
+        nll = lse - gold_scores
         off = eps / (V - 1) if eps > 0 else 0.0
-        loss = nll if eps <= 0 else (1.0 - eps - off) * nll + off * (V * lse - x.sum(-1))
+        if eps > 0:
+            row_sums = x.sum(-1) if row_sums is None else row_sums
+            loss = (1.0 - eps - off) * nll + off * (V * lse - row_sums)
+        else:
+            loss = nll
         ctx.save_for_backward(x, lse, t, w)
-        ctx.eps, ctx.off, ctx.shape = eps, off, logits.shape
+        ctx.eps, ctx.off, ctx.shape, ctx.kernel = eps, off, logits.shape, ext is not None
         return (loss * w).sum(), (nll * w).sum()
 
     @staticmethod
@@ -61,9 +71,21 @@ class _SmoothedNLL(torch.autograd.Function):
         gold = 1.0 - ctx.eps - ctx.off
         p_coef = w * (grad_loss * (gold + ctx.off * V) + grad_nll)
         gold_coef = w * (grad_loss * gold + grad_nll)
+        off_coef = w * grad_loss * ctx.off
+        if ctx.kernel:
+            grad = kernels.extension().smoothed_nll_backward(x, lse, t.reshape(-1), p_coef.contiguous(),
+                                                            off_coef.contiguous(), gold_coef.contiguous())
+            return grad.view(ctx.shape), None, None, None
         grad = torch.sub(x, lse.unsqueeze(1)).exp_()  # softmax
         grad.mul_(p_coef.unsqueeze(1))
         if ctx.off:
-            grad.sub_((w * grad_loss * ctx.off).unsqueeze(1))
+            grad.sub_(off_coef.unsqueeze(1))
         grad.scatter_add_(1, t, -gold_coef.unsqueeze(1))
         return grad.view(ctx.shape), None, None, None
+
+
+def _kernel(x: Tensor):
+    """The C++ extension when it applies to these scores (dense float32 on the CPU), else None."""
+    if x.dtype != torch.float32 or x.device.type != "cpu" or not x.is_contiguous():
+        return None
+    return kernels.extension()
