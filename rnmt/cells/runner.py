@@ -50,19 +50,9 @@ def run_cell(
     # One [B, P] tensor per step. unbind's backward stacks the step gradients once, where
     # indexing px[:, t] would allocate and fill a full-size zero gradient at every step.
     px = projected.transpose(0, 1).contiguous().unbind(0)
-    if mask is None:
-        full_steps: List[bool] = [True] * length
-        step_mask = None
-    else:
-        if mask.shape != (batch, length):
-            raise ValueError(f"mask shape {tuple(mask.shape)} does not match input {(batch, length)}")
-        mask = mask.to(torch.bool)
-        full_steps = mask.all(dim=0).tolist()  # one host sync for the whole sequence
-        step_mask = mask.transpose(0, 1).unsqueeze(-1)  # [T, B, 1]
+    full_steps, step_mask = _step_masks(mask, batch, length)
 
     state, outputs, gate_steps = _walk(cell, px, state, full_steps, step_mask, reverse, return_gates)
-
-
     if length == 0:
         out = x.new_zeros(batch, 0, cell.hidden_size)
     else:
@@ -75,6 +65,21 @@ def run_cell(
             for k in names
         }
     return out, state, gates_out
+
+
+def _step_masks(mask: Optional[Tensor], batch: int, length: int,
+                lockstep: bool = False) -> Tuple[List[bool], Optional[Tensor]]:
+    """Per walk step, whether no row is padding there, and the time-major mask [T, B, 1]
+    ([T, 2, B, 1] in lockstep: position t for the forward unit, T-1-t for the backward one);
+    all steps full and no mask when ``mask`` is None."""
+    if mask is None:
+        return [True] * length, None
+    if mask.shape != (batch, length):
+        raise ValueError(f"mask shape {tuple(mask.shape)} does not match input {(batch, length)}")
+    steps = mask.to(torch.bool).transpose(0, 1)  # [T, B]
+    if lockstep:
+        steps = torch.stack([steps, steps.flip(0)], 1)  # [T, 2, B]
+    return steps.flatten(1).all(1).tolist(), steps.unsqueeze(-1)  # one host sync for the whole sequence
 
 
 def _walk(
@@ -148,15 +153,7 @@ def _run_lockstep(fwd: Cell, bwd: Cell, step, x: Tensor, mask: Optional[Tensor])
     proj_b = bwd.project_inputs(x).transpose(0, 1).flip(0)  # in the backward unit's walking order
     px = torch.stack([proj_f, proj_b], 1).unbind(0)  # T x [2, B, P], one copy
     state = x.new_zeros(2, batch, fwd.state_size)
-    if mask is None:
-        full_steps: List[bool] = [True] * length
-        pair_mask = None
-    else:
-        if mask.shape != (batch, length):
-            raise ValueError(f"mask shape {tuple(mask.shape)} does not match input {(batch, length)}")
-        steps = mask.to(torch.bool).transpose(0, 1)  # [T, B]
-        pair_mask = torch.stack([steps, steps.flip(0)], 1).unsqueeze(-1)  # [T, 2, B, 1]
-        full_steps = pair_mask.flatten(1).all(1).tolist()  # one host sync for the whole sequence
+    full_steps, pair_mask = _step_masks(mask, batch, length, lockstep=True)
     outputs: List[Tensor] = []
     for t in range(length):
         new = step(px[t], state)

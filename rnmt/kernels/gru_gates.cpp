@@ -85,31 +85,17 @@ std::vector<torch::Tensor> gru_gates_forward(const torch::Tensor& px, const torc
       const float* __restrict__ h = hp + n * hs;
       float* __restrict__ o = op + n * d;
       float* __restrict__ g = gp + n * 4 * d;
-      if (mp != nullptr) {
-        const float* __restrict__ m = mp + n * d;
+      const float* __restrict__ m = mp != nullptr ? mp + n * d : nullptr;
 #pragma omp simd
-        for (int64_t j = 0; j < d; ++j) {
-          const float r = sigmoid_rational(p[j] + u[j]);
-          const float z = sigmoid_rational(p[d + j] + u[d + j]);
-          const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
-          g[j] = r;
-          g[d + j] = z;
-          g[2 * d + j] = c;
-          g[3 * d + j] = u[2 * d + j];
-          o[j] = h[j] + z * (c * m[j] - h[j]);
-        }
-      } else {
-#pragma omp simd
-        for (int64_t j = 0; j < d; ++j) {
-          const float r = sigmoid_rational(p[j] + u[j]);
-          const float z = sigmoid_rational(p[d + j] + u[d + j]);
-          const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
-          g[j] = r;
-          g[d + j] = z;
-          g[2 * d + j] = c;
-          g[3 * d + j] = u[2 * d + j];
-          o[j] = h[j] + z * (c - h[j]);
-        }
+      for (int64_t j = 0; j < d; ++j) {
+        const float r = sigmoid_rational(p[j] + u[j]);
+        const float z = sigmoid_rational(p[d + j] + u[d + j]);
+        const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
+        g[j] = r;
+        g[d + j] = z;
+        g[2 * d + j] = c;
+        g[3 * d + j] = u[2 * d + j];
+        o[j] = h[j] + z * ((m != nullptr ? m[j] : 1.f) * c - h[j]);
       }
     }
   });
