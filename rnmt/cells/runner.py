@@ -131,7 +131,7 @@ class Bidirectional(nn.Module):
     ) -> Tuple[Tensor, Tensor, Tensor, OptionalGates]:
         """Returns (outputs [B, T, H_fwd + H_bwd], forward last state, backward last state
         (its state at position 0), gates keyed ``fwd.<name>`` / ``bwd.<name>`` or None)."""
-        if not return_gates and x.dim() == 3 and x.size(1) > 0:
+        if not return_gates and x.dim() == 3 and x.size(0) > 0 and x.size(1) > 0:
             step = self.fwd.lockstep(self.bwd, x)
             if step is not None:
                 return (*_run_lockstep(self.fwd, self.bwd, step, x, mask), None)
