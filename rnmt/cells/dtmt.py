@@ -44,9 +44,7 @@ class LGRU(_ThreeGateLinearCell):
     recurrent_names = ("W_hr", "W_hz", "W_hl", "W_hh")
 
     def lockstep(self, other: Cell, like: Tensor):
-        if ln_gates.pairs_with(self, other) and ln_gates.applies(self, None, like):
-            return ln_gates.pair_step(self, other, linear=True)
-        return None
+        return ln_gates.lockstep(self, other, like, linear=True)
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         if not return_gates and ln_gates.applies(self, px, state):  # one C++ sweep (rnmt/cells/ln_gates.py)
@@ -97,10 +95,7 @@ class TGRU(Cell):
         return new
 
     def lockstep(self, other: Cell, like: Tensor):
-        if ln_gates.pairs_with(self, other) and ln_gates.applies(self, None, like):
-            pair = ln_gates.pair_step(self, other)
-            return lambda px, state: pair(None, state)  # reads no input
-        return None
+        return ln_gates.lockstep(self, other, like, reads_input=False)
 
     def matrices(self) -> Dict[str, Tensor]:
         return split_columns(self.weight_h, ("W_hr", "W_hz", "W_hh"), self.hidden_size)

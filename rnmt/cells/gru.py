@@ -99,20 +99,16 @@ class GRU(Cell):
             mask = torch.empty_like(state).bernoulli_(keep).div_(keep)
         if torch.is_grad_enabled() and (px.requires_grad or rec.requires_grad or state.requires_grad):
             return _FusedGates.apply(px, rec, state, mask)
-        if mask is None:
-            return kernels.extension().gru_gates_inference(px, rec, state)
-        return kernels.extension().gru_gates_forward(px, rec, state, mask)[0]
+        return kernels.extension().gru_gates_inference(px, rec, state, mask)
 
     def lockstep(self, other: Cell, like: Tensor) -> Optional[Callable[[Tensor, Tensor], Tensor]]:
         """Two GRUs of the same size (the directions of a bidirectional encoder) stepping
         together: their U matrices stacked once per call into one [2, d, 3d] batched product
         per step, and eq. 6-9's element-wise part for both in one fused sweep. Two threads run
         the batched product of two [B x d] x [d x 3d] products faster than the two products
-        one after the other (docs/performance.md). With layer norm: `ln_gates.pair_step`."""
+        one after the other (docs/performance.md). With layer norm: `ln_gates.lockstep`."""
         if self.gate_norm is not None:
-            if ln_gates.pairs_with(self, other) and ln_gates.applies(self, None, like):
-                return ln_gates.pair_step(self, other)
-            return None
+            return ln_gates.lockstep(self, other, like)
         if not (type(other) is GRU and other.hidden_size == self.hidden_size and other.dropout == self.dropout
                 and other.training == self.training and self._kernel_applies(like) and other._kernel_applies(like)):
             return None

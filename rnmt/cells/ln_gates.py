@@ -39,7 +39,7 @@ def ln_gates(cell, px: Optional[Tensor], rec: Tensor, state: Tensor, linear: boo
     """h' of ``cell`` (GRU / T-GRU / L-GRU with layer norm) from its projected input ``px``
     (None for the T-GRU), its recurrent product without bias ``rec`` and the state.
     ``params``: (gain, offset, b_h) stacked [G, .] for G units of the cell's kind stepping
-    together on G equal blocks of rows (`pair_step`); the cell's own otherwise."""
+    together on G equal blocks of rows (`lockstep`); the cell's own otherwise."""
     keep = 1.0 - cell.dropout if cell.training else 1.0
     seed = int(torch.randint(_SEED_RANGE, (1,))) if keep < 1.0 else 0
     norm = cell.gate_norm
@@ -52,10 +52,18 @@ def ln_gates(cell, px: Optional[Tensor], rec: Tensor, state: Tensor, linear: boo
     return kernels.extension().ln_gates_forward(*args)[0]
 
 
-def pair_step(first, second, linear: bool = False) -> Callable[[Optional[Tensor], Tensor], Tensor]:
-    """A step of two layer-normalised units of the same kind and size on stacked inputs
-    (px [2, B, P] or None, state [2, B, d]): their recurrent matrices and LN parameters
-    stacked once, one batched product and one sweep per step (`Cell.lockstep`)."""
+def lockstep(first, second, like: Tensor, linear: bool = False,
+             reads_input: bool = True) -> Optional[Callable[[Optional[Tensor], Tensor], Tensor]]:
+    """`Cell.lockstep` of the layer-normalised units: a step of ``first`` and ``second`` (same
+    kind, sizes, dropout and mode) on stacked inputs (px [2, B, P], ignored when the units
+    read no input, state [2, B, d]), their recurrent matrices and LN parameters stacked once,
+    one batched product and one sweep per step; None where the units differ or the kernel
+    does not apply to tensors like ``like``."""
+    if not (type(first) is type(second) and first.hidden_size == second.hidden_size
+            and first.input_size == second.input_size and first.dropout == second.dropout
+            and first.training == second.training and second.gate_norm is not None
+            and applies(first, None, like)):
+        return None
     weight = torch.stack([first.weight_h, second.weight_h])
     params = tuple(torch.stack(pair) for pair in ((first.gate_norm.gain, second.gate_norm.gain),
                                                    (first.gate_norm.offset, second.gate_norm.offset),
@@ -64,19 +72,11 @@ def pair_step(first, second, linear: bool = False) -> Callable[[Optional[Tensor]
     def step(px: Optional[Tensor], state: Tensor) -> Tensor:
         rows = state.size(0) * state.size(1)
         rec = pair_product(state, weight)
-        flat_px = None if px is None else px.reshape(rows, -1)
+        flat_px = px.reshape(rows, -1) if reads_input else None
         new = ln_gates(first, flat_px, rec.reshape(rows, -1), state.reshape(rows, -1), linear, params)
         return new.view_as(state)
 
     return step
-
-
-def pairs_with(first, second) -> bool:
-    """Two units that `pair_step` can run together: same kind, sizes, dropout and mode."""
-    return (type(first) is type(second) and first.hidden_size == second.hidden_size
-            and first.input_size == second.input_size and first.dropout == second.dropout
-            and first.training == second.training and first.gate_norm is not None
-            and second.gate_norm is not None)
 
 
 class _LNGates(Function):

@@ -11,7 +11,8 @@ torch::Tensor scores_forward(const torch::Tensor& keys, const torch::Tensor& que
 std::vector<torch::Tensor> scores_backward(const torch::Tensor& grad, const torch::Tensor& keys,
                                            const torch::Tensor& query, const torch::Tensor& v, int64_t heads,
                                            const c10::optional<torch::Tensor>& into);
-torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state);
+torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
+                                  const c10::optional<torch::Tensor>& mask);
 std::vector<torch::Tensor> gru_gates_forward(const torch::Tensor& px, const torch::Tensor& rec,
                                              const torch::Tensor& state, const c10::optional<torch::Tensor>& mask);
 std::vector<torch::Tensor> gru_gates_backward(const torch::Tensor& grad, const torch::Tensor& state,
@@ -46,7 +47,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("scores_forward", &scores_forward, "additive attention scores (forward)");
   m.def("scores_backward", &scores_backward, "additive attention scores (backward)", py::arg("grad"),
         py::arg("keys"), py::arg("query"), py::arg("v"), py::arg("heads"), py::arg("into") = py::none());
-  m.def("gru_gates_inference", &gru_gates_inference, "the GRU's element-wise step, inference only");
+  m.def("gru_gates_inference", &gru_gates_inference, "the GRU's element-wise step without autograd",
+        py::arg("px"), py::arg("rec"), py::arg("state"), py::arg("mask") = py::none());
   m.def("gru_gates_forward", &gru_gates_forward, "the GRU's element-wise step, keeping its gates",
         py::arg("px"), py::arg("rec"), py::arg("state"), py::arg("mask") = py::none());
   m.def("gru_gates_backward", &gru_gates_backward, "gradients of gru_gates_forward", py::arg("grad"),

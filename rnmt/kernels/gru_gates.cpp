@@ -17,7 +17,10 @@
 using rnmt_kernels::sigmoid_rational;
 using rnmt_kernels::tanh_rational;
 
-torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state) {
+namespace {
+
+int64_t check_step(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
+                   const c10::optional<torch::Tensor>& mask) {
   TORCH_CHECK(px.dim() == 2 && rec.dim() == 2 && state.dim() == 2, "gru_gates: expected 2-d tensors");
   const int64_t N = state.size(0), d = state.size(1);
   TORCH_CHECK(px.size(0) == N && rec.size(0) == N && px.size(1) == 3 * d && rec.size(1) == 3 * d,
@@ -26,27 +29,59 @@ torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& 
               state.scalar_type() == torch::kFloat, "gru_gates: float32 only");
   // Rows may be strided (a time step of a [B, T, 3d] projection); each row must be dense.
   TORCH_CHECK(px.stride(1) == 1 && rec.stride(1) == 1 && state.stride(1) == 1, "gru_gates: rows must be dense");
-  auto out = torch::empty({N, d}, state.options());
+  if (mask.has_value()) {
+    TORCH_CHECK(mask->sizes() == state.sizes() && mask->is_contiguous() && mask->scalar_type() == torch::kFloat,
+                "gru_gates: mask must be a dense float32 [N, d]");
+  }
+  return d;
+}
+
+// The sweep itself; with Save, it also keeps [r z h~ u_h] per row in ``saved`` ([N, 4d]).
+template <bool Save>
+void sweep(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
+           const c10::optional<torch::Tensor>& mask, torch::Tensor& out, torch::Tensor* saved) {
+  const int64_t N = state.size(0), d = state.size(1);
   const float* const pp = px.data_ptr<float>();
   const float* const rp = rec.data_ptr<float>();
   const float* const hp = state.data_ptr<float>();
+  const float* const mp = mask.has_value() ? mask->data_ptr<float>() : nullptr;
   float* const op = out.data_ptr<float>();
+  float* const gp = Save ? saved->data_ptr<float>() : nullptr;
   const int64_t ps = px.stride(0), rs = rec.stride(0), hs = state.stride(0);
   at::parallel_for(0, N, 16, [=](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const float* __restrict__ p = pp + n * ps;
       const float* __restrict__ u = rp + n * rs;
       const float* __restrict__ h = hp + n * hs;
+      const float* __restrict__ m = mp != nullptr ? mp + n * d : nullptr;
       float* __restrict__ o = op + n * d;
+      float* __restrict__ g = Save ? gp + n * 4 * d : nullptr;
 #pragma omp simd
       for (int64_t j = 0; j < d; ++j) {
         const float r = sigmoid_rational(p[j] + u[j]);
         const float z = sigmoid_rational(p[d + j] + u[d + j]);
         const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
-        o[j] = h[j] + z * (c - h[j]);
+        if (Save) {
+          g[j] = r;
+          g[d + j] = z;
+          g[2 * d + j] = c;
+          g[3 * d + j] = u[2 * d + j];
+        }
+        o[j] = h[j] + z * ((m != nullptr ? m[j] : 1.f) * c - h[j]);
       }
     }
   });
+}
+
+}  // namespace
+
+// ``mask`` (optional, [N, d], already scaled by 1 / (1 - p)) is the candidate's dropout
+// (a training-mode step without autograd).
+torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
+                                  const c10::optional<torch::Tensor>& mask) {
+  const int64_t d = check_step(px, rec, state, mask);
+  auto out = torch::empty({state.size(0), d}, state.options());
+  sweep<false>(px, rec, state, mask, out, nullptr);
   return out;
 }
 
@@ -54,51 +89,12 @@ torch::Tensor gru_gates_inference(const torch::Tensor& px, const torch::Tensor& 
 // instead of the split, two sigmoids, chunk, tanh, addcmul and lerp (and the concatenations
 // their backward needs to rebuild [N, 3d] gradients). The forward keeps g = [r z h~ u_h]
 // for the backward; sigma' = s (1 - s) and tanh' = 1 - t^2 come from those saved values.
-// ``mask`` (optional, [N, d], already scaled by 1 / (1 - p)) is the candidate's dropout.
 std::vector<torch::Tensor> gru_gates_forward(const torch::Tensor& px, const torch::Tensor& rec,
                                              const torch::Tensor& state, const c10::optional<torch::Tensor>& mask) {
-  TORCH_CHECK(px.dim() == 2 && rec.dim() == 2 && state.dim() == 2, "gru_gates: expected 2-d tensors");
-  const int64_t N = state.size(0), d = state.size(1);
-  TORCH_CHECK(px.size(0) == N && rec.size(0) == N && px.size(1) == 3 * d && rec.size(1) == 3 * d,
-              "gru_gates: shapes do not match");
-  TORCH_CHECK(px.scalar_type() == torch::kFloat && rec.scalar_type() == torch::kFloat &&
-              state.scalar_type() == torch::kFloat, "gru_gates: float32 only");
-  TORCH_CHECK(px.stride(1) == 1 && rec.stride(1) == 1 && state.stride(1) == 1, "gru_gates: rows must be dense");
-  const bool has_mask = mask.has_value();
-  if (has_mask) {
-    TORCH_CHECK(mask->sizes() == state.sizes() && mask->is_contiguous() && mask->scalar_type() == torch::kFloat,
-                "gru_gates: mask must be a dense float32 [N, d]");
-  }
-  auto out = torch::empty({N, d}, state.options());
-  auto saved = torch::empty({N, 4 * d}, state.options());
-  const float* const pp = px.data_ptr<float>();
-  const float* const rp = rec.data_ptr<float>();
-  const float* const hp = state.data_ptr<float>();
-  const float* const mp = has_mask ? mask->data_ptr<float>() : nullptr;
-  float* const op = out.data_ptr<float>();
-  float* const gp = saved.data_ptr<float>();
-  const int64_t ps = px.stride(0), rs = rec.stride(0), hs = state.stride(0);
-  at::parallel_for(0, N, 16, [=](int64_t begin, int64_t end) {
-    for (int64_t n = begin; n < end; ++n) {
-      const float* __restrict__ p = pp + n * ps;
-      const float* __restrict__ u = rp + n * rs;
-      const float* __restrict__ h = hp + n * hs;
-      float* __restrict__ o = op + n * d;
-      float* __restrict__ g = gp + n * 4 * d;
-      const float* __restrict__ m = mp != nullptr ? mp + n * d : nullptr;
-#pragma omp simd
-      for (int64_t j = 0; j < d; ++j) {
-        const float r = sigmoid_rational(p[j] + u[j]);
-        const float z = sigmoid_rational(p[d + j] + u[d + j]);
-        const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
-        g[j] = r;
-        g[d + j] = z;
-        g[2 * d + j] = c;
-        g[3 * d + j] = u[2 * d + j];
-        o[j] = h[j] + z * ((m != nullptr ? m[j] : 1.f) * c - h[j]);
-      }
-    }
-  });
+  const int64_t d = check_step(px, rec, state, mask);
+  auto out = torch::empty({state.size(0), d}, state.options());
+  auto saved = torch::empty({state.size(0), 4 * d}, state.options());
+  sweep<true>(px, rec, state, mask, out, &saved);
   return {out, saved};
 }
 
