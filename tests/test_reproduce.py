@@ -37,8 +37,8 @@ def _tiny_corpus(root: Path, name: str = "tiny-es-en", test: bool = True) -> Pat
 
 
 def _settings(**changes) -> Settings:
-    values = dict(budget=0.003, emb_size=8, hidden_size=16, vocab_size=120, dev_sentences=4,
-                  validate_every=2, log_every=1, threads=1, device="cpu", bootstrap=20)
+    values = dict(updates=3, emb_size=8, hidden_size=16, vocab_size=120, dev_sentences=4,
+                  validate_every=2, log_every=1, seeds=[1, 2], threads=1, device="cpu", bootstrap=20)
     values.update(changes)
     return Settings(**values)
 
@@ -61,21 +61,30 @@ def tiny_reproduction(tmp_path_factory):
 def test_tiny_reproduction_writes_records_translations_and_readme(tiny_reproduction):
     out = tiny_reproduction["out"] / "atr"
     assert tiny_reproduction["summary"]["finished"] == ["rnnsearch-gru", "rnnsearch-atr"]  # baseline added
+    # Both are `seeded` in configs/reproduce/atr.yaml: one record and translation per seed.
     for name in ("rnnsearch-gru", "rnnsearch-atr"):
-        record = json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
-        for key in ("params", "test_bleu", "test_chrf", "train_tokens_per_s", "decode_words_per_s",
-                    "greedy_decode_words_per_s", "steps", "train_minutes", "best_dev_bleu", "machine"):
-            assert record[key] is not None, key
-        assert record["budget_minutes"] == 0.003 and record["seed"] == 1
-        assert record["beam"] == 10 and record["normalize"] == "length"  # the ATR paper's search
-        hyps = (out / "hyp" / f"{name}.en").read_text(encoding="utf-8").splitlines()
-        assert len(hyps) == 10
-    atr = json.loads((out / "rnnsearch-atr.json").read_text(encoding="utf-8"))
-    gru = json.loads((out / "rnnsearch-gru.json").read_text(encoding="utf-8"))
+        for seed in (1, 2):
+            record = json.loads((out / f"{name}.seed{seed}.json").read_text(encoding="utf-8"))
+            for key in ("params", "test_bleu", "test_chrf", "train_tokens_per_s", "decode_words_per_s",
+                        "greedy_decode_words_per_s", "steps", "train_minutes", "seconds_per_update",
+                        "best_dev_bleu", "dev_ppl", "length_ratio", "machine", "commit", "command"):
+                assert record[key] is not None, key
+            assert record["steps"] == 3 and record["seed"] == seed  # equal updates, not minutes
+            assert record["command"].startswith("rnmt reproduce atr --updates 3")
+            assert record["recipe"]["train.init_scale"] == 0.15  # the family recipe was applied
+            assert record["beam"] == 10 and record["normalize"] == "length"  # the ATR paper's search
+            hyps = (out / "hyp" / f"{name}.seed{seed}.en").read_text(encoding="utf-8").splitlines()
+            assert len(hyps) == 10
+    config = (out / "runs" / "rnnsearch-atr.seed2" / "config.yaml").read_text(encoding="utf-8")
+    assert "seed: 2" in config and "init_scale: 0.15" in config
+    atr = json.loads((out / "rnnsearch-atr.seed1.json").read_text(encoding="utf-8"))
+    gru = json.loads((out / "rnnsearch-gru.seed1.json").read_text(encoding="utf-8"))
     assert atr["params"] < gru["params"]
     assert (out / "gates.png").is_file()
     gates = json.loads((out / "gates.json").read_text(encoding="utf-8"))
     assert {"encoder.fwd", "encoder.bwd", "decoder.unit1", "decoder.unit2"} <= set(gates["units"])
+    assert set(gates["untrained"]) == set(gates["units"])  # the same figure for the model as initialised
+    assert gates["run"] == "rnnsearch-atr.seed1"
     assert (tiny_reproduction["out"] / ".gitignore").read_text(encoding="utf-8").split()[-1] == "*/runs/"
 
 
@@ -85,10 +94,17 @@ def test_readme_table_has_the_expected_columns(tiny_reproduction):
     columns = [c.strip() for c in header.strip("|").split("|")]
     for column in ("system", "params", "BLEU", "chrF", "p vs RNNSearch+GRU", "train tok/s", "decode words/s"):
         assert column in columns
+    for column in ("updates", "s/update", "len ratio", "dev ppl"):
+        assert column in columns
     assert "| RNNSearch+ATR | 67.8M |" in readme
     assert "| RNNSearch+LSTM | 93.3M | - | 22.39 | not run |" in readme
-    assert "**Budget**: 0.003 minutes" in readme and "**Machine**:" in readme and "**Seeds**" in readme
+    assert "3 updates for every system" in readme and "**Machine**:" in readme and "**Seeds**" in readme
+    assert "**Code**: commit" in readme and "**Family recipe**" in readme
     assert "ATR translates about as well as GRU" in readme and "Pearson's r" in readme
+    assert "Pearson r (untrained)" in readme
+    # Tiny models are far below the sanity threshold: no claim may be read from them.
+    claims = [line for line in readme.splitlines() if "ATR translates about as well as GRU" in line]
+    assert "undecided: fails the sanity check" in claims[0] and "seeds" in readme
     assert not re.search(r"(^|[\s`(])/\w", readme)  # no absolute paths: relative to the repository
 
 
@@ -97,7 +113,7 @@ def test_a_second_call_skips_finished_systems(tiny_reproduction):
     before = {p.name: p.stat().st_mtime_ns for p in (out / "atr").glob("*.json") if p.name != "results.json"}
     log = Log()
     reproduce_paper("atr", _settings(), out, str(tiny_reproduction["corpus"]), systems=["rnnsearch-atr"], log=log)
-    assert sum("finished earlier, skipped" in m for m in log) == 2
+    assert any("4 runs of 2 systems, 0 to do" in m for m in log)
     assert not any("training for" in m or ": decoding" in m for m in log)
     after = {p.name: p.stat().st_mtime_ns for p in (out / "atr").glob("*.json") if p.name != "results.json"}
     assert {k: v for k, v in after.items() if k != "settings.json"} == \
@@ -106,40 +122,41 @@ def test_a_second_call_skips_finished_systems(tiny_reproduction):
 
 def test_a_trained_system_is_decoded_without_training_and_a_stopped_one_resumes(tiny_reproduction):
     out = tiny_reproduction["out"] / "atr"
-    run = out / "runs" / "rnnsearch-atr"
-    (out / "rnnsearch-atr.json").unlink()
+    run = out / "runs" / "rnnsearch-atr.seed2"
+    (out / "rnnsearch-atr.seed2.json").unlink()
     log = Log()
     reproduce_paper("atr", _settings(), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
                     systems=["rnnsearch-atr"], log=log)
     assert any("already trained, decoding only" in m for m in log)
-    assert (out / "rnnsearch-atr.json").is_file()
+    assert (out / "rnnsearch-atr.seed2.json").is_file()
 
     steps = json.loads((run / "trained.json").read_text(encoding="utf-8"))["steps"]
-    (out / "rnnsearch-atr.json").unlink()
+    (out / "rnnsearch-atr.seed2.json").unlink()
     (run / "trained.json").unlink()  # as if the process had been killed during training
     log = Log()
     reproduce_paper("atr", _settings(), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
                     systems=["rnnsearch-atr"], log=log)
     assert any("resuming the stopped training run" in m for m in log)
-    record = json.loads((out / "rnnsearch-atr.json").read_text(encoding="utf-8"))
-    assert record["steps"] >= steps
+    record = json.loads((out / "rnnsearch-atr.seed2.json").read_text(encoding="utf-8"))
+    assert record["steps"] == steps
 
 
 def test_changed_settings_are_refused(tiny_reproduction):
-    with pytest.raises(UserError, match="budget"):
-        reproduce_paper("atr", _settings(budget=0.5), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
+    with pytest.raises(UserError, match="updates"):
+        reproduce_paper("atr", _settings(updates=5), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
                         systems=["rnnsearch-atr"], log=Log())
 
 
 def test_command_line_runs_a_paper(tmp_path, capsys):
     corpus = _tiny_corpus(tmp_path)
-    code = main(["reproduce", "cseq2seq", "--systems", "seq2seq", "--budget", "0.002", "--dims", "8,16",
+    code = main(["reproduce", "cseq2seq", "--systems", "seq2seq", "--updates", "2", "--seeds", "3", "--dims", "8,16",
                  "--vocab-size", "120", "--data", str(corpus), "--out", str(tmp_path / "results"),
                  "--dev-sentences", "4", "--validate-every", "2", "--threads", "1", "--device", "cpu",
                  "--bootstrap", "20", "--set", "search.beam=2"])
     assert code == 0
     out = tmp_path / "results" / "cseq2seq"
-    assert {json.loads((out / f"{n}.json").read_text())["beam"] for n in ("seq2seq", "rnnsearch")} == {2}
+    records = [json.loads((out / f"{n}.json").read_text()) for n in ("seq2seq", "rnnsearch")]
+    assert {r["beam"] for r in records} == {2} and {r["seed"] for r in records} == {3}
     assert (out / "by_length.png").is_file()
     readme = (out / "README.md").read_text(encoding="utf-8")
     assert "BLEU by source length (Cseq2seq Fig. 2)" in readme and "--set search.beam=2" in readme
@@ -191,26 +208,100 @@ def test_training_speed_counts_every_step_once_after_a_resume(tmp_path):
     assert training_speed(log)["train_tokens_per_s"] == pytest.approx(200.0)
 
 
-def test_claims_are_judged_with_scores_parameters_and_p_values():
-    refs = [f"sentence number {i} is here" for i in range(30)]
-    good = list(refs)
-    bad = [r.split()[0] for r in refs]
-    hyps = {"a": good, "b": bad}
-    records = {"a": {"test_bleu": 90.0, "params": 10, "speed": 5.0},
-               "b": {"test_bleu": 10.0, "params": 20, "speed": 10.0}}
-    better = judge_claim(Claim("better", "a", "b", "a > b"), records, hyps, refs, 50)
-    assert better["held"] and better["status"] == "held" and better["p_value"] < 0.05
-    reverse = judge_claim(Claim("better", "b", "a", "b > a"), records, hyps, refs, 50)
-    assert not reverse["held"] and reverse["status"] == "reversed"
-    about = judge_claim(Claim("about", "b", "a", "b about a"), records, hyps, refs, 50)
-    assert not about["held"]  # fewer parameters is not enough when significantly worse
-    faster = judge_claim(Claim("faster", "a", "b", "a faster", metric="speed"), records, hyps, refs, 50)
-    assert not faster["held"] and "0.50x" in faster["status"]
-    missing = judge_claim(Claim("better", "a", "c", "a > c"), records, hyps, refs, 50)
+def _runs(**systems):
+    """{name: [record per seed]} from {name: [(seed, bleu, params, extra...)]}."""
+    return {name: [{"seed": seed, "test_bleu": bleu, "params": params, "length_ratio": 1.0, **extra}
+                   for seed, bleu, params, extra in rows] for name, rows in systems.items()}
+
+
+REFS = [f"sentence number {i} is here and there" for i in range(40)]
+GOOD = list(REFS)
+WORSE = [" ".join(r.split()[:5]) + " there" for r in REFS]  # shorter, fewer matching n-grams
+
+
+def test_claims_hold_or_reverse_only_when_every_seed_agrees():
+    hyps = {"a": [GOOD, GOOD], "b": [WORSE, WORSE]}
+    records = _runs(a=[(1, 90.0, 10, {"speed": 5.0}), (2, 90.0, 10, {"speed": 6.0})],
+                    b=[(1, 40.0, 20, {"speed": 10.0}), (2, 40.0, 20, {"speed": 9.0})])
+    better = judge_claim(Claim("better", "a", "b", "a > b"), records, hyps, REFS, 50)
+    assert better["held"] and better["status"] == "held" and better["seeds"] == [1, 2]
+    assert all(p < 0.05 for p in better["p_values"])
+    assert better["runs"][0]["a"]["steps"] is None and "seconds_per_update" in better["runs"][0]["b"]
+    reverse = judge_claim(Claim("better", "b", "a", "b > a"), records, hyps, REFS, 50)
+    assert reverse["held"] is False and reverse["status"] == "reversed"
+    about = judge_claim(Claim("about", "b", "a", "b about a"), records, hyps, REFS, 50)
+    assert about["held"] is False and about["status"] == "reversed: not fewer parameters"
+    smaller_b = {"a": records["a"], "b": [dict(r, params=5) for r in records["b"]]}
+    about = judge_claim(Claim("about", "b", "a", "b about a"), smaller_b, hyps, REFS, 50)
+    assert about["held"] is False and about["status"] == "reversed: significantly worse in every seed"
+    about = judge_claim(Claim("about", "a", "b", "a about b"), {"a": [dict(r, params=5) for r in records["a"]],
+                                                                "b": records["b"]}, hyps, REFS, 50)
+    assert about["held"] and about["status"] == "held (significantly better in every seed)"
+    faster = judge_claim(Claim("faster", "a", "b", "a faster", metric="speed"), records, hyps, REFS, 50)
+    assert faster["held"] is False and faster["status"].startswith("reversed")
+    missing = judge_claim(Claim("better", "a", "c", "a > c"), records, hyps, REFS, 50)
     assert missing["status"] == "not run"
-    untrained = {"a": {"test_bleu": 0.04, "params": 10}, "b": {"test_bleu": 0.01, "params": 20}}
-    undecided = judge_claim(Claim("better", "a", "b", "a > b"), untrained, hyps, refs, 50)
-    assert undecided["held"] is None and undecided["status"].startswith("undecided")
+
+
+def test_a_seed_that_disagrees_leaves_the_claim_undecided():
+    hyps = {"a": [GOOD, GOOD], "b": [WORSE, GOOD]}  # seed 2 of b is as good as a
+    records = _runs(a=[(1, 90.0, 10, {}), (2, 90.0, 10, {})], b=[(1, 40.0, 20, {}), (2, 90.0, 20, {})])
+    verdict = judge_claim(Claim("better", "a", "b", "a > b"), records, hyps, REFS, 50)
+    assert verdict["held"] is None and verdict["status"].startswith("undecided: not significant in every seed")
+    # Only seeds both systems ran are compared: b with seed 1 only decides on seed 1 alone.
+    one_seed = {"a": records["a"], "b": records["b"][:1]}
+    verdict = judge_claim(Claim("better", "a", "b", "a > b"), one_seed, {"a": hyps["a"], "b": hyps["b"][:1]},
+                          REFS, 50)
+    assert verdict["status"] == "held" and verdict["seeds"] == [1]
+
+
+def test_a_one_sided_near_zero_pair_is_undecided_not_held():
+    """ATR 1.78 vs RAN 0.01 used to read "held": a system that does not translate decides nothing."""
+    commas = ["," for _ in REFS]
+    hyps = {"atr": [GOOD], "ran": [commas]}
+    records = _runs(atr=[(1, 90.0, 10, {})], ran=[(1, 0.01, 20, {"length_ratio": 0.03})])
+    verdict = judge_claim(Claim("better", "atr", "ran", "ATR > RAN"), records, hyps, REFS, 50)
+    assert verdict["held"] is None
+    assert verdict["status"].startswith("undecided: fails the sanity check") and "ran seed 1: BLEU 0.01" in \
+        verdict["status"]
+    low = _runs(a=[(1, 1.78, 10, {})], b=[(1, 0.01, 20, {})])
+    assert judge_claim(Claim("better", "a", "b", "a > b"), low, {"a": [GOOD], "b": [commas]}, REFS, 50)["held"] is None
+
+
+def test_degenerate_output_fails_the_sanity_check_even_with_bleu():
+    from rnmt.reproduce.report import length_ratio, sanity_problem
+
+    rambling = [r + " " + " ".join(["the"] * 30) for r in REFS]  # every n-gram of the reference, then noise
+    ratio = length_ratio(rambling, REFS)
+    assert ratio > 2.0
+    problem = sanity_problem({"test_bleu": 25.0, "length_ratio": ratio}, rambling, REFS)
+    assert problem and "length" in problem
+    assert sanity_problem({"test_bleu": 25.0, "length_ratio": None}, GOOD, REFS) is None  # computed when missing
+    hyps = {"a": [GOOD], "b": [rambling]}
+    records = _runs(a=[(1, 90.0, 10, {})], b=[(1, 25.0, 20, {"length_ratio": ratio})])
+    verdict = judge_claim(Claim("better", "a", "b", "a > b"), records, hyps, REFS, 50)
+    assert verdict["held"] is None and "length" in verdict["status"]
+
+
+def test_side_by_side_jobs_give_the_records_of_one_process(tmp_path):
+    """--jobs 2: each run in its own process, same records (and losses) as one after the other."""
+    corpus = _tiny_corpus(tmp_path)
+    one = reproduce_paper("cseq2seq", _settings(seeds=[1]), tmp_path / "one", str(corpus),
+                          systems=["seq2seq"], log=Log())
+    log = Log()
+    two = reproduce_paper("cseq2seq", _settings(seeds=[1], jobs=2), tmp_path / "two", str(corpus),
+                          systems=["seq2seq"], log=log)
+    assert sum("started in its own process" in m for m in log) == 2
+    assert (tmp_path / "two" / "cseq2seq" / "runs" / "seq2seq.log").is_file()
+    for name in ("seq2seq", "rnnsearch"):
+        a, b = one["systems"][name][0], two["systems"][name][0]
+        assert (a["test_bleu"], a["steps"]) == (b["test_bleu"], b["steps"])
+        one_losses, two_losses = ([json.loads(line).get("loss") for line in
+                                   (tmp_path / d / "cseq2seq" / "runs" / name / "log.jsonl").read_text().splitlines()]
+                                  for d in ("one", "two"))
+        assert one_losses == two_losses and any(loss is not None for loss in one_losses)
+    record = json.loads((tmp_path / "two" / "cseq2seq" / "rnnsearch.json").read_text())
+    assert record["machine"]["jobs"] == 2
 
 
 def test_recorded_atr_gates_match_the_models_own_trace():

@@ -1,7 +1,7 @@
-"""rnmt reproduce PAPER --budget MINUTES [--data DIR] [--dims E,H] [--systems a,b] [--set ...]
+"""rnmt reproduce PAPER [--updates N] [--seeds 1,2] [--jobs N] [--data DIR] [--dims E,H] [--systems a,b] [--set ...]
 
-Trains every system of a paper's main tables at a reduced size under one training-time
-budget each, decodes the test set with the paper's beam settings and writes
+Trains every system of a paper's main tables at a reduced size for the same number of
+updates, under the paper's family recipe, decodes the test set with the paper's beam settings and writes
 ``results/<paper>/README.md``. Finished systems are skipped and stopped ones resumed, so
 the command can be run again until everything is done. See docs/reproduce.md.
 """
@@ -20,22 +20,27 @@ PAPER_CHOICES = ("atr", "cseq2seq", "dtmt", "all")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paper", choices=PAPER_CHOICES,
                    help="whose tables to reproduce; 'all' runs atr, cseq2seq, dtmt in that order")
-    p.add_argument("--budget", type=float, default=10.0, metavar="MINUTES",
-                   help="training-step minutes per system, validation not counted (default 10)")
+    p.add_argument("--updates", type=int, default=3000, metavar="N",
+                   help="training updates of every system (default 3000): the papers compare at equal updates")
+    p.add_argument("--seeds", default="1,2", metavar="S,S,...",
+                   help="training seeds: all of them for the systems the paper's claims rest on, the first for "
+                        "the others (default 1,2)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="runs trained side by side, each in its own process (default 1); with 2 cores, "
+                        "--jobs 2 --threads 1 uses the machine best")
     p.add_argument("--data", metavar="DIR",
                    help="directory with train/dev/test.{SRC,TGT} (default ../shared/data/bible-es-en next to "
                         "the repository, else the bundled data/sample)")
     p.add_argument("--src", help="source language suffix (default: from the directory name, e.g. es)")
     p.add_argument("--tgt", help="target language suffix (default: from the directory name, e.g. en)")
-    p.add_argument("--dims", default="256,512", metavar="E,H", help="embedding and hidden size (default 256,512)")
+    p.add_argument("--dims", default="256,256", metavar="E,H", help="embedding and hidden size (default 256,256)")
     p.add_argument("--vocab-size", type=int, default=8000, help="joint BPE vocabulary size (default 8000)")
     p.add_argument("--systems", metavar="A,B,...",
                    help="only these systems (the baseline is always added; optional systems may be named)")
     p.add_argument("--out", default="results", metavar="DIR", help="results root (default results)")
     p.add_argument("--dev-sentences", type=int, default=200, help="dev sentences used for validation (default 200)")
-    p.add_argument("--validate-every", type=int, default=250, metavar="STEPS", help="default 250")
-    p.add_argument("--seed", type=int, default=1, help="training seed of every system (default 1)")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    p.add_argument("--validate-every", type=int, default=500, metavar="STEPS", help="default 500")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads per run (default 1)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="paired bootstrap resamples for the p-values (default 1000)")
@@ -53,22 +58,31 @@ def _dims(text: str) -> tuple:
     return emb, hidden
 
 
+def _seeds(text: str) -> list:
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--seeds expects integers separated by commas, got '{text}'") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise UserError(f"--seeds needs at least one seed and no repeats, got '{text}'")
+    return seeds
+
+
 def run(args: argparse.Namespace) -> int:
     from rnmt.reproduce import PAPERS, Settings, reproduce_paper
 
     emb, hidden = _dims(args.dims)
-    for name in ("vocab_size", "dev_sentences", "validate_every", "threads", "bootstrap"):
+    for name in ("updates", "jobs", "vocab_size", "dev_sentences", "validate_every", "threads", "bootstrap"):
         if getattr(args, name) < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if args.budget <= 0:
-        raise UserError(f"--budget must be a positive number of minutes, got {args.budget}")
+    seeds = _seeds(args.seeds)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     papers = PAPERS if args.paper == "all" else (args.paper,)
     if systems and len(papers) > 1:
         raise UserError("--systems names systems of one paper; give a paper, not 'all'")
-    settings = Settings(budget=args.budget, emb_size=emb, hidden_size=hidden, vocab_size=args.vocab_size,
-                        dev_sentences=args.dev_sentences, validate_every=args.validate_every, seed=args.seed,
-                        threads=args.threads, device=args.device, bootstrap=args.bootstrap,
+    settings = Settings(updates=args.updates, emb_size=emb, hidden_size=hidden, vocab_size=args.vocab_size,
+                        dev_sentences=args.dev_sentences, validate_every=args.validate_every, seeds=seeds,
+                        threads=args.threads, jobs=args.jobs, device=args.device, bootstrap=args.bootstrap,
                         overrides=list(args.overrides))
 
     def log(msg: str) -> None:

@@ -27,11 +27,12 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def describe_machine(device: torch.device, threads: int) -> dict:
+def describe_machine(device: torch.device, threads: int, jobs: int = 1) -> dict:
     info = {
         "cpu": cpu_model(),
         "cores": usable_cores(),
         "threads": threads,
+        "jobs": jobs,  # training processes running side by side
         "torch": torch.__version__,
         "device": str(device),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
@@ -43,5 +44,7 @@ def describe_machine(device: torch.device, threads: int) -> dict:
 
 def machine_line(info: dict) -> str:
     where = f"GPU {info['gpu']}, " if info.get("gpu") else ""
-    return (f"{where}{info['cpu']}, {info['cores']} cores available, {info['threads']} torch threads, "
-            f"PyTorch {info['torch']}, {info['date']}")
+    jobs = info.get("jobs", 1)
+    side_by_side = f" per run, {jobs} runs side by side" if jobs > 1 else ""
+    return (f"{where}{info['cpu']}, {info['cores']} cores available, {info['threads']} torch threads"
+            f"{side_by_side}, PyTorch {info['torch']}, {info['date']}")

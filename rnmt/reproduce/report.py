@@ -23,13 +23,13 @@ BOOTSTRAP_SEED = 12345  # sacrebleu's default, so `sacrebleu --paired-bs` gives 
 HEADLINE_GATES = "decoder.unit1"
 
 
-def _p_value(a: str, b: str, hyps: Dict[str, List[str]], refs: List[str], n: int) -> Optional[float]:
+def _p_value(hyps_a: List[str], hyps_b: List[str], refs: List[str], n: int) -> float:
     """Paired bootstrap p-value of BLEU(a) against BLEU(b) (b is the reference system)."""
     from rnmt.evaluate.significance import paired_bootstrap
 
-    _, results = paired_bootstrap([(b, hyps[b]), (a, hyps[a])], [refs], metrics=("bleu",),
+    _, results = paired_bootstrap([("b", hyps_b), ("a", hyps_a)], [refs], metrics=("bleu",),
                                   n_samples=n, seed=BOOTSTRAP_SEED)
-    return results[a]["bleu"].p_value
+    return results["a"]["bleu"].p_value
 
 
 def baseline_p_values(names: Sequence[str], baseline: str, hyps: Dict[str, List[str]], refs: List[str],
@@ -45,53 +45,131 @@ def baseline_p_values(names: Sequence[str], baseline: str, hyps: Dict[str, List[
     return {name: results[name]["bleu"].p_value if name in results else None for name in names}
 
 
-UNTRAINED_BLEU = 1.0  # below this for both systems, an ordering says nothing
+# The sanity check a system must pass before any ordering is read from it: below this BLEU,
+# or with output much shorter or longer than the references, a model is not translating
+# (it writes commas, "the the the", or stops at once) and its differences say nothing.
+SANE_BLEU = 10.0
+SANE_LENGTH_RATIO = (0.5, 2.0)
 
 
-def judge_claim(claim: Claim, records: Dict[str, dict], hyps: Dict[str, List[str]], refs: List[str],
-                n: int) -> Dict[str, Any]:
-    """Whether the miniature shows the paper's ordering, with the numbers that decide it."""
+def length_ratio(hyps: Sequence[str], refs: Sequence[str]) -> float:
+    """Output length over reference length in BLEU's tokens (sacrebleu 13a)."""
+    from sacrebleu.metrics import BLEU
+
+    result = BLEU().corpus_score(list(hyps), [list(refs)])
+    return result.sys_len / result.ref_len if result.ref_len else 0.0
+
+
+def sanity_problem(record: dict, hyps: Sequence[str], refs: Sequence[str]) -> Optional[str]:
+    """Why a run fails the sanity check, or None when it passes."""
+    bleu = record.get("test_bleu")
+    ratio = record.get("length_ratio")
+    if ratio is None:
+        ratio = length_ratio(hyps, refs)
+    low, high = SANE_LENGTH_RATIO
+    if bleu is None or bleu < SANE_BLEU:
+        return f"BLEU {_num(bleu)} < {SANE_BLEU:g}"
+    if not low <= ratio <= high:
+        return f"output/reference length {ratio:.2f} outside {low:g}-{high:g}"
+    return None
+
+
+def _seed_of(record: dict) -> int:
+    return int(record.get("seed", 1))
+
+
+def _paired_seeds(ra: List[dict], rb: List[dict]) -> List[tuple]:
+    """(index in a, index in b, seed) for every seed both systems were trained with: a
+    verdict never compares runs of different seeds."""
+    seeds_b = {_seed_of(r): j for j, r in enumerate(rb)}
+    return [(i, seeds_b[_seed_of(r)], _seed_of(r)) for i, r in enumerate(ra) if _seed_of(r) in seeds_b]
+
+
+def _side(record: dict) -> Dict[str, Any]:
+    """What a verdict shows of each system: updates, time per update, dev perplexity."""
+    return {"seed": _seed_of(record), "test_bleu": record.get("test_bleu"), "steps": record.get("steps"),
+            "seconds_per_update": record.get("seconds_per_update"), "dev_ppl": record.get("dev_ppl"),
+            "length_ratio": record.get("length_ratio")}
+
+
+def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, List[List[str]]],
+                refs: List[str], n: int) -> Dict[str, Any]:
+    """Whether the miniature shows the paper's ordering, seed by seed.
+
+    ``records[s]`` / ``hyps[s]``: one entry per finished seed of system ``s``. Only seeds
+    both systems were trained with are compared. ``better`` is "held" when a beats b at
+    p < 0.05 in every common seed, "reversed" when b beats a at p < 0.05 in every one, and
+    "undecided" otherwise; ``about`` (a, with fewer parameters, about as good as b) is
+    "held" when no seed shows a significantly worse and "reversed" when every seed does.
+    Either is "undecided" when a run fails the sanity check (`sanity_problem`). ``faster``
+    compares a speed (no p-value): "held" or "reversed" when every seed agrees.
+    """
     out: Dict[str, Any] = {"kind": claim.kind, "a": claim.a, "b": claim.b, "text": claim.text,
-                           "source": claim.source, "metric": claim.metric}
+                           "source": claim.source, "metric": claim.metric, "held": None}
     if claim.a not in records or claim.b not in records:
-        out.update(status="not run", held=None)
+        out.update(status="not run")
         return out
-    ra, rb = records[claim.a], records[claim.b]
-    va, vb = ra.get(claim.metric), rb.get(claim.metric)
-    out.update(value_a=va, value_b=vb)
-    if va is None or vb is None:
-        out.update(status="no value", held=None)
+    pairs = _paired_seeds(records[claim.a], records[claim.b])
+    if not pairs:
+        out.update(status="undecided: no seed was run for both systems")
+        return out
+    out["seeds"] = [seed for _, _, seed in pairs]
+    out["runs"] = [{"a": _side(records[claim.a][i]), "b": _side(records[claim.b][j])} for i, j, _ in pairs]
+    values = [(records[claim.a][i].get(claim.metric), records[claim.b][j].get(claim.metric)) for i, j, _ in pairs]
+    out.update(value_a=_mean([v[0] for v in values]), value_b=_mean([v[1] for v in values]))
+    if any(va is None or vb is None for va, vb in values):
+        out.update(status="undecided: a run has no value")
         return out
     if claim.kind == "faster":
-        held = va > vb
-        out.update(held=held, status=f"{'held' if held else 'not held'} ({va / vb:.2f}x)" if vb else "n/a")
-        return out
-    if claim.metric == "test_bleu" and max(va, vb) < UNTRAINED_BLEU:
-        # Near-zero BLEU differences are tiny yet "significant" (resampling cannot move a
-        # score that is almost constant): no ordering can be read from untrained systems.
-        out.update(held=None, status=f"undecided: both below {UNTRAINED_BLEU:g} BLEU (not trained far enough)")
-        return out
-    p = _p_value(claim.a, claim.b, hyps, refs, n)
-    out["p_value"] = p
-    significant = p is not None and p < SIGNIFICANT
-    if claim.kind == "better":
-        held = va > vb
-        if held:
-            status = "held" if significant else "held, not significant"
-        elif va == vb:
-            status = "not held (equal scores)"
+        ahead = [va > vb for va, vb in values]
+        ratio = out["value_a"] / out["value_b"] if out["value_b"] else float("nan")
+        if all(ahead):
+            out.update(held=True, status=f"held ({ratio:.2f}x)")
+        elif not any(ahead):
+            out.update(held=False, status=f"reversed ({ratio:.2f}x)")
         else:
-            status = "reversed" if significant else "not held, not significant"
-    else:  # about: not significantly worse, with fewer parameters
-        fewer = ra["params"] < rb["params"]
-        worse = va < vb and significant
-        held = fewer and not worse
-        status = ("held" if held else "not held") + (
-            "" if fewer else " (not fewer parameters)") + (" (significantly worse)" if worse else "")
-        if held and va > vb and significant:
-            status = "held (significantly better)"
-    out.update(held=held, significant=significant, status=status)
+            out.update(status=f"undecided: the seeds disagree ({ratio:.2f}x on average)")
+        return out
+    problems = []
+    for (i, j, seed) in pairs:
+        for name, k in ((claim.a, i), (claim.b, j)):
+            why = sanity_problem(records[name][k], hyps[name][k], refs)
+            if why:
+                problems.append(f"{name} seed {seed}: {why}")
+    p_values = [_p_value(hyps[claim.a][i], hyps[claim.b][j], refs, n) for i, j, _ in pairs]
+    out["p_values"] = p_values
+    out["p_value"] = max(p_values)
+    a_wins = [va > vb and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
+    b_wins = [vb > va and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
+    if problems:
+        out.update(status="undecided: fails the sanity check (" + "; ".join(problems) + ")")
+        return out
+    per_seed = ", ".join(f"seed {seed}: {va:.2f} vs {vb:.2f}, p {_p(p)}"
+                         for (_, _, seed), (va, vb), p in zip(pairs, values, p_values))
+    if claim.kind == "better":
+        if all(a_wins):
+            out.update(held=True, status="held")
+        elif all(b_wins):
+            out.update(held=False, status="reversed")
+        else:
+            out.update(status=f"undecided: not significant in every seed ({per_seed})")
+    else:  # about: a has fewer parameters and is not significantly worse
+        fewer = all(records[claim.a][i]["params"] < records[claim.b][j]["params"] for i, j, _ in pairs)
+        if not fewer:
+            out.update(held=False, status="reversed: not fewer parameters")
+        elif not any(b_wins):
+            better = " (significantly better in every seed)" if all(a_wins) else ""
+            out.update(held=True, status="held" + better)
+        elif all(b_wins):
+            out.update(held=False, status="reversed: significantly worse in every seed")
+        else:
+            out.update(status=f"undecided: significantly worse in some seeds only ({per_seed})")
     return out
+
+
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def length_table(spec: PaperSpec, order: Sequence[SystemSpec], hyps: Dict[str, List[str]],
@@ -112,21 +190,28 @@ def length_table(spec: PaperSpec, order: Sequence[SystemSpec], hyps: Dict[str, L
 
 
 def gate_statistics(spec: PaperSpec, runs_dir: Path, corpus: Corpus, out_dir: Path, device: str,
-                    log: Callable[[str], None]) -> Optional[dict]:
+                    log: Callable[[str], None], run_name: Optional[str] = None) -> Optional[dict]:
     """ATR twin-gate statistics of the paper's gate system over the test set (forced
-    decoding of the references), cached in ``gates.json``; draws ``gates.png``."""
+    decoding of the references), for the trained model and for the same model as
+    initialised (no update): the untrained figure shows how much of the correlation the
+    training made. Cached in ``gates.json``; draws ``gates.png``. ``run_name``: the gate
+    system's run (its first seed's)."""
     if not spec.gates:
         return None
     cache = out_dir / "gates.json"
     name = spec.gates["system"]
+    run_name = run_name or name
     if cache.is_file():
         stats = json.loads(cache.read_text(encoding="utf-8"))
     else:
-        run_dir = runs_dir / name
-        if not (run_dir / "best.safetensors").is_file() or not (out_dir / f"{name}.json").is_file():
+        run_dir = runs_dir / run_name
+        if not (run_dir / "best.safetensors").is_file() or not (out_dir / f"{run_name}.json").is_file():
             return None
+        import torch
+
         from rnmt.data import read_lines
-        from rnmt.models import load_model
+        from rnmt.models import build_model, load_model
+        from rnmt.models.base import uniform_init_
         from rnmt.reproduce.gates import atr_gate_statistics
         from rnmt.train.trainer import pick_device
 
@@ -134,11 +219,18 @@ def gate_statistics(spec: PaperSpec, runs_dir: Path, corpus: Corpus, out_dir: Pa
         pairs = [(s, t) for s, t in zip(read_lines(src_path), read_lines(ref_path)) if s.strip() and t.strip()]
         device_ = pick_device(device)
         loaded = load_model(run_dir, device_)
-        log(f"[{spec.paper}/{name}] ATR gate statistics over {len(pairs)} test sentences")
-        units = atr_gate_statistics(loaded.model, [loaded.src_vocab.encode(s) for s, _ in pairs],
-                                    [loaded.tgt_vocab.encode(t) for _, t in pairs], device_)
-        stats = {"system": name, "paper_r": spec.gates.get("paper_r"),
-                 "target": "teacher-forced references", "sentences": len(pairs), "units": units}
+        src_ids = [loaded.src_vocab.encode(s) for s, _ in pairs]
+        tgt_ids = [loaded.tgt_vocab.encode(t) for _, t in pairs]
+        log(f"[{spec.paper}/{run_name}] ATR gate statistics over {len(pairs)} test sentences")
+        units = atr_gate_statistics(loaded.model, src_ids, tgt_ids, device_)
+        torch.manual_seed(loaded.config.train.seed)
+        fresh = build_model(loaded.config.model, loaded.src_vocab.size, loaded.tgt_vocab.size)
+        uniform_init_(fresh, loaded.config.train.init_scale)
+        untrained = atr_gate_statistics(fresh.to(device_), src_ids, tgt_ids, device_)
+        stats = {"system": name, "run": run_name, "paper_r": spec.gates.get("paper_r"),
+                 "target": "teacher-forced references", "sentences": len(pairs), "units": units,
+                 "untrained": {u: {"pearson_r": g["pearson_r"], "pairs": g["pairs"]} for u, g in untrained.items()},
+                 "init_scale": loaded.config.train.init_scale}
         cache.write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
     draw_gates(stats, out_dir / "gates.png")
     return stats
@@ -176,12 +268,27 @@ def _millions(n: Optional[int]) -> str:
     return "-" if n is None else f"{n / 1e6:.2f}M"
 
 
-def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[str, dict],
+def _per_seed(runs: List[dict], key: str, digits: int = 2) -> str:
+    """The mean over seeds, with each seed's value when there are several."""
+    values = [r.get(key) for r in runs]
+    mean = _mean(values)
+    if len(runs) == 1 or mean is None:
+        return _num(values[0], digits)
+    return f"{_num(mean, digits)} ({' / '.join(_num(v, digits) for v in values)})"
+
+
+def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[str, List[dict]],
                   p_values: Dict[str, Optional[float]], claims: List[dict], corpus: Corpus,
                   settings: Dict[str, Any], command: str, length_md: Optional[str],
                   gates: Optional[dict], missing: Sequence[str]) -> str:
     base_label = spec.system(spec.baseline).label
-    first = next(iter(records.values()), {})
+    all_runs = [r for runs in records.values() for r in runs]
+    first = all_runs[0] if all_runs else {}
+    commits = sorted({r.get("commit", "unknown") for r in all_runs})
+    seeds = settings["seeds"]
+    seeded = [spec.system(n).label for n in spec.seeded]
+    recipe = ", ".join(f"`{k}={v}`" for k, v in spec.recipe.items()) or "none"
+    own = [f"{s.label}: " + ", ".join(f"`{k}={v}`" for k, v in s.recipe.items()) for s in order if s.recipe]
     lines = [f"# {spec.paper}: miniature reproduction", "",
              f"{spec.title}. Systems of {spec.tables}.", "",
              "Written by `rnmt reproduce`; rerunning the command regenerates this page. Command:", "",
@@ -191,65 +298,89 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
              f"- **Vocabulary**: one joint BPE model of {settings['vocab_size']:,} pieces, trained once on the "
              "training set and shared by every system.",
              f"- **Size**: embeddings {first.get('emb_size', settings['emb_size'])}, hidden "
-             f"{first.get('hidden_size', settings['hidden_size'])} (the papers use 620/1000 or 1024/1024); "
-             "every other setting is the paper config's (optimiser, schedule, dropout, batch size, search).",
-             f"- **Budget**: {settings['budget']:g} minutes of training steps per system (time spent "
-             f"validating is not counted); validation every {settings['validate_every']} steps with greedy search "
-             f"on the first {settings['dev_sentences']} dev sentences; the checkpoint with the best dev BLEU is "
-             "decoded.",
-             f"- **Seeds**: training seed {settings['seed']} for every system; bootstrap resampling "
+             f"{first.get('hidden_size', settings['hidden_size'])} for every system (the papers use 620/1000 or "
+             "1024/1024).",
+             f"- **Training**: {settings['updates']:,} updates for every system, as the papers compare systems "
+             "trained for the same number of updates (speed is reported separately); validation every "
+             f"{settings['validate_every']} updates with greedy search on the first {settings['dev_sentences']} dev "
+             "sentences; the checkpoint with the best dev BLEU is decoded.",
+             f"- **Family recipe** over each paper config: {recipe}"
+             + (f"; per system: {'; '.join(own)}" if own else "") + " (docs/reproduce.md says how it was found).",
+             f"- **Seeds**: {', '.join(str(x) for x in seeds)} for {', '.join(seeded) or 'no system'} (the systems "
+             f"the paper's claims rest on), seed {seeds[0]} for the others; bootstrap resampling "
              f"{settings['bootstrap']} samples, seed {BOOTSTRAP_SEED}.",
              f"- **Decoding**: the paper's beam settings ({_search(first)}); BLEU and chrF by sacrebleu on "
              f"detokenised output (`{first.get('bleu_signature', '-')}`).",
+             f"- **Code**: commit {', '.join(commits) if commits else '-'} (each record's `commit`).",
              ]
     if settings.get("overrides"):
         lines.append(f"- **Extra overrides** for every system: `{' '.join(settings['overrides'])}`.")
-    machines = sorted({machine_line(r["machine"]) for r in records.values() if r.get("machine")})
+    machines = sorted({machine_line(r["machine"]) for r in all_runs if r.get("machine")})
     lines.append("- **Machine**: " + ("; ".join(machines) if machines else "-") + ".")
     if missing:
         lines.append(f"- **Not finished yet**: {', '.join(missing)} (rerun the command to continue).")
     lines += ["", "## Results", "",
               f"The paper's column is its {spec.paper_metric}: a different language pair, corpus and scale, "
-              "quoted for the ordering, not for the value. Train speed is target subword tokens per second of "
-              "training steps; decoding speed is output words per second over the whole test set.", ""]
+              "quoted for the ordering, not for the value. Where a system was trained with several seeds, a cell "
+              "gives the mean and each seed's value. s/update is the wall-clock time of a training update "
+              "(validation excluded); train speed is target subword tokens per second of training; decoding speed "
+              "is output words per second over the whole test set.", ""]
     header = ["system", "params (paper)", "params", "BLEU (paper)", "BLEU", "chrF", f"p vs {base_label}",
-              "train tok/s", "decode words/s"]
+              "len ratio", "updates", "s/update", "train tok/s", "decode words/s"]
     if spec.greedy_speed:
         header += ["greedy words/s", "paper train / test words/s"]
-    header += ["steps", "epochs", "train min", "dev BLEU", "dev ppl"]
+    header += ["epochs", "dev BLEU", "dev ppl"]
     lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for s in order:
-        r = records.get(s.name)
-        if r is None:
+        runs = records.get(s.name)
+        if not runs:
             cells = [s.label, s.paper_params or "-", "-", _num(s.paper_bleu), "not run"] + ["-"] * (len(header) - 5)
         else:
-            cells = [s.label, s.paper_params or "-", _millions(r.get("params")), _num(s.paper_bleu),
-                     _num(r.get("test_bleu")), _num(r.get("test_chrf")),
+            cells = [s.label, s.paper_params or "-", _millions(runs[0].get("params")), _num(s.paper_bleu),
+                     _per_seed(runs, "test_bleu"), _per_seed(runs, "test_chrf"),
                      "baseline" if s.name == spec.baseline else _p(p_values.get(s.name)),
-                     _num(r.get("train_tokens_per_s"), 0), _num(r.get("decode_words_per_s"), 0)]
+                     _per_seed(runs, "length_ratio"), _per_seed(runs, "steps", 0),
+                     _per_seed(runs, "seconds_per_update"), _per_seed(runs, "train_tokens_per_s", 0),
+                     _per_seed(runs, "decode_words_per_s", 0)]
             if spec.greedy_speed:
-                cells += [_num(r.get("greedy_decode_words_per_s"), 0), s.paper_speed or "-"]
-            cells += [_num(r.get("steps")), _num(r.get("epochs")), _num(r.get("train_minutes")),
-                      _num(r.get("best_dev_bleu")), _num(r.get("dev_ppl"), 1)]
+                cells += [_per_seed(runs, "greedy_decode_words_per_s", 0), s.paper_speed or "-"]
+            cells += [_per_seed(runs, "epochs"), _per_seed(runs, "best_dev_bleu"), _per_seed(runs, "dev_ppl", 1)]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"p: paired bootstrap resampling of test BLEU against {base_label} (sacrebleu); "
-              f"below {SIGNIFICANT} the difference is unlikely to be chance. dev ppl: per-token perplexity of the "
-              "validation sentences at the last validation; it still orders systems whose BLEU is near zero after "
-              "a short budget.", ""]
+    lines += ["", f"p: paired bootstrap resampling of test BLEU against {base_label} (sacrebleu), first seed of "
+              f"each; below {SIGNIFICANT} the difference is unlikely to be chance. len ratio: output length over "
+              "reference length (BLEU's tokens). dev ppl: per-token perplexity of the validation sentences at the "
+              "last validation.", ""]
     if claims:
-        lines += ["## The paper's orderings", "",
-                  "| paper says | source | here | p | verdict |", "|---|---|---|---:|---|"]
+        lines += ["## The paper's claims", "",
+                  "| paper says | source | here (mean over seeds) | seeds | p (per seed) | verdict |",
+                  "|---|---|---|---|---:|---|"]
         for c in claims:
-            lines.append(f"| {c['text']} | {c['source']} | {_claim_values(c, spec)} | {_p(c.get('p_value'))} | "
+            p_text = " / ".join(_p(p) for p in c.get("p_values", [])) or "-"
+            seeds_text = ", ".join(str(x) for x in c.get("seeds", [])) or "-"
+            lines.append(f"| {c['text']} | {c['source']} | {_claim_values(c, spec)} | {seeds_text} | {p_text} | "
                          f"{c['status']} |")
-        lines += ["", "p: paired bootstrap test of the first system's BLEU against the second's. "
-                  "`held, not significant`: the ordering is the paper's but within what resampling the test set "
-                  "can produce by chance. `undecided`: both systems are below "
-                  f"{UNTRAINED_BLEU:g} BLEU, where differences say nothing about the paper's claim.", ""]
+        lines += ["", "A claim is **held** (or **reversed**) only when the paired bootstrap finds the difference in "
+                  f"the paper's (or the opposite) direction at p < {SIGNIFICANT} for every seed both systems were "
+                  f"trained with, and both pass the sanity check (at least {SANE_BLEU:g} BLEU, output/reference "
+                  f"length within {SANE_LENGTH_RATIO[0]:g}-{SANE_LENGTH_RATIO[1]:g}); otherwise it is "
+                  "**undecided**, with the reason. An \"about\" claim holds when the first system has fewer "
+                  "parameters and no seed shows it significantly worse. Speed claims compare the mean speed and "
+                  "need every seed to agree.", "",
+                  "What each verdict rests on (per seed: test BLEU, updates, s/update, dev perplexity):", ""]
+        for c in claims:
+            if c.get("runs"):
+                a, b = spec.system(c["a"]).label, spec.system(c["b"]).label
+                parts = [f"seed {r['a']['seed']}: {a} {_num(r['a']['test_bleu'])} BLEU, {_num(r['a']['steps'])} "
+                         f"updates, {_num(r['a']['seconds_per_update'], 3)} s, ppl {_num(r['a']['dev_ppl'], 1)}; "
+                         f"{b} {_num(r['b']['test_bleu'])} BLEU, {_num(r['b']['steps'])} updates, "
+                         f"{_num(r['b']['seconds_per_update'], 3)} s, ppl {_num(r['b']['dev_ppl'], 1)}"
+                         for r in c["runs"]]
+                lines.append(f"- {a} vs {b}: " + " | ".join(parts))
+        lines.append("")
     if length_md:
         figure = {"disjoint": "Cseq2seq Fig. 2", "longer_than": "DTMT Fig. 3"}.get(spec.by_length["form"], "")
-        lines += [f"## BLEU by source length ({figure})", "", "![BLEU by source length](by_length.png)", "",
-                  length_md.strip(), ""]
+        lines += [f"## BLEU by source length ({figure})", "", "First seed of each system.", "",
+                  "![BLEU by source length](by_length.png)", "", length_md.strip(), ""]
     if gates:
         lines += _gates_section(gates)
     return "\n".join(lines).rstrip() + "\n"
@@ -277,15 +408,21 @@ def _gates_section(gates: dict) -> List[str]:
     head, second = gates["units"].get(HEADLINE_GATES), gates["units"].get("decoder.unit2")
     r = head["pearson_r"] if head else None
     r2 = second["pearson_r"] if second else None
+    untrained = gates.get("untrained") or {}
+    r0 = (untrained.get(HEADLINE_GATES) or {}).get("pearson_r")
     lines = ["## ATR twin gates (ATR paper, section 5.1 and Fig. 3)", "",
-             f"Pearson's r between the input gate and the forget gate of {gates['system']} (hidden-unit means, "
-             f"all (sentence, position) pairs of the {gates['sentences']} test sentences, {gates['target']}): "
-             f"**r = {_num(r, 4)}** in the decoder's first unit s~_j = ATR(s_(j-1), y_(j-1)) of eq. 13, and "
-             f"r = {_num(r2, 4)} in its second unit s_j = ATR(s~_j, c_j) (the paper: r = {gates.get('paper_r')} on "
-             "newstest2014 for eq. 13).", "",
+             f"Pearson's r between the input gate and the forget gate of {gates.get('run', gates['system'])} "
+             f"(hidden-unit means, all (sentence, position) pairs of the {gates['sentences']} test sentences, "
+             f"{gates['target']}): **r = {_num(r, 4)}** in the decoder's first unit s~_j = ATR(s_(j-1), y_(j-1)) "
+             f"of eq. 13, and r = {_num(r2, 4)} in its second unit s_j = ATR(s~_j, c_j) (the paper: r = "
+             f"{gates.get('paper_r')} on newstest2014 for eq. 13). The same model before any update (its "
+             f"initialisation, U(±{gates.get('init_scale', '-')})): r = {_num(r0, 4)} in the first decoder unit. "
+             "Both gates read p_t and q_t and differ only in the sign of q_t (eq. 7-8), so their correlation "
+             "follows how the two terms compare in size; the untrained figure shows what training changed.", "",
              "![ATR input and forget gates by position](gates.png)", "",
-             "| unit | Pearson r | pairs | r of position means |", "|---|---:|---:|---:|"]
+             "| unit | Pearson r (trained) | Pearson r (untrained) | pairs | r of position means |",
+             "|---|---:|---:|---:|---:|"]
     for unit, g in gates["units"].items():
-        lines.append(f"| {unit} | {_num(g['pearson_r'], 4)} | {g['pairs']:,} | "
-                     f"{_num(g.get('pearson_r_of_position_means'), 4)} |")
+        lines.append(f"| {unit} | {_num(g['pearson_r'], 4)} | {_num((untrained.get(unit) or {}).get('pearson_r'), 4)} "
+                     f"| {g['pairs']:,} | {_num(g.get('pearson_r_of_position_means'), 4)} |")
     return lines + [""]

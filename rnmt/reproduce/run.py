@@ -13,6 +13,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -22,13 +25,26 @@ from rnmt.errors import UserError
 from rnmt.reproduce import report
 from rnmt.reproduce.corpus import Corpus, resolve_corpus
 from rnmt.reproduce.machine import describe_machine
-from rnmt.reproduce.spec import PaperSpec, SystemSpec, load_paper
-from rnmt.reproduce.system import Settings, run_system
+from rnmt.reproduce.spec import PaperSpec, SystemSpec, load_paper, repository_root
+from rnmt.reproduce.system import Run, Settings, hyp_path, plan_runs, record_path, run_system
 
-# Settings that must match for systems to share one table (the budget included: every
-# system of a table gets the same one).
-COMPARED = ("corpus", "src", "tgt", "emb_size", "hidden_size", "vocab_size", "budget", "seed",
-            "dev_sentences", "validate_every", "overrides")
+# Settings that must match for systems to share one table (the family recipe included).
+COMPARED = ("corpus", "src", "tgt", "emb_size", "hidden_size", "vocab_size", "updates", "seeds",
+            "dev_sentences", "validate_every", "overrides", "recipe")
+
+
+def code_commit() -> str:
+    """The commit the package's checkout is at, ``+modified`` when the code or configs
+    differ from it; ``unknown`` outside a git checkout."""
+    root = repository_root()
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=30, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                "rnmt", "configs"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+modified" if dirty else "")
 
 
 def ensure_gitignore(out_root: Path) -> None:
@@ -63,7 +79,7 @@ def shared_vocabulary(corpus: Corpus, runs_dir: Path, settings: Settings, log: C
         log(f"training the shared joint BPE vocabulary ({settings.vocab_size} pieces)")
         train_src, train_tgt = corpus.files("train")
         train_vocabs(train_src, train_tgt, vocab_dir, joint=True, model_type="bpe",
-                     src_size=settings.vocab_size, tgt_size=settings.vocab_size, seed=settings.seed)
+                     src_size=settings.vocab_size, tgt_size=settings.vocab_size, seed=settings.seeds[0])
     return model
 
 
@@ -71,13 +87,15 @@ def command_line(paper: str, settings: Settings, corpus: Corpus, data_given: boo
                  systems: Optional[Sequence[str]]) -> str:
     """The command that reproduces this directory, with paths as the results print them."""
     defaults = Settings()
-    parts = ["rnmt reproduce", paper, f"--budget {settings.budget:g}"]
+    parts = ["rnmt reproduce", paper, f"--updates {settings.updates}"]
     if (settings.emb_size, settings.hidden_size) != (defaults.emb_size, defaults.hidden_size):
         parts.append(f"--dims {settings.emb_size},{settings.hidden_size}")
     if data_given:
         parts.append(f"--data {corpus.name} --src {corpus.src} --tgt {corpus.tgt}")
+    if settings.seeds != defaults.seeds:
+        parts.append("--seeds " + ",".join(str(s) for s in settings.seeds))
     for name, flag in (("vocab_size", "--vocab-size"), ("dev_sentences", "--dev-sentences"),
-                       ("validate_every", "--validate-every"), ("seed", "--seed"), ("threads", "--threads"),
+                       ("validate_every", "--validate-every"), ("threads", "--threads"), ("jobs", "--jobs"),
                        ("device", "--device"), ("bootstrap", "--bootstrap")):
         if getattr(settings, name) != getattr(defaults, name):
             parts.append(f"{flag} {getattr(settings, name)}")
@@ -87,13 +105,30 @@ def command_line(paper: str, settings: Settings, corpus: Corpus, data_given: boo
     return " ".join(parts)
 
 
-def display_order(spec: PaperSpec, chosen: Sequence[SystemSpec], results_dir: Path) -> List[SystemSpec]:
+def display_order(spec: PaperSpec, chosen: Sequence[SystemSpec], results_dir: Path,
+                  seeds: Sequence[int]) -> List[SystemSpec]:
     """The paper's rows, then optional rows that were asked for or finished earlier."""
+    chosen_names = {s.name for s in chosen}
     order = list(spec.systems)
     for s in spec.optional_systems:
-        if s in chosen or (results_dir / f"{s.name}.json").is_file():
+        if s.name in chosen_names or any(record_path(results_dir, r).is_file() for r in plan_runs(spec, [s], seeds)):
             order.append(s)
     return order
+
+
+def finished_runs(spec: PaperSpec, order: Sequence[SystemSpec], results_dir: Path, seeds: Sequence[int],
+                  tgt: str) -> tuple:
+    """({system: [record per finished seed]}, {system: [translations per finished seed]})."""
+    from rnmt.data import read_lines
+
+    records: Dict[str, List[dict]] = {}
+    hyps: Dict[str, List[List[str]]] = {}
+    for run in plan_runs(spec, order, seeds):
+        rec, hyp = record_path(results_dir, run), hyp_path(results_dir, run, tgt)
+        if rec.is_file() and hyp.is_file():
+            records.setdefault(run.system.name, []).append(json.loads(rec.read_text(encoding="utf-8")))
+            hyps.setdefault(run.system.name, []).append(read_lines(hyp))
+    return records, hyps
 
 
 def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, results_dir: Path,
@@ -101,67 +136,148 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
                  gates: bool = True) -> dict:
     from rnmt.data import read_lines
 
-    records: Dict[str, dict] = {}
-    hyps: Dict[str, List[str]] = {}
-    for s in order:
-        rec, hyp = results_dir / f"{s.name}.json", results_dir / "hyp" / f"{s.name}.{corpus.tgt}"
-        if rec.is_file() and hyp.is_file():
-            records[s.name] = json.loads(rec.read_text(encoding="utf-8"))
-            hyps[s.name] = read_lines(hyp)
+    records, hyps = finished_runs(spec, order, results_dir, settings.seeds, corpus.tgt)
     src_path, ref_path = corpus.files("test")
     src_lines, refs = read_lines(src_path), read_lines(ref_path)
     names = [s.name for s in order if s.name in records]
-    p_values = report.baseline_p_values(names, spec.baseline, hyps, refs, settings.bootstrap) if names else {}
+    first_hyps = {n: hyps[n][0] for n in names}
+    p_values = report.baseline_p_values(names, spec.baseline, first_hyps, refs, settings.bootstrap) if names else {}
     claims = [report.judge_claim(c, records, hyps, refs, settings.bootstrap) for c in spec.claims]
-    length_md = report.length_table(spec, order, hyps, src_lines, refs, results_dir) if hyps else None
-    gate_stats = report.gate_statistics(spec, runs_dir, corpus, results_dir, settings.device, log) if gates else None
-    missing = [s.name for s in order if s.name not in records and s in spec.systems]
+    length_md = report.length_table(spec, order, first_hyps, src_lines, refs, results_dir) if names else None
+    gate_stats = None
+    if gates and spec.gates:
+        gate_run = plan_runs(spec, [spec.system(spec.gates["system"])], settings.seeds)[0]
+        gate_stats = report.gate_statistics(spec, runs_dir, corpus, results_dir, settings.device, log,
+                                            run_name=gate_run.name)
+    expected = {r.system.name: 0 for r in plan_runs(spec, spec.systems, settings.seeds)}
+    for r in plan_runs(spec, spec.systems, settings.seeds):
+        expected[r.system.name] += 1
+    missing = [n for n, count in expected.items() if len(records.get(n, [])) < count]
     readme = report.render_readme(spec, order, records, p_values, claims, corpus, settings.to_dict(), command,
                                   length_md, gate_stats, missing)
     (results_dir / "README.md").write_text(readme, encoding="utf-8")
+    keys = ("label", "params", "test_bleu", "test_chrf", "length_ratio", "train_tokens_per_s",
+            "seconds_per_update", "decode_words_per_s", "steps", "train_minutes", "dev_ppl", "commit")
     summary = {"paper": spec.paper, "command": command, "corpus": corpus.describe(),
                "baseline": spec.baseline, "finished": names, "missing": missing,
-               "systems": {n: {k: records[n].get(k) for k in ("label", "params", "test_bleu", "test_chrf",
-                                                              "train_tokens_per_s", "decode_words_per_s",
-                                                              "steps", "train_minutes", "dev_ppl")}
+               "systems": {n: [{"seed": r["seed"], **{k: r.get(k) for k in keys}} for r in records[n]]
                            for n in names},
                "p_values_vs_baseline": p_values, "claims": claims,
-               "gates": None if not gate_stats else {u: g["pearson_r"] for u, g in gate_stats["units"].items()}}
+               "gates": None if not gate_stats else {
+                   "trained": {u: g["pearson_r"] for u, g in gate_stats["units"].items()},
+                   "untrained": {u: g["pearson_r"] for u, g in (gate_stats.get("untrained") or {}).items()}}}
     (results_dir / "results.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 
 
-def reproduce_paper(paper: str, settings: Settings, out_root: Path = Path("results"), data: Optional[str] = None,
-                    src: Optional[str] = None, tgt: Optional[str] = None,
-                    systems: Optional[Sequence[str]] = None, log: Callable[[str], None] = print) -> dict:
-    """Run (or continue) one paper's reproduction and rewrite its README; returns results.json."""
+def _worker_command(paper: str, run: Run, settings: Settings, out_root: Path, data: Optional[str],
+                    src: Optional[str], tgt: Optional[str], command: str) -> List[str]:
+    payload = {"paper": paper, "system": run.system.name, "seed": run.seed, "settings": settings.to_dict(),
+               "out_root": str(out_root), "data": data, "src": src, "tgt": tgt, "command": command}
+    return [sys.executable, "-m", "rnmt.reproduce.worker", json.dumps(payload)]
+
+
+def _run_side_by_side(paper: str, runs: Sequence[Run], settings: Settings, out_root: Path, data: Optional[str],
+                      src: Optional[str], tgt: Optional[str], command: str, runs_dir: Path,
+                      log: Callable[[str], None], after_each: Callable[[], None]) -> None:
+    """``settings.jobs`` worker processes, each training and decoding one run at a time
+    (two one-thread runs use two cores better than one two-thread run); each worker's
+    output goes to ``runs/<run>.log``. Raises when a run failed."""
+    queue = list(runs)
+    lock = threading.Lock()
+    failed: List[str] = []
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if not queue or failed:
+                    return
+                run = queue.pop(0)
+            log(f"[{paper}/{run.name}] started in its own process (log: runs/{run.name}.log)")
+            with open(runs_dir / f"{run.name}.log", "a", encoding="utf-8") as out:
+                code = subprocess.call(_worker_command(paper, run, settings, out_root, data, src, tgt, command),
+                                       stdout=out, stderr=subprocess.STDOUT)
+            with lock:
+                if code != 0:
+                    failed.append(f"{run.name} (exit {code}, see {runs_dir / (run.name + '.log')})")
+                else:
+                    log(f"[{paper}/{run.name}] finished")
+                    after_each()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(settings.jobs, len(queue)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if failed:
+        raise UserError("reproduction runs failed: " + "; ".join(failed))
+
+
+def prepare(paper: str, settings: Settings, out_root: Path, data: Optional[str], src: Optional[str],
+            tgt: Optional[str], log: Callable[[str], None]) -> tuple:
+    """The spec, results and runs directories, corpus and shared vocabulary of a paper."""
     spec = load_paper(paper)
-    chosen = spec.select(systems)
     out_root = Path(out_root).resolve()
     results_dir = out_root / spec.paper
     runs_dir = results_dir / "runs"
     ensure_gitignore(out_root)
     runs_dir.mkdir(parents=True, exist_ok=True)
     corpus = resolve_corpus(data, src, tgt, runs_dir, log)
+    return spec, out_root, results_dir, runs_dir, corpus
+
+
+def reproduce_paper(paper: str, settings: Settings, out_root: Path = Path("results"), data: Optional[str] = None,
+                    src: Optional[str] = None, tgt: Optional[str] = None,
+                    systems: Optional[Sequence[str]] = None, log: Callable[[str], None] = print) -> dict:
+    """Run (or continue) one paper's reproduction and rewrite its README; returns results.json."""
+    if not settings.seeds:
+        raise UserError("at least one seed is needed")
+    spec, out_root, results_dir, runs_dir, corpus = prepare(paper, settings, out_root, data, src, tgt, log)
+    chosen = spec.select(systems)
     check_settings(results_dir, {"corpus": corpus.name, "src": corpus.src, "tgt": corpus.tgt,
+                                 "recipe": spec.recipe,
                                  **{k: v for k, v in settings.to_dict().items()
-                                    if k not in ("threads", "device", "bootstrap", "log_every")}})
+                                    if k not in ("threads", "jobs", "device", "bootstrap", "log_every")}})
     from rnmt.train.trainer import pick_device
 
     torch.set_num_threads(settings.threads)
-    machine = describe_machine(pick_device(settings.device), settings.threads)
     command = command_line(spec.paper, settings, corpus, data is not None, systems)
-    todo = [s.name for s in chosen if not (results_dir / f"{s.name}.json").is_file()]
+    runs = plan_runs(spec, chosen, settings.seeds)
+    todo = [r for r in runs if not (record_path(results_dir, r).is_file()
+                                    and hyp_path(results_dir, r, corpus.tgt).is_file())]
     log(f"[{spec.paper}] corpus {corpus.describe()}")
-    log(f"[{spec.paper}] {len(chosen)} systems, {len(todo)} to run ({', '.join(todo) or 'none'}); "
-        f"each trains {settings.budget:g} min plus validation and test decoding")
+    log(f"[{spec.paper}] {len(runs)} runs of {len(chosen)} systems, {len(todo)} to do "
+        f"({', '.join(r.name for r in todo) or 'none'}); each trains {settings.updates} updates, "
+        f"{settings.jobs} at a time on {settings.threads} thread(s) each")
     vocab = shared_vocabulary(corpus, runs_dir, settings, log) if todo else runs_dir / "vocab" / "spm.model"
-    order = display_order(spec, chosen, results_dir)
-    for s in chosen:
-        prefixed = (lambda name: (lambda msg: log(f"[{spec.paper}/{name}] {msg}")))(s.name)
-        run_system(s, corpus, vocab, runs_dir, results_dir, settings, machine,
-                   spec.greedy_speed, prefixed)
+    order = display_order(spec, chosen, results_dir, settings.seeds)
+
+    def rewrite() -> None:
         write_report(spec, order, corpus, results_dir, runs_dir, settings, command, log, gates=False)
+
+    if settings.jobs > 1 and len(todo) > 1:
+        _run_side_by_side(spec.paper, todo, settings, out_root, data, src, tgt, command, runs_dir, log, rewrite)
+    else:
+        machine = describe_machine(pick_device(settings.device), settings.threads, settings.jobs)
+        provenance = {"commit": code_commit(), "command": command}
+        for r in todo:
+            prefixed = (lambda name: (lambda msg: log(f"[{spec.paper}/{name}] {msg}")))(r.name)
+            run_system(r, spec, corpus, vocab, runs_dir, results_dir, settings, machine, provenance, prefixed)
+            rewrite()
     summary = write_report(spec, order, corpus, results_dir, runs_dir, settings, command, log)
     log(f"[{spec.paper}] wrote {results_dir / 'README.md'}")
     return summary
+
+
+def run_one(paper: str, system: str, seed: int, settings: Settings, out_root: Path, data: Optional[str],
+            src: Optional[str], tgt: Optional[str], command: str, log: Callable[[str], None]) -> dict:
+    """One run of a reproduction (a side-by-side worker's job); the table is the parent's."""
+    from rnmt.train.trainer import pick_device
+
+    spec, out_root, results_dir, runs_dir, corpus = prepare(paper, settings, out_root, data, src, tgt, log)
+    run = next(r for r in plan_runs(spec, [spec.system(system)], settings.seeds) if r.seed == seed)
+    torch.set_num_threads(settings.threads)
+    machine = describe_machine(pick_device(settings.device), settings.threads, settings.jobs)
+    vocab = shared_vocabulary(corpus, runs_dir, settings, log)
+    return run_system(run, spec, corpus, vocab, runs_dir, results_dir, settings, machine,
+                      {"commit": code_commit(), "command": command}, log)

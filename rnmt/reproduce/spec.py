@@ -34,6 +34,7 @@ class SystemSpec:
     paper_params: str = ""
     paper_bleu: Optional[float] = None
     paper_speed: str = ""
+    recipe: Dict[str, Any] = field(default_factory=dict)  # this system's own settings over the family recipe
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,10 @@ class PaperSpec:
     by_length: Optional[Dict[str, Any]] = None  # {"form": ..., "boundaries": [...]}
     gates: Optional[Dict[str, Any]] = None  # {"system": ..., "paper_r": ...}
     greedy_speed: bool = False
+    # The family recipe: dotted config keys applied to every system over its paper config
+    # (initialisation, schedule, dropout, ...), found by measurement (docs/reproduce.md).
+    recipe: Dict[str, Any] = field(default_factory=dict)
+    seeded: List[str] = field(default_factory=list)  # systems trained with every seed (claims rest on them)
 
     def system(self, name: str) -> SystemSpec:
         for s in self.systems + self.optional_systems:
@@ -86,9 +91,20 @@ def _systems(rows: Any, where: str) -> List[SystemSpec]:
     if not isinstance(rows, list):
         raise UserError(f"{where}: expected a list of systems")
     try:
-        return [SystemSpec(**row) for row in rows]
+        systems = [SystemSpec(**row) for row in rows]
     except TypeError as exc:
         raise UserError(f"{where}: bad system entry ({exc})") from None
+    for s in systems:
+        _recipe(s.recipe, f"{where}: system {s.name}")
+    return systems
+
+
+def _recipe(tree: Any, where: str) -> Dict[str, Any]:
+    if tree is None:
+        return {}
+    if not isinstance(tree, dict) or not all(isinstance(k, str) and "." in k for k in tree):
+        raise UserError(f"{where}: recipe must map dotted config keys (e.g. train.lr) to values")
+    return dict(tree)
 
 
 def load_paper(paper: str, root: Optional[Path] = None) -> PaperSpec:
@@ -109,8 +125,12 @@ def load_paper(paper: str, root: Optional[Path] = None) -> PaperSpec:
         systems=_systems(tree["systems"], where),
         optional_systems=_systems(tree.get("optional_systems") or [], where),
         claims=claims, by_length=tree.get("by_length"), gates=tree.get("gates"),
-        greedy_speed=bool(tree.get("greedy_speed", False)))
+        greedy_speed=bool(tree.get("greedy_speed", False)),
+        recipe=_recipe(tree.get("recipe"), where), seeded=list(tree.get("seeded") or []))
     names = {s.name for s in spec.systems + spec.optional_systems}
+    for n in spec.seeded:
+        if n not in names:
+            raise UserError(f"{where}: seeded names unknown system '{n}'")
     for c in claims:
         if c.kind not in CLAIM_KINDS:
             raise UserError(f"{where}: claim kind '{c.kind}' is not one of {', '.join(CLAIM_KINDS)}")

@@ -1,11 +1,12 @@
-"""Train, decode and score one system of a reproduction.
+"""Train, decode and score one run (a system and a seed) of a reproduction.
 
-A system's training run lives in ``RUNS/<system>/`` (checkpoints, log.jsonl; not
-committed). Once training has ended, ``RUNS/<system>/trained.json`` records its summary,
-so a later call goes straight to decoding; a run that stopped midway (interrupted, killed)
-is resumed from its last checkpoint with the trainer's exact resume. The finished system
-is ``RESULTS/<system>.json`` plus its test translations ``RESULTS/hyp/<system>.<tgt>``;
-a system with both is never touched again.
+A run's training lives in ``RUNS/<run>/`` (checkpoints, log.jsonl; not committed). Once
+training has ended, ``RUNS/<run>/trained.json`` records its summary, so a later call goes
+straight to decoding; a run that stopped midway (interrupted, killed) is resumed from its
+last checkpoint with the trainer's exact resume. The finished run is ``RESULTS/<run>.json``
+plus its test translations ``RESULTS/hyp/<run>.<tgt>``; a run with both is never touched
+again. ``<run>`` is the system's name, or ``<system>.seed<N>`` for a system trained with
+several seeds.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 import yaml
@@ -23,30 +24,53 @@ import yaml
 from rnmt.config import Config, config_from_dict, load_config
 from rnmt.errors import UserError
 from rnmt.reproduce.corpus import Corpus, display_path
-from rnmt.reproduce.spec import SystemSpec, repository_root
+from rnmt.reproduce.spec import PaperSpec, SystemSpec, repository_root
 
 TRAINED = "trained.json"
 
 
 @dataclass
 class Settings:
-    """Everything a reproduction changes in the paper configs (the same for every system)."""
+    """Everything a reproduction sets for every system of a table (the family recipe of
+    ``configs/reproduce/<paper>.yaml`` comes between the paper config and these)."""
 
-    budget: float = 10.0  # minutes of training steps per system (validation not counted)
+    updates: int = 3000  # training updates per system: the papers compare at equal updates
     emb_size: int = 256
-    hidden_size: int = 512
+    hidden_size: int = 256
     vocab_size: int = 8000  # one joint BPE model shared by all systems of a paper
     dev_sentences: int = 200  # validation (greedy dev BLEU) on this prefix of the dev set
-    validate_every: int = 250
+    validate_every: int = 500
     log_every: int = 50
-    seed: int = 1
-    threads: int = 2
+    seeds: List[int] = field(default_factory=lambda: [1, 2])  # all for the paper's `seeded` systems
+    threads: int = 1  # torch threads per training process
+    jobs: int = 1  # training processes side by side
     device: str = "auto"
     bootstrap: int = 1000  # paired bootstrap resamples
     overrides: List[str] = field(default_factory=list)  # --set, applied to every system last
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training of one system with one seed."""
+
+    system: SystemSpec
+    seed: int
+    name: str  # file stem of its record, translations and run directory
+
+
+def plan_runs(spec: PaperSpec, systems: Sequence[SystemSpec], seeds: Sequence[int]) -> List[Run]:
+    """Every seed for the systems a claim rests on (the spec's ``seeded``), the first seed
+    for the others; systems in table order, seeds inside."""
+    runs = []
+    for s in systems:
+        mine = list(seeds) if s.name in spec.seeded else list(seeds[:1])
+        for seed in mine:
+            name = s.name if len(mine) == 1 else f"{s.name}.seed{seed}"
+            runs.append(Run(s, seed, name))
+    return runs
 
 
 def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
@@ -57,21 +81,25 @@ def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def miniature_config(system: SystemSpec, corpus: Corpus, vocab_model: Path, cache_dir: Path,
+def miniature_config(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, cache_dir: Path,
                      settings: Settings) -> Config:
-    """The paper config of ``system`` with the reproduction's data, size, budget and seed."""
+    """The paper config of ``run.system``, then the paper's family recipe, then the
+    system's own recipe entries, then the reproduction's data, size, updates and seed,
+    then ``--set``."""
+    system = run.system
     path = repository_root() / system.config
     if not path.is_file():
         raise UserError(f"{system.name}: paper config not found: {system.config}")
     tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     miniature = {
+        **spec.recipe, **system.recipe,
         "data.train": str(corpus.train), "data.dev": str(corpus.dev), "data.test": str(corpus.test),
         "data.src": corpus.src, "data.tgt": corpus.tgt,
         "data.vocab.model": str(vocab_model), "data.cache_dir": str(cache_dir),
         "data.dev_max_sentences": settings.dev_sentences,
         "model.emb_size": settings.emb_size, "model.hidden_size": settings.hidden_size,
-        "train.max_minutes": settings.budget, "train.max_steps": 10 ** 9,
-        "train.seed": settings.seed, "train.threads": settings.threads, "train.device": settings.device,
+        "train.max_minutes": None, "train.max_steps": settings.updates, "train.patience": None,
+        "train.seed": run.seed, "train.threads": settings.threads, "train.device": settings.device,
         "train.validate_every": settings.validate_every, "train.log_every": settings.log_every,
         "train.validation_search": "greedy", "train.progress": False, "train.keep_last": 1,
     }
@@ -118,24 +146,26 @@ def last_validation(log_path: Path) -> Dict[str, Any]:
     return last
 
 
-def train_system(system: SystemSpec, cfg: Config, run_dir: Path, settings: Settings,
-                 log: Callable[[str], None]) -> Dict[str, Any]:
-    """Train (or resume, or skip when already trained) and return the training summary."""
+def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) -> Dict[str, Any]:
+    """Train (or resume, or skip when already trained) and return the training summary.
+    A resumed run keeps its own resolved config; only its threads and device follow
+    ``cfg`` (they change no result)."""
+    threads, device = cfg.train.threads, cfg.train.device
     from rnmt.train.trainer import STATE_FILE, Trainer
 
     done = run_dir / TRAINED
     if done.is_file():
-        log(f"{system.name}: already trained, decoding only")
+        log(f"{run.name}: already trained, decoding only")
         return json.loads(done.read_text(encoding="utf-8"))
     if (run_dir / STATE_FILE).is_file():
-        # The run's own resolved config (vocabulary sizes filled in); the budget may change.
-        cfg = load_config(run_dir / "config.yaml", [f"train.max_minutes={settings.budget}", *settings.overrides])
-        log(f"{system.name}: resuming the stopped training run")
+        # The run's own resolved config (vocabulary sizes filled in).
+        cfg = load_config(run_dir / "config.yaml", [f"train.threads={threads}", f"train.device={device}"])
+        log(f"{run.name}: resuming the stopped training run")
         trainer = Trainer(cfg, run_dir, resume=True, log=log)
     else:
         if run_dir.exists():  # started but never reached a checkpoint: start again
             shutil.rmtree(run_dir)
-        log(f"{system.name}: training for {settings.budget:g} minutes")
+        log(f"{run.name}: training for {cfg.train.max_steps} updates (seed {run.seed})")
         trainer = Trainer(cfg, run_dir, log=log)
     summary = trainer.run()
     summary.update(training_speed(run_dir / "log.jsonl"))
@@ -153,13 +183,14 @@ def _timed_translate(translator, lines: List[str], **kwargs) -> tuple:
     return hyps, seconds, words
 
 
-def evaluate_system(system: SystemSpec, run_dir: Path, corpus: Corpus, device: str, greedy_speed: bool,
-                    log: Callable[[str], None]) -> tuple:
+def evaluate_run(run: Run, run_dir: Path, corpus: Corpus, device: str, greedy_speed: bool,
+                 log: Callable[[str], None]) -> tuple:
     """Decode the test set with the paper's search settings; returns (metrics, hypotheses)."""
     from rnmt.data import read_lines
     from rnmt.evaluate.metrics import corpus_bleu, corpus_chrf
     from rnmt.models import load_model
     from rnmt.models.loading import count_parameters
+    from rnmt.reproduce.report import length_ratio
     from rnmt.search.translator import Translator
     from rnmt.train.trainer import pick_device
 
@@ -169,7 +200,7 @@ def evaluate_system(system: SystemSpec, run_dir: Path, corpus: Corpus, device: s
     loaded = load_model(run_dir, device)
     search = loaded.config.search
     translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, search, device)
-    log(f"{system.name}: decoding {len(src_lines)} test sentences (beam {search.beam}, "
+    log(f"{run.name}: decoding {len(src_lines)} test sentences (beam {search.beam}, "
         f"normalize {search.normalize}, alpha {search.alpha})")
     with torch.no_grad():
         hyps, seconds, words = _timed_translate(translator, src_lines)
@@ -183,41 +214,58 @@ def evaluate_system(system: SystemSpec, run_dir: Path, corpus: Corpus, device: s
             _, g_seconds, g_words = _timed_translate(translator, src_lines, greedy=True)
             metrics["greedy_decode_words_per_s"] = g_words / g_seconds if g_seconds > 0 else None
     bleu, chrf = corpus_bleu(hyps, [refs]), corpus_chrf(hyps, [refs])
-    metrics.update(test_bleu=bleu.score, test_chrf=chrf.score, bleu_signature=bleu.signature,
-                   chrf_signature=chrf.signature, checkpoint_step=loaded.meta.get("step"))
+    metrics.update(test_bleu=bleu.score, test_chrf=chrf.score, length_ratio=length_ratio(hyps, refs),
+                   bleu_signature=bleu.signature, chrf_signature=chrf.signature,
+                   checkpoint_step=loaded.meta.get("step"))
     return metrics, hyps
 
 
-def run_system(system: SystemSpec, corpus: Corpus, vocab_model: Path, runs_dir: Path, results_dir: Path,
-               settings: Settings, machine: Dict[str, Any], greedy_speed: bool,
+def record_path(results_dir: Path, run: Run) -> Path:
+    return results_dir / f"{run.name}.json"
+
+
+def hyp_path(results_dir: Path, run: Run, tgt: str) -> Path:
+    return results_dir / "hyp" / f"{run.name}.{tgt}"
+
+
+def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, runs_dir: Path, results_dir: Path,
+               settings: Settings, machine: Dict[str, Any], provenance: Dict[str, str],
                log: Callable[[str], None]) -> Optional[Dict[str, Any]]:
-    """Train, decode and score ``system`` unless it is finished; returns its record."""
-    record_path = results_dir / f"{system.name}.json"
-    hyp_path = results_dir / "hyp" / f"{system.name}.{corpus.tgt}"
-    if record_path.is_file() and hyp_path.is_file():
-        log(f"{system.name}: finished earlier, skipped ({display_path(record_path)})")
-        return json.loads(record_path.read_text(encoding="utf-8"))
-    run_dir = runs_dir / system.name
-    cfg = miniature_config(system, corpus, vocab_model, runs_dir / "cache", settings)
-    summary = train_system(system, cfg, run_dir, settings, log)
-    metrics, hyps = evaluate_system(system, run_dir, corpus, settings.device, greedy_speed, log)
+    """Train, decode and score ``run`` unless it is finished; returns its record.
+
+    ``provenance``: the ``commit`` the code was at and the ``command`` that reproduces the
+    table; both go into the record."""
+    record_file, hyp_file = record_path(results_dir, run), hyp_path(results_dir, run, corpus.tgt)
+    if record_file.is_file() and hyp_file.is_file():
+        log(f"{run.name}: finished earlier, skipped ({display_path(record_file)})")
+        return json.loads(record_file.read_text(encoding="utf-8"))
+    run_dir = runs_dir / run.name
+    cfg = miniature_config(run, spec, corpus, vocab_model, runs_dir / "cache", settings)
+    summary = train_run(run, cfg, run_dir, log)
+    metrics, hyps = evaluate_run(run, run_dir, corpus, settings.device, spec.greedy_speed, log)
+    steps = summary.get("steps")
+    seconds = float(summary.get("train_seconds", 0.0))
+    validation = last_validation(run_dir / "log.jsonl")
     record = {
-        "system": system.name, "label": system.label, "config": system.config,
+        "system": run.system.name, "run": run.name, "label": run.system.label, "config": run.system.config,
+        "seed": run.seed, **provenance,
         "corpus": corpus.name, "src": corpus.src, "tgt": corpus.tgt,
         "emb_size": cfg.model.emb_size, "hidden_size": cfg.model.hidden_size,
-        "budget_minutes": settings.budget, "seed": settings.seed,
-        "steps": summary.get("steps"), "epochs": summary.get("epochs"),
-        "train_minutes": round(float(summary.get("train_seconds", 0.0)) / 60.0, 2),
+        "recipe": {**spec.recipe, **run.system.recipe},
+        "steps": steps, "epochs": summary.get("epochs"),
+        "train_minutes": round(seconds / 60.0, 2),
+        "seconds_per_update": round(seconds / steps, 4) if steps else None,
         "stop_reason": summary.get("stop_reason"), "best_dev_bleu": summary.get("best_dev_bleu"),
-        "dev_ppl": last_validation(run_dir / "log.jsonl").get("dev_ppl"),
+        "dev_ppl": validation.get("dev_ppl"), "dev_loss": validation.get("dev_loss"),
         "dev_sentences": settings.dev_sentences,
         "train_tokens_per_s": summary.get("train_tokens_per_s"),
         **metrics, "machine": machine, "overrides": list(settings.overrides),
     }
-    hyp_path.parent.mkdir(parents=True, exist_ok=True)
-    hyp_path.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
-    tmp = record_path.with_suffix(".json.tmp")
+    hyp_file.parent.mkdir(parents=True, exist_ok=True)
+    hyp_file.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    tmp = record_file.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(record_path)  # the record appears last: its presence means "finished"
-    log(f"{system.name}: test BLEU {record['test_bleu']:.2f}, chrF {record['test_chrf']:.2f}")
+    tmp.replace(record_file)  # the record appears last: its presence means "finished"
+    log(f"{run.name}: test BLEU {record['test_bleu']:.2f}, chrF {record['test_chrf']:.2f}, "
+        f"{steps} updates, {record['seconds_per_update']} s/update")
     return record
