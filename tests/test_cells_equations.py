@@ -53,6 +53,44 @@ def test_gru_step_follows_dtmt_eq_6_to_9():
     check(cell, x, h, (1 - z) * h + z * cand, {"r": r, "z": z})
 
 
+def test_gru_of_dl4mt_gru_layer_adds_the_candidate_bias_outside_the_reset():
+    """reset_bias=False: h~ = tanh(W_h x + b_h + r * (U_h h)), dl4mt's gru_layer."""
+    cell = make("gru", reset_bias=False)
+    m, b = cell.matrices(), cell.biases()
+    x, h = inputs()
+    r = sig(x @ m["W_r"] + h @ m["U_r"] + b["b_r"])
+    z = sig(x @ m["W_z"] + h @ m["U_z"] + b["b_z"])
+    cand = tanh(x @ m["W_h"] + b["b_h"] + r * (h @ m["U_h"]))
+    expected = (1 - z) * h + z * cand
+    check(cell, x, h, expected, {"r": r, "z": z})
+    inside = make("gru")
+    assert not torch.allclose(inside.step(inside.project_inputs(x), h), expected)  # the placement matters
+    # float32: the fused C++ step (and its autograd node) computes the same unit.
+    cell32 = cell.to(torch.float32)
+    x32, h32 = x.float().requires_grad_(), h.float()
+    cell32.train()
+    fused = cell32.step(cell32.project_inputs(x32), h32)
+    torch.testing.assert_close(fused, expected.float(), rtol=0, atol=1e-5)
+    fused.sum().backward()
+    assert cell32.bias.grad is not None and x32.grad is not None
+
+
+def test_dl4mt_models_put_the_bias_outside_except_in_the_conditional_unit():
+    from rnmt.config import ModelConfig
+    from rnmt.models import build_model
+
+    for arch, outside, inside in (("rnnsearch", ["encoder.fwd", "encoder.bwd", "unit1"], ["unit2"]),
+                                  ("cseq2seq1", ["encoder.fwd", "encoder.bwd", "unit1", "reader"], ["unit2"]),
+                                  ("cseq2seq2", ["encoder", "unit1"], ["unit2"]),
+                                  ("seq2seq", ["encoder", "unit1"], ["unit2"])):
+        model = build_model(ModelConfig(arch=arch, cell="gru", emb_size=6, hidden_size=8), 20, 20)
+        units = dict(model.named_modules())
+        assert all(units[n].input_bias for n in outside), arch
+        assert not any(units[n].input_bias for n in inside), arch
+    dtmt = build_model(ModelConfig(arch="dtmt", cell="gru", emb_size=8, hidden_size=8, attention_heads=2), 20, 20)
+    assert not any(getattr(m, "input_bias", False) for m in dtmt.modules())  # DTMT eq. 7: inside
+
+
 def test_gru_with_layer_norm_normalises_each_gate():
     cell = make("gru", layer_norm=True)
     m, b = cell.matrices(), cell.biases()

@@ -14,11 +14,14 @@ Conventions:
   matrices run as one fused product.
 * ``z`` weights the NEW candidate (DTMT eq. 6). dl4mt, Nematus and zero write
   ``h' = u*h + (1-u)*h~``: their ``u`` is ``1 - z``, the same unit with a mirrored gate.
-* Biases: one 3d vector added to the recurrent product, ``[b_r; b_z; b_h]``, so that ``b_h``
-  sits inside the reset as in dl4mt. Parameters: 3*dx*d + 3*d*d + 3*d.
+* Biases: one 3d vector ``[b_r; b_z; b_h]``. By default it is added to the recurrent
+  product, so ``b_h`` sits inside the reset as in DTMT eq. 7 and dl4mt's second conditional
+  unit. ``reset_bias=False`` adds it to the input projection instead:
+  ``h~ = tanh(W_h x + b_h + r * (U_h h))``, dl4mt's ``gru_layer`` (its encoder and the
+  decoder's first unit). r and z are the same either way. Parameters: 3*dx*d + 3*d*d + 3*d.
 * ``layer_norm=True`` (DTMT "Layer Normalization"): r, z = sigma(LN(W x + U h)) with one
   LN per gate and no gate biases (the LN offset is the bias); b_h stays. Parameters:
-  3*dx*d + 3*d*d + d + 2*(2d).
+  3*dx*d + 3*d*d + d + 2*(2d). (With layer norm the bias is always the DTMT form.)
 """
 
 from __future__ import annotations
@@ -42,10 +45,13 @@ class GRU(Cell):
 
     gate_names = ("r", "z")
 
-    def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
+    def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0,
+                 reset_bias: bool = True) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
         d = hidden_size
         self.proj_size = 3 * d
+        # dl4mt's gru_layer puts b_h outside the reset (module docstring); layer norm keeps DTMT's form.
+        self.input_bias = not reset_bias and not layer_norm
         # [W_r W_z W_h] and [U_r U_z U_h], each applied as x @ W.
         self.weight_x = nn.Parameter(torch.empty(input_size, 3 * d))
         self.weight_h = nn.Parameter(torch.empty(d, 3 * d))
@@ -54,7 +60,10 @@ class GRU(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        return step_product(x, self.weight_x)
+        return step_product(x, self.weight_x, self.bias if self.input_bias else None)
+
+    def _recurrent_bias(self) -> Optional[Tensor]:
+        return None if self.input_bias else self.bias
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
@@ -63,12 +72,12 @@ class GRU(Cell):
         if not return_gates and self._fused_applies(px, state):
             # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
             # in training one autograd node with a one-sweep backward.
-            return self._fused_gates(px, self.recurrent_product(state, self.bias), state)
+            return self._fused_gates(px, self.recurrent_product(state, self._recurrent_bias()), state)
         # split, not slicing: one backward node per split instead of a zero-filled
         # full-width gradient per slice.
         px_gates, px_h = px.split((2 * d, d), dim=1)
         if self.gate_norm is None:
-            rec_gates, rec_h = self.recurrent_product(state, self.bias).split((2 * d, d), dim=1)
+            rec_gates, rec_h = self.recurrent_product(state, self._recurrent_bias()).split((2 * d, d), dim=1)
             gates = torch.sigmoid(px_gates + rec_gates)
         else:
             rec_gates, rec_h = self.recurrent_product(state).split((2 * d, d), dim=1)
@@ -110,11 +119,12 @@ class GRU(Cell):
         if self.gate_norm is not None:
             return ln_gates.lockstep(self, other, like)
         if not (type(other) is GRU and other.hidden_size == self.hidden_size and other.dropout == self.dropout
-                and other.training == self.training and self._kernel_applies(like) and other._kernel_applies(like)):
+                and other.input_bias == self.input_bias and other.training == self.training
+                and self._kernel_applies(like) and other._kernel_applies(like)):
             return None
         d = self.hidden_size
         weight = torch.stack([self.weight_h, other.weight_h])  # [2, d, 3d]
-        bias = torch.stack([self.bias, other.bias]).unsqueeze(1)  # [2, 1, 3d]
+        bias = None if self.input_bias else torch.stack([self.bias, other.bias]).unsqueeze(1)  # [2, 1, 3d]
 
         def step(px: Tensor, state: Tensor) -> Tensor:
             rec = pair_product(state, weight, bias)

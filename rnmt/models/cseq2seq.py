@@ -46,7 +46,7 @@ from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
 from rnmt.models.registry import register
-from rnmt.models.rnnsearch import build_cell
+from rnmt.models.rnnsearch import dl4mt_cell
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
 
@@ -143,8 +143,8 @@ class _CyclicDecoder(TranslationModel):
         E, d = cfg.emb_size, cfg.hidden_size
         dec_cell = cfg.dec_cell or cfg.cell
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
-        self.unit1 = unit1 if unit1 is not None else build_cell(cfg, dec_cell, E, d)  # GRU_1
-        self.unit2 = build_cell(cfg, dec_cell, d, d)  # GRU_2 reads c_j (d-dim)
+        self.unit1 = unit1 if unit1 is not None else dl4mt_cell(cfg, dec_cell, E, d)  # GRU_1
+        self.unit2 = dl4mt_cell(cfg, dec_cell, d, d, conditional=True)  # GRU_2 reads c_j (d-dim)
         self.readout = DeepOutput(d, E, d, tgt_vocab, kind=cfg.readout, dropout=cfg.dropout)
         if cfg.tie_target_embeddings:  # SWord: W_p -> E_y
             self.readout.output.weight = self.tgt_embed.weight
@@ -188,11 +188,11 @@ class Cseq2seqI(_CyclicDecoder):
         enc_cell = cfg.enc_cell or cfg.cell
         self.context_mode = _context_mode(cfg)
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
-        self.encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+        self.encoder = cells.Bidirectional(dl4mt_cell(cfg, enc_cell, E, d), dl4mt_cell(cfg, enc_cell, E, d))
         ann = self.encoder.hidden_size
         self._build_decoder(cfg, tgt_vocab)
         self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_init, b_init
-        self.reader = build_cell(cfg, cfg.dec_cell or cfg.cell, ann, d)  # GRU_c of eq. 7
+        self.reader = dl4mt_cell(cfg, cfg.dec_cell or cfg.cell, ann, d)  # GRU_c of eq. 7
         self.reader_init = nn.Linear(self.unit1.hidden_size, self.reader.state_size)  # V, b_0
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
@@ -230,7 +230,7 @@ class Cseq2seqII(_CyclicDecoder):
             raise UserError(f"model.options.cyclic_query must be 'previous' or 'current', got {self.cyclic_query!r}")
         share_gru = bool(cfg.options.get("share_gru", False))
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
-        self.encoder = build_cell(cfg, enc_cell, E, d)  # f_enc, both directions and every re-run
+        self.encoder = dl4mt_cell(cfg, enc_cell, E, d)  # f_enc, both directions and every re-run
         if share_gru and (cfg.dec_cell or cfg.cell) != enc_cell:
             raise UserError("model.options.share_gru needs the same unit in encoder and decoder")
         self._build_decoder(cfg, tgt_vocab, unit1=self.encoder if share_gru else None)

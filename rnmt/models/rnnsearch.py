@@ -32,10 +32,19 @@ from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.token_table import TokenTable
 
 
-def build_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int) -> cells.Cell:
-    """A unit from the model config's shared unit options."""
+def build_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int, **unit_options) -> cells.Cell:
+    """A unit from the model config's shared unit options (``model.cell_options`` win over
+    ``unit_options``)."""
     return cells.build(name, input_size, hidden_size, layer_norm=cfg.layer_norm,
-                       dropout=cfg.rnn_dropout, **cfg.cell_options)
+                       dropout=cfg.rnn_dropout, **{**unit_options, **cfg.cell_options})
+
+
+def dl4mt_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int,
+               conditional: bool = False) -> cells.Cell:
+    """A unit as dl4mt builds its GRUs: ``gru_layer`` (encoder, the decoder's first unit)
+    adds b_h outside the reset gate, only the conditional second unit inside
+    (`rnmt.cells.gru`); other units are built as usual."""
+    return build_cell(cfg, name, input_size, hidden_size, **({"reset_bias": conditional} if name == "gru" else {}))
 
 
 class RNNSearch(TranslationModel):
@@ -49,10 +58,10 @@ class RNNSearch(TranslationModel):
         self.src_embed = nn.Embedding(src_vocab, E, padding_idx=self.pad_id)
         # The BOS row is the zero vector E y_0 of dl4mt and never trained.
         self.tgt_embed = nn.Embedding(tgt_vocab, E, padding_idx=self.bos_id)
-        self.encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+        self.encoder = cells.Bidirectional(dl4mt_cell(cfg, enc_cell, E, d), dl4mt_cell(cfg, enc_cell, E, d))
         ann = 2 * d
-        self.unit1 = build_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
-        self.unit2 = build_cell(cfg, dec_cell, ann, d)  # reads c_j
+        self.unit1 = dl4mt_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
+        self.unit2 = dl4mt_cell(cfg, dec_cell, ann, d, conditional=True)  # reads c_j
         self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_init, b_init
         self.attention = AdditiveAttention(self.unit1.hidden_size, ann)
         self.readout_state = nn.Linear(d, E)  # W_1, b_1 (ff_logit_lstm)

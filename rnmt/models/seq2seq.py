@@ -30,7 +30,7 @@ from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import TensorDict, TranslationModel, time_steps
 from rnmt.models.registry import register
-from rnmt.models.rnnsearch import build_cell
+from rnmt.models.rnnsearch import build_cell, dl4mt_cell
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
 
@@ -44,9 +44,9 @@ class Seq2seq(TranslationModel):
         enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
-        self.encoder = build_cell(cfg, enc_cell, E, d)
-        self.unit1 = build_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
-        self.unit2 = build_cell(cfg, dec_cell, d, d)  # reads the summary c
+        self.encoder = dl4mt_cell(cfg, enc_cell, E, d)
+        self.unit1 = dl4mt_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
+        self.unit2 = dl4mt_cell(cfg, dec_cell, d, d, conditional=True)  # reads the summary c
         self.init_layer = nn.Linear(d, self.unit1.state_size)  # W_init, b_init
         self.readout = DeepOutput(d, E, d, tgt_vocab, kind=cfg.readout, dropout=cfg.dropout)
         if cfg.tie_target_embeddings:
