@@ -114,3 +114,19 @@ def test_beam_search_and_gradients(path):
     model(src, src_mask, tgt_in).float().logsumexp(-1).sum().backward()
     no_grad = [n for n, p in model.named_parameters() if p.grad is None]
     assert not no_grad, f"parameters without gradient: {no_grad}"
+
+
+@pytest.mark.parametrize("path", [p for p in PAPER_CONFIGS if "layer_norm: true" in p.read_text()],
+                         ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_uniform_init_keeps_every_layer_norm_at_its_identity_start(path):
+    """Gains drawn from U(±s) (some negative, most near 0) shrink every normalised gate
+    pre-activation to almost nothing: the layer-normalised units must start at gain 1,
+    offset 0 whatever the scale of the other weights."""
+    model = tiny_model(path)
+    norms = [m for m in model.modules() if isinstance(m, cells.base.GateNorm)]
+    assert norms, path
+    for norm in norms:
+        assert torch.equal(norm.gain, torch.ones_like(norm.gain))
+        assert torch.equal(norm.offset, torch.zeros_like(norm.offset))
+    others = [p for n, p in model.named_parameters() if "gate_norm" not in n and p.dim() >= 2]
+    assert all(p.abs().max() <= 0.3 for p in others) and any(p.abs().max() > 0.2 for p in others)

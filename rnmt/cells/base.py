@@ -57,6 +57,12 @@ class GateNorm(nn.Module):
         nn.init.ones_(self.gain)
         nn.init.zeros_(self.offset)
 
+    def reset_norm_parameters(self) -> None:
+        """The identity start (gain 1, offset 0) that `uniform_init_` restores after drawing
+        every parameter uniformly: a normalisation that starts with gains near 0 (some
+        negative) scales every gate pre-activation down to almost nothing."""
+        self.reset_parameters()
+
     def forward(self, z: Tensor) -> Tensor:
         shape = z.shape
         normed = F.layer_norm(z.reshape(*shape[:-1], self.num_gates, self.size), (self.size,), eps=self.eps)
