@@ -20,8 +20,8 @@ PAPER_CHOICES = ("atr", "cseq2seq", "dtmt", "all")
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paper", choices=PAPER_CHOICES,
                    help="whose tables to reproduce; 'all' runs atr, cseq2seq, dtmt in that order")
-    p.add_argument("--updates", type=int, default=3000, metavar="N",
-                   help="training updates of every system (default 3000): the papers compare at equal updates")
+    p.add_argument("--updates", type=int, default=2000, metavar="N",
+                   help="training updates of every system (default 2000): the papers compare at equal updates")
     p.add_argument("--seeds", default="1,2", metavar="S,S,...",
                    help="training seeds: all of them for the systems the paper's claims rest on, the first for "
                         "the others (default 1,2)")

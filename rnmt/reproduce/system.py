@@ -34,7 +34,7 @@ class Settings:
     """Everything a reproduction sets for every system of a table (the family recipe of
     ``configs/reproduce/<paper>.yaml`` comes between the paper config and these)."""
 
-    updates: int = 3000  # training updates per system: the papers compare at equal updates
+    updates: int = 2000  # training updates per system: the papers compare at equal updates
     emb_size: int = 256
     hidden_size: int = 256
     vocab_size: int = 8000  # one joint BPE model shared by all systems of a paper
