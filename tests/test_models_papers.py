@@ -218,3 +218,22 @@ def test_transformer_step_caches_grow_by_one_position():
     for t in range(3):
         _, state, _ = model.step(torch.tensor([2, 2]) if t == 0 else torch.tensor([5, 6]), state, memory)
         assert state["k0"].shape == (2, t + 1, 8)
+
+
+def test_rnnsearch_minus_readout_reads_the_previous_state():
+    """Bahdanau et al. A.2.2: t~_j = U_o s_{j-1} + V_o E y_{j-1} + C_o c_j. The first word's
+    distribution therefore depends on s_0 and c_1 only, not on the unit that makes s_1."""
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch="rnnsearch-minus", cell="gru", emb_size=6, hidden_size=8,
+                                    readout="maxout", options={"readout_size": 5}), 20, 20)
+    uniform_init_(model, 0.3)
+    model.eval()
+    src = torch.tensor([[4, 5, 6, 2]])
+    mask = src != 0
+    tgt_in = torch.tensor([[1, 9, 10]])
+    with torch.no_grad():
+        before = torch.log_softmax(model(src, mask, tgt_in), -1)
+        model.unit.weight_h.add_(0.5)  # changes s_1, s_2, ... but not s_0
+        after = torch.log_softmax(model(src, mask, tgt_in), -1)
+    torch.testing.assert_close(before[:, 0], after[:, 0])
+    assert not torch.allclose(before[:, 1], after[:, 1])

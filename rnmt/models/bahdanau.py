@@ -3,7 +3,11 @@ paper's Table 1; the decoder of Bahdanau et al. 2015 and of the survey's section
 
     e_ji = v_a^T tanh(W_a s_{j-1} + U_a h_i),  alpha_j = softmax(e_j),  c_j = sum_i alpha_ji h_i
     s_j  = Unit(s_{j-1}, [E y_{j-1}; c_j])
-    p(y_j | y_<j, x) = softmax(W_o g(s_j, E y_{j-1}, c_j))
+    p(y_j | y_<j, x) = softmax(W_o g(s_{j-1}, E y_{j-1}, c_j))
+
+The deep output reads the state the attention was queried with, s_{j-1}, as in Bahdanau
+et al.'s appendix A.2.2 (t~_j = U_o s_{j-1} + V_o E y_{j-1} + C_o c_j): the prediction of
+y_j and the new state s_j are computed side by side from the same s_{j-1}.
 
 The attention is queried with the previous state s_{j-1} (there is no first-level unit
 that reads y_{j-1} before attending, which is what dl4mt's two-level decoder adds). The
@@ -63,8 +67,9 @@ class RNNSearchMinus(TranslationModel):
 
     def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
         emb = self.dropout(self.tgt_embed(prev_tokens))
-        s, context, alpha = self._transition(emb, state["s"], memory)
-        logits = self.readout(self.unit.output(s), emb, context)
+        s_prev = state["s"]
+        s, context, alpha = self._transition(emb, s_prev, memory)
+        logits = self.readout(self.unit.output(s_prev), emb, context)  # g reads s_{j-1}
         return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {"attention": alpha}
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
@@ -73,8 +78,8 @@ class RNNSearchMinus(TranslationModel):
         emb = self.dropout(self.tgt_embed(tgt_in))
         outputs, contexts = [], []
         for emb_j in time_steps(emb):
+            outputs.append(self.unit.output(s))  # s_{j-1}: what g and the attention read
             s, context, _ = self._transition(emb_j, s, memory)
-            outputs.append(self.unit.output(s))
             contexts.append(context)
         return self.readout(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))
 
