@@ -43,6 +43,8 @@ def test_gate_collection_does_not_change_the_scores():
     plain, _, _ = model.step(torch.tensor([2, 2]), state, memory)
     model.report_source_gates = True
     with_gates, _, extras = model.step(torch.tensor([2, 2]), state, memory)
-    assert torch.equal(plain, with_gates)
+    # Collecting gates walks every position with masking instead of the packed rows, so the
+    # products run on other shapes: equal up to rounding, not bit for bit on every CPU.
+    torch.testing.assert_close(plain, with_gates, rtol=1e-5, atol=1e-6)
     assert extras["source_gates"]["z"].shape == (2, 4)
     assert torch.all(extras["source_gates"]["z"][1, 3] == 0)  # padding position

@@ -118,10 +118,10 @@ def test_cseq2seq1_context_depends_on_the_decoder_query():
     src = torch.randint(4, 17, (1, 5))
     memory = model.encode(src, torch.ones(1, 5, dtype=torch.bool))
     state = model.init_state(memory)
-    px = model.unit1.project_inputs(model.tgt_embed(torch.tensor([5])))
-    _, c1 = model._decode_step(px, state, memory)
-    _, c2 = model._decode_step(px, {"s": state["s"] + 0.5}, memory)
-    assert not torch.allclose(c1, c2)
+    inputs = model.target_inputs(torch.tensor([5]), torch.tensor([0]))
+    _, out1, _ = model.transition(inputs, state, memory)
+    _, out2, _ = model.transition(inputs, {"s": state["s"] + 0.5}, memory)
+    assert not torch.allclose(out1["context"], out2["context"])
 
 
 def test_cseq2seq2_previous_and_current_queries_differ():

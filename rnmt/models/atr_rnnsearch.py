@@ -33,7 +33,7 @@ from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.models.base import TensorDict, TranslationModel, time_steps
+from rnmt.models.base import ConditionalDecoderModel, TensorDict, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
@@ -66,7 +66,7 @@ class ContextAwareEncoder(nn.Module):
         return torch.stack(outputs, 1), self.backward_context.output(state)
 
 
-class ATRRNNSearch(TranslationModel):
+class ATRRNNSearch(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
@@ -108,36 +108,19 @@ class ATRRNNSearch(TranslationModel):
     def init_state(self, memory: TensorDict) -> TensorDict:
         return {"s": torch.tanh(self.init_layer(memory["final"]))}
 
-    def _transition(self, px1: Tensor, s_prev: Tensor, memory: TensorDict):
-        s_tilde = self.unit1.step(px1, s_prev)
-        context, alpha = self.attention(self.unit1.output(s_tilde), memory["keys"], memory["annotations"],
-                                        memory["src_mask"])
-        s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
-        return s, context, alpha
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        emb = self.dropout(self.tgt_embed(tokens))
+        return {"emb": emb, "px1": self.unit1.project_inputs(emb)}
 
-    def _logits(self, s_out: Tensor, context: Tensor, prev_emb: Tensor) -> Tensor:
-        if self.tanh_states:
-            s_out = torch.tanh(s_out)
-        o = torch.tanh(self.readout(torch.cat([s_out, context, prev_emb], -1)))
+    def context(self, query: Tensor, state: TensorDict, memory: TensorDict):
+        context, alpha = self.attention(query, memory["keys"], memory["annotations"], memory["src_mask"])
+        return context, {"attention": alpha}
+
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        """o_j = tanh(W_o [tanh(s_j); c_j; E y_{j-1}] + b_o) (eq. 12), logits o_j E_y^T."""
+        s_out = torch.tanh(outputs["s"]) if self.tanh_states else outputs["s"]
+        o = torch.tanh(self.readout(torch.cat([s_out, outputs["context"], inputs["emb"]], -1)))
         return self.output(self.dropout(o))
-
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
-        emb = self.dropout(self.tgt_embed(prev_tokens))
-        s, context, alpha = self._transition(self.unit1.project_inputs(emb), state["s"], memory)
-        logits = self._logits(self.unit2.output(s), context, emb)
-        return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {"attention": alpha}
-
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
-        memory = self.encode(src, src_mask)
-        s = self.init_state(memory)["s"]
-        emb = self.dropout(self.tgt_embed(tgt_in))
-        px1 = self.unit1.project_inputs(emb)
-        outputs, contexts = [], []
-        for px1_j in time_steps(px1):
-            s, context, _ = self._transition(px1_j, s, memory)
-            outputs.append(self.unit2.output(s))
-            contexts.append(context)
-        return self._logits(torch.stack(outputs, 1), torch.stack(contexts, 1), emb)
 
 
 @register("atr-rnnsearch")

@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
+from rnmt.models.base import RecurrentTranslationModel, TensorDict, masked_mean
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
@@ -32,7 +32,7 @@ from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
 
 
-class RNNSearchMinus(TranslationModel):
+class RNNSearchMinus(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
@@ -59,29 +59,20 @@ class RNNSearchMinus(TranslationModel):
     def init_state(self, memory: TensorDict) -> TensorDict:
         return {"s": torch.tanh(self.init_layer(masked_mean(memory["annotations"], memory["src_mask"])))}
 
-    def _transition(self, emb: Tensor, s_prev: Tensor, memory: TensorDict):
-        context, alpha = self.attention(self.unit.output(s_prev), memory["keys"], memory["annotations"],
-                                        memory["src_mask"])
-        s = self.unit.step(self.unit.project_inputs(torch.cat([emb, context], -1)), s_prev)
-        return s, context, alpha
+    step_inputs = ("emb",)
 
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
-        emb = self.dropout(self.tgt_embed(prev_tokens))
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        return {"emb": self.dropout(self.tgt_embed(tokens))}
+
+    def transition(self, inputs: TensorDict, state: TensorDict, memory: TensorDict):
         s_prev = state["s"]
-        s, context, alpha = self._transition(emb, s_prev, memory)
-        logits = self.readout(self.unit.output(s_prev), emb, context)  # g reads s_{j-1}
-        return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {"attention": alpha}
+        query = self.unit.output(s_prev)  # attention and readout both read s_{j-1}
+        context, alpha = self.attention(query, memory["keys"], memory["annotations"], memory["src_mask"])
+        s = self.unit.step(self.unit.project_inputs(torch.cat([inputs["emb"], context], -1)), s_prev)
+        return {"s": s}, {"s": query, "context": context}, {"attention": alpha}
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
-        memory = self.encode(src, src_mask)
-        s = self.init_state(memory)["s"]
-        emb = self.dropout(self.tgt_embed(tgt_in))
-        outputs, contexts = [], []
-        for emb_j in time_steps(emb):
-            outputs.append(self.unit.output(s))  # s_{j-1}: what g and the attention read
-            s, context, _ = self._transition(emb_j, s, memory)
-            contexts.append(context)
-        return self.readout(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        return self.readout(outputs["s"], inputs["emb"], outputs["context"])
 
 
 @register("rnnsearch-minus")

@@ -74,6 +74,107 @@ class TranslationModel(nn.Module):
         return select(memory, index)
 
 
+class RecurrentTranslationModel(TranslationModel):
+    """A model whose decoder is a recurrence over target positions.
+
+    ``forward`` (teacher forcing) and ``step`` (decoding) are written here once, in terms of
+    three hooks, so a recurrent architecture's file holds only its own equations:
+
+    * ``target_inputs(tokens, positions) -> inputs``: what the decoder reads of the previous
+      words y_{j-1}: tokens [B, T] with positions [B, T] in ``forward`` (every position in
+      one product), tokens [B] with the step's position in ``step``; e.g. the embedding and
+      its projection for the first unit.
+    * ``transition(inputs_j, state, memory) -> (state, outputs, extras)``: one decoder step;
+      ``outputs`` are the tensors the readout reads (s_j, c_j, ...), ``extras`` what ``step``
+      reports (``attention`` [B, S], gates).
+    * ``logits(outputs, inputs) -> logits``: the readout, from the stacked outputs and the
+      inputs ([B, T, .] in ``forward``, [B, .] in ``step``).
+
+    The state may carry ``position`` (the target position of the next step) when
+    ``target_inputs`` needs it (positional encodings); the transition advances it.
+    ``step_inputs`` names the inputs the transition reads (the rest go to the readout only).
+    """
+
+    step_inputs: Tuple[str, ...] = ("px1",)
+
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        raise NotImplementedError
+
+    def transition(self, inputs: TensorDict, state: TensorDict,
+                   memory: TensorDict) -> Tuple[TensorDict, TensorDict, TensorDict]:
+        raise NotImplementedError
+
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        raise NotImplementedError
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        position = state.get("position")
+        if position is None:
+            position = torch.zeros_like(prev_tokens)
+        inputs = self.target_inputs(prev_tokens, position)
+        state, outputs, extras = self.transition(inputs, state, memory)
+        logits = self.logits(outputs, inputs)
+        return torch.log_softmax(logits.float(), dim=-1), state, extras
+
+    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        memory = self.encode(src, src_mask)
+        state = self.init_state(memory)
+        positions = torch.arange(tgt_in.size(1), device=tgt_in.device).expand_as(tgt_in)
+        inputs = self.target_inputs(tgt_in, positions)  # every target position at once
+        per_step = {k: time_steps(inputs[k]) for k in self.step_inputs}
+        collected: Dict[str, list] = {}
+        for j in range(tgt_in.size(1)):
+            state, outputs, _ = self.transition({k: v[j] for k, v in per_step.items()}, state, memory)
+            for k, v in outputs.items():
+                collected.setdefault(k, []).append(v)
+        return self.logits({k: torch.stack(v, 1) for k, v in collected.items()}, inputs)
+
+
+class ConditionalDecoderModel(RecurrentTranslationModel):
+    """The two-level conditional decoder that dl4mt's RNNSearch, the ATR paper's RNNSearch,
+    both Cseq2seq models and DTMT share (Cseq2seq eq. 3-6, ATR eq. 13, DTMT's query and
+    decoder transitions):
+
+        s~_j = Unit_1(s_{j-1}, y_{j-1})      the first unit reads the previous word
+        c_j  = context(s~_j, memory)          attention, a re-reading RNN, a fixed summary
+        s_j  = Unit_2(s~_j, c_j)              the second unit reads the context
+
+    A subclass supplies ``context``; ``target_inputs`` must give ``px1``, the first unit's
+    projected input. ``outputs`` are ``s`` (Unit_2's output) and ``context``.
+    """
+
+    @property
+    def first_unit(self) -> nn.Module:
+        return self.unit1
+
+    @property
+    def second_unit(self) -> nn.Module:
+        return self.unit2
+
+    def context(self, query: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[Tensor, TensorDict]:
+        """c_j and the step's extras (e.g. ``attention``) from s~_j's output."""
+        raise NotImplementedError
+
+    def second_input(self, context: Tensor, memory: TensorDict) -> Tensor:
+        """Unit_2's projected input: the projection of c_j (a model whose context is fixed
+        per sentence returns a cached one)."""
+        return self.second_unit.project_inputs(context)
+
+    def transition(self, inputs: TensorDict, state: TensorDict, memory: TensorDict):
+        unit1, unit2 = self.first_unit, self.second_unit
+        s_tilde = unit1.step(inputs["px1"], state["s"])
+        context, extras = self.context(unit1.output(s_tilde), state, memory)
+        s = unit2.step(self.second_input(context, memory), s_tilde)
+        return self.next_state(state, s), {"s": unit2.output(s), "context": context}, extras
+
+    @staticmethod
+    def next_state(state: TensorDict, s: Tensor) -> TensorDict:
+        """The new state: s_j, and the position advanced when the state keeps one."""
+        if "position" in state:
+            return {"s": s, "position": state["position"] + 1}
+        return {"s": s}
+
+
 def time_steps(x: Tensor) -> Tuple[Tensor, ...]:
     """Split [B, T, D] into T tensors [B, D] for a step loop.
 

@@ -36,7 +36,7 @@ projections of E x_i are computed once per sentence. Section 4's sharing:
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import torch
 from torch import Tensor, nn
@@ -44,7 +44,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
+from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean, time_steps
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import dl4mt_cell
 from rnmt.modules.embedding import Embedding
@@ -135,7 +135,7 @@ def _context_mode(cfg: ModelConfig) -> str:
     return cfg.context
 
 
-class _CyclicDecoder(TranslationModel):
+class _CyclicDecoder(ConditionalDecoderModel):
     """Shared decoder of both Cseq2seq models: target embedding, GRU_1, GRU_2 reading the
     d-dimensional context, and the deep output layer. Subclasses supply the context."""
 
@@ -154,29 +154,20 @@ class _CyclicDecoder(TranslationModel):
     # position in step's extras; off by default so decoding pays nothing for them.
     report_source_gates: bool = False
 
-    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict,
-                     gates: Optional[Dict[str, list]] = None) -> Tuple[TensorDict, Tensor]:
-        raise NotImplementedError
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        emb = self.dropout(self.tgt_embed(tokens))
+        return {"emb": emb, "px1": self.unit1.project_inputs(emb)}
 
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
-        emb = self.dropout(self.tgt_embed(prev_tokens))
-        gates: Optional[Dict[str, list]] = {} if self.report_source_gates else None
-        state, context = self._decode_step(self.unit1.project_inputs(emb), state, memory, gates)
-        logits = self.readout(self.unit2.output(state["s"]), emb, context)
-        extras = {"source_gates": {k: torch.stack(v, 1) for k, v in gates.items()}} if gates else {}
-        return torch.log_softmax(logits.float(), dim=-1), state, extras
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        """Eq. 2: W_p tanh(W_1 s_j + W_2 E y_{j-1} + W_3 c_j + b)."""
+        return self.readout(outputs["s"], inputs["emb"], outputs["context"])
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
-        memory = self.encode(src, src_mask)
-        state = self.init_state(memory)
-        emb = self.dropout(self.tgt_embed(tgt_in))
-        px1 = self.unit1.project_inputs(emb)  # all target steps in one product
-        outputs, contexts = [], []
-        for px1_j in time_steps(px1):
-            state, context = self._decode_step(px1_j, state, memory)
-            outputs.append(self.unit2.output(state["s"]))
-            contexts.append(context)
-        return self.readout(torch.stack(outputs, 1), emb, torch.stack(contexts, 1))
+    def _gate_log(self) -> Optional[Dict[str, list]]:
+        return {} if self.report_source_gates and not self.training else None
+
+    @staticmethod
+    def _extras(gates: Optional[Dict[str, list]]) -> TensorDict:
+        return {"source_gates": {k: torch.stack(v, 1) for k, v in gates.items()}} if gates else {}
 
 
 class Cseq2seqI(_CyclicDecoder):
@@ -207,14 +198,13 @@ class Cseq2seqI(_CyclicDecoder):
     def init_state(self, memory: TensorDict) -> TensorDict:
         return {"s": torch.tanh(self.init_layer(memory["annotation_mean"]))}
 
-    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict,
-                     gates: Optional[Dict[str, list]] = None) -> Tuple[TensorDict, Tensor]:
-        s_tilde = self.unit1.step(px1, state["s"])
-        c0 = torch.tanh(self.reader_init(self.unit1.output(s_tilde)))  # c_{j,0}, eq. 7
+    def context(self, query: Tensor, state: TensorDict, memory: TensorDict):
+        """Eq. 7: c_{j,0} = tanh(V s~_j + b_0), then GRU_c re-reads every h_i."""
+        c0 = torch.tanh(self.reader_init(query))
+        gates = self._gate_log()
         context = cyclic_context(self.reader, memory["reader_px"], memory["src_mask"], c0, self.context_mode,
                                  gates)
-        s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
-        return {"s": s}, context
+        return context, self._extras(gates)
 
 
 class Cseq2seqII(_CyclicDecoder):
@@ -254,16 +244,19 @@ class Cseq2seqII(_CyclicDecoder):
         h0 = torch.tanh(self.phi(self.unit1.output(s_tilde)))  # h_{j,0} = phi(s~), eq. 9
         return cyclic_context(self.encoder, memory["src_px"], memory["src_mask"], h0, self.context_mode, gates)
 
-    def _decode_step(self, px1: Tensor, state: TensorDict, memory: TensorDict,
-                     gates: Optional[Dict[str, list]] = None) -> Tuple[TensorDict, Tensor]:
+    def transition(self, inputs: TensorDict, state: TensorDict, memory: TensorDict):
+        """Eq. 9 with the query of ``options.cyclic_query``: the re-reading starts from
+        phi(s~_{j-1}) ("previous") or phi(s~_j) ("current")."""
+        gates = self._gate_log()
         if self.cyclic_query == "previous":
             context = self._reencode(state["s_tilde"], memory, gates)
-            s_tilde = self.unit1.step(px1, state["s"])
+            s_tilde = self.unit1.step(inputs["px1"], state["s"])
         else:
-            s_tilde = self.unit1.step(px1, state["s"])
+            s_tilde = self.unit1.step(inputs["px1"], state["s"])
             context = self._reencode(s_tilde, memory, gates)
         s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
-        return {"s": s, "s_tilde": s_tilde}, context
+        return ({"s": s, "s_tilde": s_tilde}, {"s": self.unit2.output(s), "context": context},
+                self._extras(gates))
 
 
 @register("cseq2seq1")

@@ -36,7 +36,7 @@ from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
+from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.embedding import Embedding, positional_encoding
@@ -51,7 +51,7 @@ def transition_module(cfg: ModelConfig, bottom: str, depth: int, input_size: int
                        dropout=cfg.rnn_dropout, bottom=bottom, depth=depth)
 
 
-class DTMT(TranslationModel):
+class DTMT(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
@@ -99,37 +99,29 @@ class DTMT(TranslationModel):
         s0 = torch.tanh(self.init_layer(mean))
         return {"s": s0, "position": torch.zeros(s0.size(0), dtype=torch.long, device=s0.device)}
 
-    def _transition(self, px_query: Tensor, s_prev: Tensor, memory: TensorDict):
-        s_query = self.query_transition.step(px_query, s_prev)
-        context, alpha = self.attention(self.query_transition.output(s_query), memory["keys"],
-                                        memory["values"], memory["src_mask"])
-        s = self.decoder_transition.step(self.decoder_transition.project_inputs(context), s_query)
-        return s, context, alpha
+    # The conditional decoder of the base: Unit_1 is the query transition, Unit_2 the
+    # decoder transition, the context the multi-head attention.
+    @property
+    def first_unit(self) -> cells.Cell:
+        return self.query_transition
 
-    def _logits(self, prev_emb: Tensor, s_out: Tensor, context: Tensor) -> Tensor:
-        o = torch.tanh(self.readout(torch.cat([prev_emb, s_out, context], -1)))
-        return self.output(self.dropout(o))
+    @property
+    def second_unit(self) -> cells.Cell:
+        return self.decoder_transition
 
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
         # y_{t-1} sits at target position t-2: the shifted-in zero vector takes position -1.
-        emb = self._embed(self.tgt_embed, prev_tokens, (state["position"] - 1).clamp_min(0))
-        s, context, alpha = self._transition(self.query_transition.project_inputs(emb), state["s"], memory)
-        logits = self._logits(emb, self.decoder_transition.output(s), context)
-        new_state = {"s": s, "position": state["position"] + 1}
-        return torch.log_softmax(logits.float(), dim=-1), new_state, {"attention": alpha}
+        emb = self._embed(self.tgt_embed, tokens, (positions - 1).clamp_min(0))
+        return {"emb": emb, "px1": self.query_transition.project_inputs(emb)}
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
-        memory = self.encode(src, src_mask)
-        s = self.init_state(memory)["s"]
-        positions = (torch.arange(tgt_in.size(1), device=tgt_in.device) - 1).clamp_min(0).expand_as(tgt_in)
-        emb = self._embed(self.tgt_embed, tgt_in, positions)
-        px_query = self.query_transition.project_inputs(emb)  # all target steps in one product
-        outputs, contexts = [], []
-        for px_t in time_steps(px_query):
-            s, context, _ = self._transition(px_t, s, memory)
-            outputs.append(self.decoder_transition.output(s))
-            contexts.append(context)
-        return self._logits(emb, torch.stack(outputs, 1), torch.stack(contexts, 1))
+    def context(self, query: Tensor, state: TensorDict, memory: TensorDict):
+        context, alpha = self.attention(query, memory["keys"], memory["values"], memory["src_mask"])
+        return context, {"attention": alpha}
+
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        """o_t = tanh(W_r [y_{t-1}; s_t; c_t] + b_r), logits W_V o_t + b_V (eq. 1)."""
+        o = torch.tanh(self.readout(torch.cat([inputs["emb"], outputs["s"], outputs["context"]], -1)))
+        return self.output(self.dropout(o))
 
 
 @register("dtmt")

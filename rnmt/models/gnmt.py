@@ -25,14 +25,14 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
+from rnmt.models.base import RecurrentTranslationModel, TensorDict, masked_mean
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.embedding import Embedding
 
 
-class DeepRNNSearch(TranslationModel):
+class DeepRNNSearch(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
@@ -70,8 +70,13 @@ class DeepRNNSearch(TranslationModel):
         mean = masked_mean(memory["annotations"], memory["src_mask"])
         return {f"s{k}": torch.tanh(layer(mean)) for k, layer in enumerate(self.init_layers)}
 
-    def _transition(self, px1: Tensor, state: TensorDict, memory: TensorDict):
-        s_tilde = self.unit1.step(px1, state["s0"])
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        emb = self.dropout(self.tgt_embed(tokens))
+        return {"emb": emb, "px1": self.unit1.project_inputs(emb)}
+
+    def transition(self, inputs: TensorDict, state: TensorDict, memory: TensorDict):
+        """Layer 1 is the conditional unit with attention; layer l >= 2 reads [x^{l-1}_j; c_j]."""
+        s_tilde = self.unit1.step(inputs["px1"], state["s0"])
         context, alpha = self.attention(self.unit1.output(s_tilde), memory["keys"], memory["annotations"],
                                         memory["src_mask"])
         new = {"s0": self.unit2.step(self.unit2.project_inputs(context), s_tilde)}
@@ -80,28 +85,11 @@ class DeepRNNSearch(TranslationModel):
             new[f"s{k}"] = cell.step(cell.project_inputs(torch.cat([self.dropout(x), context], -1)), state[f"s{k}"])
             out = cell.output(new[f"s{k}"])
             x = x + out if k >= 2 else out  # residual from the third layer on
-        return new, x, context, alpha
+        return new, {"top": x, "context": context}, {"attention": alpha}
 
-    def _logits(self, top: Tensor, context: Tensor, prev_emb: Tensor) -> Tensor:
-        o = torch.tanh(self.readout(torch.cat([top, context, prev_emb], -1)))
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        o = torch.tanh(self.readout(torch.cat([outputs["top"], outputs["context"], inputs["emb"]], -1)))
         return self.output(self.dropout(o))
-
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
-        emb = self.dropout(self.tgt_embed(prev_tokens))
-        state, top, context, alpha = self._transition(self.unit1.project_inputs(emb), state, memory)
-        return torch.log_softmax(self._logits(top, context, emb).float(), -1), state, {"attention": alpha}
-
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
-        memory = self.encode(src, src_mask)
-        state = self.init_state(memory)
-        emb = self.dropout(self.tgt_embed(tgt_in))
-        px1 = self.unit1.project_inputs(emb)
-        tops, contexts = [], []
-        for px1_j in time_steps(px1):
-            state, top, context, _ = self._transition(px1_j, state, memory)
-            tops.append(top)
-            contexts.append(context)
-        return self._logits(torch.stack(tops, 1), torch.stack(contexts, 1), emb)
 
 
 @register("deep-rnnsearch")

@@ -20,14 +20,14 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel, time_steps
+from rnmt.models.base import RecurrentTranslationModel, TensorDict
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.luong import SCORES, LuongAttention
 
 
-class LuongNMT(TranslationModel):
+class LuongNMT(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
@@ -67,8 +67,13 @@ class LuongNMT(TranslationModel):
         state["attentional"] = memory["states"].new_zeros(memory["states"].size(0), self.combine.out_features)
         return state
 
-    def _step(self, emb: Tensor, state: TensorDict, memory: TensorDict):
-        x = torch.cat([emb, state["attentional"]], -1)  # input feeding
+    step_inputs = ("emb",)
+
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        return {"emb": self.dropout(self.tgt_embed(tokens))}
+
+    def transition(self, inputs: TensorDict, state: TensorDict, memory: TensorDict):
+        x = torch.cat([inputs["emb"], state["attentional"]], -1)  # input feeding
         new: TensorDict = {}
         for k, cell in enumerate(self.decoder):
             new[f"h{k}"] = cell.step(cell.project_inputs(x), state[f"h{k}"])
@@ -77,22 +82,10 @@ class LuongNMT(TranslationModel):
                 x = self.dropout(x)
         context, weights = self.attention(x, memory["keys"], memory["states"], memory["src_mask"])
         new["attentional"] = torch.tanh(self.combine(torch.cat([context, x], -1)))  # h~_t
-        return new, weights
+        return new, {"attentional": new["attentional"]}, {"attention": weights}
 
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
-        state, weights = self._step(self.dropout(self.tgt_embed(prev_tokens)), state, memory)
-        logits = self.output(self.dropout(state["attentional"]))
-        return torch.log_softmax(logits.float(), dim=-1), state, {"attention": weights}
-
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
-        memory = self.encode(src, src_mask)
-        state = self.init_state(memory)
-        emb = self.dropout(self.tgt_embed(tgt_in))
-        outputs = []
-        for emb_t in time_steps(emb):
-            state, _ = self._step(emb_t, state, memory)
-            outputs.append(state["attentional"])
-        return self.output(self.dropout(torch.stack(outputs, 1)))
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        return self.output(self.dropout(outputs["attentional"]))
 
 
 @register("luong")

@@ -19,14 +19,13 @@ zero vector, as in dl4mt). Any unit of `rnmt.cells` can stand in for the GRUs
 
 from __future__ import annotations
 
-from typing import Tuple
 
 import torch
 from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
+from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
 from rnmt.models.registry import register
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.token_table import TokenTable
@@ -47,7 +46,7 @@ def dl4mt_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int,
     return build_cell(cfg, name, input_size, hidden_size, **({"reset_bias": conditional} if name == "gru" else {}))
 
 
-class RNNSearch(TranslationModel):
+class RNNSearch(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
@@ -88,13 +87,29 @@ class RNNSearch(TranslationModel):
         return {"s": torch.tanh(self.init_layer(mean))}
 
     # -- decoder -----------------------------------------------------------------------
-    def _transition(self, px1: Tensor, s_prev: Tensor, memory: TensorDict) -> Tuple[Tensor, Tensor, Tensor]:
-        """Conditional unit: (projected E y_{j-1}, s_{j-1}) -> (s_j, c_j, alpha_j)."""
-        s_tilde = self.unit1.step(px1, s_prev)
-        context, alpha = self.attention(self.unit1.output(s_tilde), memory["keys"],
-                                        memory["annotations"], memory["src_mask"])
-        s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
-        return s, context, alpha
+    def context(self, query: Tensor, state: TensorDict, memory: TensorDict):
+        """c_j, alpha_j: additive attention queried with s~_j."""
+        context, alpha = self.attention(query, memory["keys"], memory["annotations"], memory["src_mask"])
+        return context, {"attention": alpha}
+
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        """Unit 1's projected input and the readout's term ``W_2 E y_{j-1} + b_2``; when
+        decoding, looked up in a per-vocabulary table (`rnmt.modules.token_table`)."""
+        emb_table = self.tgt_embed.weight
+        width = self.unit1.proj_size + self.readout_prev.out_features
+        if tokens.dim() > 1 or not TokenTable.applies(self, emb_table, emb_table.size(0), width):
+            emb = self.dropout(self.tgt_embed(tokens))
+            return {"px1": self.unit1.project_inputs(emb), "prev_term": self.readout_prev(emb)}
+        params = [emb_table, *self.unit1.parameters(), *self.readout_prev.parameters()]
+        rows = self._token_table.lookup(tokens, params, lambda: torch.cat(
+            [self.unit1.project_inputs(emb_table), self.readout_prev(emb_table)], -1))
+        px1, prev_term = rows.split([self.unit1.proj_size, self.readout_prev.out_features], -1)
+        return {"px1": px1, "prev_term": prev_term}
+
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        """t_j = tanh(W_1 s_j + b_1 + W_2 E y_{j-1} + b_2 + W_3 c_j + b_3), logits W_o t_j + b_o."""
+        t = torch.tanh(self.readout_state(outputs["s"]) + inputs["prev_term"] + self.readout_ctx(outputs["context"]))
+        return self.output(self.dropout(t))
 
     # -- analysis (not used by training or search) ---------------------------------------
     def encoder_inputs(self, src: Tensor) -> Tensor:
@@ -136,42 +151,6 @@ class RNNSearch(TranslationModel):
             trace[key] = torch.stack([r[key] for r in steps], 1)
         trace["unit1.p"] = px1
         return trace
-
-    def _logits(self, s_out: Tensor, prev_term: Tensor, context: Tensor) -> Tensor:
-        """Readout from s_j, the previous word's term ``W_2 E y_{j-1} + b_2`` and c_j."""
-        t = torch.tanh(self.readout_state(s_out) + prev_term + self.readout_ctx(context))
-        return self.output(self.dropout(t))
-
-    def _previous_word(self, prev_tokens: Tensor) -> Tuple[Tensor, Tensor]:
-        """Unit 1's projected input and the readout's term for the previous words; looked up
-        in a per-vocabulary table when decoding (`rnmt.modules.token_table`)."""
-        emb_table = self.tgt_embed.weight
-        width = self.unit1.proj_size + self.readout_prev.out_features
-        if not TokenTable.applies(self, emb_table, emb_table.size(0), width):
-            emb = self.dropout(self.tgt_embed(prev_tokens))
-            return self.unit1.project_inputs(emb), self.readout_prev(emb)
-        params = [emb_table, *self.unit1.parameters(), *self.readout_prev.parameters()]
-        rows = self._token_table.lookup(prev_tokens, params, lambda: torch.cat(
-            [self.unit1.project_inputs(emb_table), self.readout_prev(emb_table)], -1))
-        return rows.split([self.unit1.proj_size, self.readout_prev.out_features], -1)
-
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
-        px1, prev_term = self._previous_word(prev_tokens)
-        s, context, alpha = self._transition(px1, state["s"], memory)
-        logits = self._logits(self.unit2.output(s), prev_term, context)
-        return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {"attention": alpha}
-
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
-        memory = self.encode(src, src_mask)
-        s = self.init_state(memory)["s"]
-        emb = self.dropout(self.tgt_embed(tgt_in))
-        px1 = self.unit1.project_inputs(emb)  # all target steps in one product
-        outputs, contexts = [], []
-        for px1_j in time_steps(px1):
-            s, context, _ = self._transition(px1_j, s, memory)
-            outputs.append(self.unit2.output(s))
-            contexts.append(context)
-        return self._logits(torch.stack(outputs, 1), self.readout_prev(emb), torch.stack(contexts, 1))
 
 
 @register("rnnsearch")

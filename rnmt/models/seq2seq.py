@@ -28,14 +28,14 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel, time_steps
+from rnmt.models.base import ConditionalDecoderModel, TensorDict, TranslationModel
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell, dl4mt_cell
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
 
 
-class Seq2seq(TranslationModel):
+class Seq2seq(ConditionalDecoderModel):
     """Cho et al. (2014) encoder-decoder with the dl4mt decoder (Cseq2seq Table 1 "Seq2seq")."""
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
@@ -62,32 +62,27 @@ class Seq2seq(TranslationModel):
     def init_state(self, memory: TensorDict) -> TensorDict:
         return {"s": torch.tanh(self.init_layer(memory["summary"]))}
 
-    def _transition(self, px1: Tensor, s_prev: Tensor, memory: TensorDict) -> Tensor:
-        s_tilde = self.unit1.step(px1, s_prev)
-        return self.unit2.step(memory["summary_px"], s_tilde)
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        emb = self.dropout(self.tgt_embed(tokens))
+        return {"emb": emb, "px1": self.unit1.project_inputs(emb)}
 
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
-        emb = self.dropout(self.tgt_embed(prev_tokens))
-        s = self._transition(self.unit1.project_inputs(emb), state["s"], memory)
-        logits = self.readout(self.unit2.output(s), emb, memory["summary"])
-        return torch.log_softmax(logits.float(), dim=-1), {"s": s}, {}
+    def context(self, query: Tensor, state: TensorDict, memory: TensorDict):
+        return memory["summary"], {}  # c = h_n at every step
 
-    def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
-        memory = self.encode(src, src_mask)
-        s = self.init_state(memory)["s"]
-        emb = self.dropout(self.tgt_embed(tgt_in))
-        px1 = self.unit1.project_inputs(emb)
-        outputs = []
-        for px1_j in time_steps(px1):
-            s = self._transition(px1_j, s, memory)
-            outputs.append(self.unit2.output(s))
-        summary = memory["summary"].unsqueeze(1).expand(-1, tgt_in.size(1), -1)
-        return self.readout(torch.stack(outputs, 1), emb, summary)
+    def second_input(self, context: Tensor, memory: TensorDict) -> Tensor:
+        return memory["summary_px"]  # Unit_2's projection of c, once per sentence
+
+    def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
+        return self.readout(outputs["s"], inputs["emb"], outputs["context"])
 
 
 class SutskeverSeq2seq(TranslationModel):
     """Sutskever et al. (2014): stacked units, reversed source, decoder started from the
-    encoder's final states, softmax over the top decoder state."""
+    encoder's final states, softmax over the top decoder state.
+
+    Not a `RecurrentTranslationModel`: nothing feeds back from one layer's step into the
+    recurrence, so teacher forcing runs each decoder layer over all positions before the
+    next one (one sequence run per layer) instead of a step loop over the whole stack."""
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
         super().__init__()
