@@ -67,7 +67,7 @@ class ModelConfig:
     dropout: float = 0.0  # embeddings and readout
     rnn_dropout: float = 0.0  # candidate activation inside the units
     layer_norm: bool = False  # per-gate layer normalisation inside the units
-    attention: str = "additive"  # additive | dot | general | concat | local-p | mhadd
+    attention: str = "additive"  # Luong scores: dot | general | concat | local-p (luong only)
     attention_heads: int = 1
     readout: str = "tanh"  # tanh | maxout
     tie_target_embeddings: bool = False  # output layer shares the target input embedding

@@ -103,7 +103,7 @@ def test_shared_memory_search_equals_repeated_memory_search(arch, monkeypatch):
     hypotheses with the same scores as with the memory copied per hypothesis."""
     from rnmt.models.base import TranslationModel
 
-    options = dict(attention="mhadd", attention_heads=2, enc_depth=2, query_depth=2, dec_depth=2,
+    options = dict(attention_heads=2, enc_depth=2, query_depth=2, dec_depth=2,
                    cell="lgru") if arch == "dtmt" else {}
     if arch.startswith("luong:"):
         arch, options = "luong", {"attention": arch.split(":")[1], "options": {"window": 1}}

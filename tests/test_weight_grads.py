@@ -13,11 +13,11 @@ ARCHS = {
     "rnnsearch": {},
     "rnnsearch-lstm": dict(arch="rnnsearch", cell="lstm"),
     "atr-rnnsearch": dict(arch="atr-rnnsearch", cell="atr"),
-    "deep-rnnsearch": dict(arch="deep-rnnsearch", cell="atr", enc_depth=2, dec_depth=2),
+    "deep-rnnsearch": dict(arch="deep-rnnsearch", cell="atr", enc_layers=3, dec_layers=3),
     "seq2seq": dict(arch="seq2seq"),
     "cseq2seq1": dict(arch="cseq2seq1"),
     "cseq2seq2-sgru": dict(arch="cseq2seq2", options={"share_gru": True}),
-    "dtmt": dict(arch="dtmt", cell="lgru", attention="mhadd", attention_heads=2, enc_depth=2, query_depth=2,
+    "dtmt": dict(arch="dtmt", cell="lgru", attention_heads=2, enc_depth=2, query_depth=2,
                  dec_depth=2, layer_norm=True),
     "luong": dict(arch="luong", cell="lstm", attention="general"),
 }

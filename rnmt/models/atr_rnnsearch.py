@@ -26,6 +26,7 @@ whose states <-h_i (d-dimensional) are the annotations, and s_0 = tanh(W_0 <-h_1
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Tuple
 
 import torch
@@ -34,6 +35,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, time_steps
+from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
@@ -69,12 +71,12 @@ class ContextAwareEncoder(nn.Module):
 class ATRRNNSearch(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "ATROptions") -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
-        self.tanh_states = bool(cfg.options.get("tanh_states", False))
-        self.context_aware = bool(cfg.options.get("context_aware", False))
+        self.tanh_states = options.tanh_states
+        self.context_aware = options.context_aware
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id, bias=True)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id, bias=True)
         if self.context_aware:
@@ -123,6 +125,12 @@ class ATRRNNSearch(ConditionalDecoderModel):
         return self.output(self.dropout(o))
 
 
-@register("atr-rnnsearch")
-def build_atr_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> ATRRNNSearch:
-    return ATRRNNSearch(cfg, src_vocab, tgt_vocab)
+@dataclass(frozen=True)
+class ATROptions:
+    tanh_states: bool = False  # attention over tanh(h_i), readout of tanh(s_j) (appendix eq. 12)
+    context_aware: bool = False  # the CA encoder of "RNNSearch+ATR+CA"
+
+
+@register("atr-rnnsearch", options=ATROptions, reads=UNIT_KEYS)
+def build_atr_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: ATROptions) -> ATRRNNSearch:
+    return ATRRNNSearch(cfg, src_vocab, tgt_vocab, options)

@@ -19,12 +19,16 @@ network are dl4mt's, as for RNNSearch in the same table. g is the deep output la
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 import torch
 from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models.base import RecurrentTranslationModel, TensorDict, masked_mean
+from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
@@ -35,7 +39,7 @@ from rnmt.modules.readout import DeepOutput
 class RNNSearchMinus(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "RNNSearchMinusOptions") -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
@@ -47,7 +51,7 @@ class RNNSearchMinus(RecurrentTranslationModel):
         self.init_layer = nn.Linear(ann, self.unit.state_size)
         self.attention = AdditiveAttention(d, ann)
         self.readout = DeepOutput(d, E, ann, tgt_vocab, kind=cfg.readout,
-                                  hidden_size=cfg.options.get("readout_size"), dropout=cfg.dropout)
+                                  hidden_size=options.readout_size, dropout=cfg.dropout)
         if cfg.tie_target_embeddings:
             self.readout.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)
@@ -75,6 +79,12 @@ class RNNSearchMinus(RecurrentTranslationModel):
         return self.readout(outputs["s"], inputs["emb"], outputs["context"])
 
 
-@register("rnnsearch-minus")
-def build_rnnsearch_minus(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> RNNSearchMinus:
-    return RNNSearchMinus(cfg, src_vocab, tgt_vocab)
+@dataclass(frozen=True)
+class RNNSearchMinusOptions:
+    readout_size: Optional[int] = None  # l of the maxout deep output (Bahdanau et al.: 500); default E
+
+
+@register("rnnsearch-minus", options=RNNSearchMinusOptions, reads=(*UNIT_KEYS, "readout"))
+def build_rnnsearch_minus(cfg: ModelConfig, src_vocab: int, tgt_vocab: int,
+                          options: RNNSearchMinusOptions) -> RNNSearchMinus:
+    return RNNSearchMinus(cfg, src_vocab, tgt_vocab, options)

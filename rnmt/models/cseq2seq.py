@@ -36,6 +36,7 @@ projections of E x_i are computed once per sentence. Section 4's sharing:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 import torch
@@ -45,6 +46,7 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean, time_steps
+from rnmt.models.options import UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import dl4mt_cell
 from rnmt.modules.embedding import Embedding
@@ -210,15 +212,13 @@ class Cseq2seqI(_CyclicDecoder):
 class Cseq2seqII(_CyclicDecoder):
     """Cseq2seq-II: the encoder itself re-reads the source at every step (eq. 9-10)."""
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "Cseq2seqIIOptions") -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell = cfg.enc_cell or cfg.cell
         self.context_mode = _context_mode(cfg)
-        self.cyclic_query = cfg.options.get("cyclic_query", "previous")
-        if self.cyclic_query not in ("previous", "current"):
-            raise UserError(f"model.options.cyclic_query must be 'previous' or 'current', got {self.cyclic_query!r}")
-        share_gru = bool(cfg.options.get("share_gru", False))
+        self.cyclic_query = options.cyclic_query
+        share_gru = options.share_gru
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.encoder = dl4mt_cell(cfg, enc_cell, E, d)  # f_enc, both directions and every re-run
         if share_gru and (cfg.dec_cell or cfg.cell) != enc_cell:
@@ -259,11 +259,21 @@ class Cseq2seqII(_CyclicDecoder):
                 self._extras(gates))
 
 
-@register("cseq2seq1")
-def build_cseq2seq1(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Cseq2seqI:
+@register("cseq2seq1", reads=(*UNIT_KEYS, "readout", "context"))
+def build_cseq2seq1(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> Cseq2seqI:
     return Cseq2seqI(cfg, src_vocab, tgt_vocab)
 
 
-@register("cseq2seq2")
-def build_cseq2seq2(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Cseq2seqII:
-    return Cseq2seqII(cfg, src_vocab, tgt_vocab)
+@dataclass(frozen=True)
+class Cseq2seqIIOptions:
+    cyclic_query: str = "previous"  # eq. 9's phi(s~_{j-1}), or "current": phi(s~_j)
+    share_gru: bool = False  # SGRU: GRU_1 is the encoder GRU
+
+    def __post_init__(self) -> None:
+        if self.cyclic_query not in ("previous", "current"):
+            raise UserError(f"model.options.cyclic_query must be 'previous' or 'current', got {self.cyclic_query!r}")
+
+
+@register("cseq2seq2", options=Cseq2seqIIOptions, reads=(*UNIT_KEYS, "readout", "context"))
+def build_cseq2seq2(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: Cseq2seqIIOptions) -> Cseq2seqII:
+    return Cseq2seqII(cfg, src_vocab, tgt_vocab, options)

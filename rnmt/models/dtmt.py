@@ -30,6 +30,8 @@ depths ``enc_depth``, ``query_depth``, ``dec_depth``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
@@ -37,6 +39,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
+from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.embedding import Embedding, positional_encoding
@@ -54,11 +57,11 @@ def transition_module(cfg: ModelConfig, bottom: str, depth: int, input_size: int
 class DTMT(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "DTMTOptions") -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell = cfg.enc_cell or cfg.cell
-        query_cell = cfg.options.get("query_cell") or cfg.cell
+        query_cell = options.query_cell or cfg.cell
         dec_cell = cfg.dec_cell or cfg.cell
         self.positional = cfg.positional_encoding
         self.pe_scale = 1.0 / math.sqrt(E)  # the paper's 1/sqrt(d_k) scaling
@@ -68,9 +71,9 @@ class DTMT(ConditionalDecoderModel):
                                            transition_module(cfg, enc_cell, cfg.enc_depth, E))
         ann = self.encoder.hidden_size
         self.query_transition = transition_module(cfg, query_cell, cfg.query_depth, E)
-        ctx = d if cfg.options.get("context_projection", False) else ann
+        ctx = d if options.context_projection else ann
         self.attention = MultiHeadAdditiveAttention(d, ann, d, cfg.attention_heads,
-                                                    per_head_v=bool(cfg.options.get("per_head_v", False)),
+                                                    per_head_v=options.per_head_v,
                                                     output_size=ctx if ctx != ann else None)
         self.decoder_transition = transition_module(cfg, dec_cell, cfg.dec_depth, ctx)
         self.init_layer = nn.Linear(ann, self.query_transition.state_size)  # W_s, b_s
@@ -124,6 +127,14 @@ class DTMT(ConditionalDecoderModel):
         return self.output(self.dropout(o))
 
 
-@register("dtmt")
-def build_dtmt(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> DTMT:
-    return DTMT(cfg, src_vocab, tgt_vocab)
+@dataclass(frozen=True)
+class DTMTOptions:
+    query_cell: Optional[str] = None  # the query transition's bottom unit (default model.cell)
+    context_projection: bool = False  # the released code's projection of c_t to d
+    per_head_v: bool = False  # one scoring vector per attention head
+
+
+@register("dtmt", options=DTMTOptions,
+          reads=(*UNIT_KEYS, "enc_depth", "query_depth", "dec_depth", "attention_heads", "positional_encoding"))
+def build_dtmt(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: DTMTOptions) -> DTMT:
+    return DTMT(cfg, src_vocab, tgt_vocab, options)

@@ -26,6 +26,7 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import RecurrentTranslationModel, TensorDict, masked_mean
+from rnmt.models.options import UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
@@ -92,6 +93,6 @@ class DeepRNNSearch(RecurrentTranslationModel):
         return self.output(self.dropout(o))
 
 
-@register("deep-rnnsearch")
-def build_deep_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> DeepRNNSearch:
+@register("deep-rnnsearch", reads=(*UNIT_KEYS, "enc_layers", "dec_layers"))
+def build_deep_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> DeepRNNSearch:
     return DeepRNNSearch(cfg, src_vocab, tgt_vocab)

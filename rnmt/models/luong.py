@@ -14,6 +14,8 @@ the encoder's final states and, with input feeding, reads [E y_{t-1}; h~_{t-1}]:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
@@ -21,6 +23,7 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import RecurrentTranslationModel, TensorDict
+from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.embedding import Embedding
@@ -30,7 +33,7 @@ from rnmt.modules.luong import SCORES, LuongAttention
 class LuongNMT(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "LuongOptions") -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         if cfg.enc_layers != cfg.dec_layers:
@@ -39,13 +42,13 @@ class LuongNMT(RecurrentTranslationModel):
         if cfg.attention not in SCORES:
             raise UserError(f"luong: model.attention must be one of {', '.join(SCORES)}, got {cfg.attention!r}")
         enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
-        self.reverse_source = bool(cfg.options.get("reverse_source", True))
+        self.reverse_source = options.reverse_source
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
         self.encoder = nn.ModuleList(build_cell(cfg, enc_cell, E if k == 0 else d, d) for k in range(cfg.enc_layers))
         self.decoder = nn.ModuleList(build_cell(cfg, dec_cell, E + d if k == 0 else d, d)
                                      for k in range(cfg.dec_layers))
-        self.attention = LuongAttention(cfg.attention, d, d, window=int(cfg.options.get("window", 10)))
+        self.attention = LuongAttention(cfg.attention, d, d, window=options.window)
         self.combine = nn.Linear(2 * d, d, bias=False)  # W_c
         self.output = nn.Linear(d, tgt_vocab)  # W_s
         self.dropout = nn.Dropout(cfg.dropout)
@@ -88,6 +91,12 @@ class LuongNMT(RecurrentTranslationModel):
         return self.output(self.dropout(outputs["attentional"]))
 
 
-@register("luong")
-def build_luong(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> LuongNMT:
-    return LuongNMT(cfg, src_vocab, tgt_vocab)
+@dataclass(frozen=True)
+class LuongOptions:
+    reverse_source: bool = True  # the encoder reads the source reversed
+    window: int = 10  # D of local-p attention
+
+
+@register("luong", options=LuongOptions, reads=(*UNIT_KEYS, "attention", "enc_layers", "dec_layers"))
+def build_luong(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: LuongOptions) -> LuongNMT:
+    return LuongNMT(cfg, src_vocab, tgt_vocab, options)

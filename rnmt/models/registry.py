@@ -8,13 +8,27 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Callable, Dict
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Sequence
 
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel
+from rnmt.models.options import NoOptions, check_unused_keys, parse_options
 
-_BUILDERS: Dict[str, Callable[[ModelConfig, int, int], TranslationModel]] = {}
+
+@dataclass(frozen=True)
+class Architecture:
+    """A registered architecture: its builder ``(cfg, src_vocab, tgt_vocab, options)``, the
+    dataclass of its ``model.options`` and the ``model.*`` keys it reads beyond the common
+    ones (`rnmt.models.options.COMMON_KEYS`)."""
+
+    builder: Callable[[ModelConfig, int, int, Any], TranslationModel]
+    options: type
+    reads: Sequence[str]
+
+
+_BUILDERS: Dict[str, Architecture] = {}
 
 # modules whose import registers architectures
 _MODEL_MODULES = (
@@ -30,13 +44,31 @@ _MODEL_MODULES = (
 )
 
 
-def register(*names: str):
+def register(*names: str, options: type = NoOptions, reads: Sequence[str] = ()):
+    """Register a builder under ``names`` with its options dataclass and read keys."""
+
     def wrap(builder):
         for name in names:
-            _BUILDERS[name] = builder
+            _BUILDERS[name] = Architecture(builder, options, tuple(reads))
         return builder
 
     return wrap
+
+
+def architecture(name: str) -> Architecture:
+    _load_all()
+    if name not in _BUILDERS:
+        close = difflib.get_close_matches(name, list(_BUILDERS), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(_BUILDERS))}"
+        raise UserError(f"unknown model.arch '{name}'{hint}")
+    return _BUILDERS[name]
+
+
+def check_model_config(cfg: ModelConfig) -> Any:
+    """Validate ``cfg`` against its architecture; returns the typed options."""
+    arch = architecture(cfg.arch)
+    check_unused_keys(cfg.arch, cfg, arch.reads)
+    return parse_options(cfg.arch, arch.options, cfg.options)
 
 
 def _load_all() -> None:
@@ -56,8 +88,5 @@ def build_model(cfg: ModelConfig, src_vocab_size: int | None = None, tgt_vocab_s
     tgt_v = tgt_vocab_size or cfg.tgt_vocab_size
     if not src_v or not tgt_v:
         raise UserError("model.src_vocab_size and model.tgt_vocab_size are needed to build a model without data")
-    if cfg.arch not in _BUILDERS:
-        close = difflib.get_close_matches(cfg.arch, list(_BUILDERS), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(_BUILDERS))}"
-        raise UserError(f"unknown model.arch '{cfg.arch}'{hint}")
-    return _BUILDERS[cfg.arch](cfg, int(src_v), int(tgt_v))
+    options = check_model_config(cfg)
+    return _BUILDERS[cfg.arch].builder(cfg, int(src_v), int(tgt_v), options)

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
+from rnmt.models.options import UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.token_table import TokenTable
@@ -153,6 +154,6 @@ class RNNSearch(ConditionalDecoderModel):
         return trace
 
 
-@register("rnnsearch")
-def build_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> RNNSearch:
+@register("rnnsearch", reads=UNIT_KEYS)
+def build_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> RNNSearch:
     return RNNSearch(cfg, src_vocab, tgt_vocab)

@@ -29,6 +29,7 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, TranslationModel
+from rnmt.models.options import UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell, dl4mt_cell
 from rnmt.modules.embedding import Embedding
@@ -133,11 +134,11 @@ class SutskeverSeq2seq(TranslationModel):
         return self.output(self.dropout(x))
 
 
-@register("seq2seq")
-def build_seq2seq(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Seq2seq:
+@register("seq2seq", reads=(*UNIT_KEYS, "readout"))
+def build_seq2seq(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> Seq2seq:
     return Seq2seq(cfg, src_vocab, tgt_vocab)
 
 
-@register("seq2seq-sutskever")
-def build_sutskever(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> SutskeverSeq2seq:
+@register("seq2seq-sutskever", reads=(*UNIT_KEYS, "enc_layers", "dec_layers"))
+def build_sutskever(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> SutskeverSeq2seq:
     return SutskeverSeq2seq(cfg, src_vocab, tgt_vocab)

@@ -22,6 +22,8 @@ side keys and values of every layer are computed once in ``encode``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -83,15 +85,15 @@ class DecoderLayer(nn.Module):
 
 
 class Transformer(TranslationModel):
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "TransformerOptions") -> None:
         super().__init__()
         d, heads = cfg.hidden_size, cfg.attention_heads
         if cfg.emb_size != d:
             raise UserError("transformer: model.emb_size must equal model.hidden_size (d_model)")
         if d % heads:
             raise UserError(f"transformer: {heads} attention heads do not divide d_model {d}")
-        ffn = int(cfg.options.get("ffn_size", 4 * d))
-        self.pre_norm = bool(cfg.options.get("pre_norm", False))
+        ffn = options.ffn_size or 4 * d
+        self.pre_norm = options.pre_norm
         self.d_model = d
         self.src_embed = Embedding(src_vocab, d, zero_index=self.pad_id)
         self.tgt_embed = Embedding(tgt_vocab, d, zero_index=self.bos_id)
@@ -184,6 +186,13 @@ class Transformer(TranslationModel):
         return logits
 
 
-@register("transformer")
-def build_transformer(cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> Transformer:
-    return Transformer(cfg, src_vocab, tgt_vocab)
+@dataclass(frozen=True)
+class TransformerOptions:
+    ffn_size: Optional[int] = None  # inner size of the feed-forward layers (default 4 d_model)
+    pre_norm: bool = False  # layer norm before each sub-layer instead of after
+
+
+@register("transformer", options=TransformerOptions,
+          reads=("attention_heads", "enc_layers", "dec_layers", "tie_all_embeddings"))
+def build_transformer(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: TransformerOptions) -> Transformer:
+    return Transformer(cfg, src_vocab, tgt_vocab, options)

@@ -1,0 +1,49 @@
+"""Typed architecture options: a misspelled or unused model key is a one-line error."""
+
+from __future__ import annotations
+
+import pytest
+
+from rnmt.cli import main
+from rnmt.config import ModelConfig
+from rnmt.errors import UserError
+from rnmt.models import build_model
+from rnmt.models.registry import architectures, check_model_config
+
+
+def test_a_misspelled_option_names_the_closest_valid_one():
+    cfg = ModelConfig(arch="atr-rnnsearch", cell="atr", emb_size=8, hidden_size=8, options={"tanh_state": True})
+    with pytest.raises(UserError, match=r"model.options.tanh_state .* did you mean 'tanh_states'"):
+        build_model(cfg, 20, 20)
+
+
+def test_an_option_of_the_wrong_type_is_refused():
+    cfg = ModelConfig(arch="luong", cell="lstm", attention="dot", options={"window": "ten"})
+    with pytest.raises(UserError, match="model.options.window of arch 'luong' must be int"):
+        check_model_config(cfg)
+    cfg = ModelConfig(arch="cseq2seq2", options={"cyclic_query": "next"})
+    with pytest.raises(UserError, match="cyclic_query must be 'previous' or 'current'"):
+        check_model_config(cfg)
+
+
+def test_a_key_the_architecture_does_not_read_is_refused():
+    with pytest.raises(UserError, match="model.attention is not read by arch 'dtmt'"):
+        check_model_config(ModelConfig(arch="dtmt", attention="mhadd"))
+    with pytest.raises(UserError, match="model.enc_depth is not read by arch 'rnnsearch'"):
+        check_model_config(ModelConfig(arch="rnnsearch", enc_depth=2))
+    with pytest.raises(UserError, match="model.readout is not read by arch 'atr-rnnsearch'"):
+        check_model_config(ModelConfig(arch="atr-rnnsearch", readout="maxout"))
+
+
+def test_typed_options_reach_the_model():
+    model = build_model(ModelConfig(arch="atr-rnnsearch", cell="atr", emb_size=8, hidden_size=8,
+                                    options={"tanh_states": True, "context_aware": True}), 20, 20)
+    assert model.tanh_states and model.context_aware
+    assert len(architectures()) >= 10
+
+
+def test_the_command_line_exits_2_with_one_line(tmp_path, capsys):
+    code = main(["params", "configs/papers/atr/rnnsearch-atr.yaml", "--set", "model.options.context_awre=true"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert "context_awre" in err[0] and "did you mean 'context_aware'" in err[0]
