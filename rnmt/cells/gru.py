@@ -60,7 +60,9 @@ class GRU(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        return step_product(x, self.weight_x, self.bias if self.input_bias else None)
+        px = step_product(x, self.weight_x)
+        # The bias in the product's dtype: under bf16 autocast an fp32 bias would promote px.
+        return px + self.bias.to(px.dtype) if self.input_bias else px
 
     def _recurrent_bias(self) -> Optional[Tensor]:
         return None if self.input_bias else self.bias
