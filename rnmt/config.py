@@ -79,6 +79,7 @@ class ModelConfig:
     dec_depth: int = 0
     positional_encoding: bool = False
     context: str = "mean"  # Cseq2seq context: mean | last
+    encoder: str = "recurrent"  # rnnsearch, dtmt: recurrent (their own) | transformer (rnmt/models/encoders.py)
     cell_options: Dict[str, Any] = field(default_factory=dict)
     options: Dict[str, Any] = field(default_factory=dict)  # architecture-specific extras
 

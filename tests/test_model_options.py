@@ -47,3 +47,15 @@ def test_the_command_line_exits_2_with_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert "context_awre" in err[0] and "did you mean 'context_aware'" in err[0]
+
+
+def test_hybrid_encoder_keys_are_checked():
+    with pytest.raises(UserError, match="model.enc_layers is read by arch 'rnnsearch' only with model.encoder"):
+        build_model(ModelConfig(arch="rnnsearch", enc_layers=6, emb_size=8, hidden_size=8), 20, 20)
+    with pytest.raises(UserError, match="model.encoder must be one of recurrent, transformer"):
+        build_model(ModelConfig(arch="rnnsearch", encoder="cnn", emb_size=8, hidden_size=8), 20, 20)
+    with pytest.raises(UserError, match="model.encoder is not read by arch 'cseq2seq1'"):
+        check_model_config(ModelConfig(arch="cseq2seq1", encoder="transformer"))
+    hybrid = build_model(ModelConfig(arch="dtmt", encoder="transformer", enc_layers=2, attention_heads=2,
+                                     emb_size=8, hidden_size=8), 20, 20)
+    assert hybrid.source is not None and not hasattr(hybrid, "encoder")

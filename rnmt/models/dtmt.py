@@ -38,7 +38,9 @@ from torch import Tensor, nn
 
 from rnmt import cells
 from rnmt.config import ModelConfig
+from rnmt.errors import UserError
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
+from rnmt.models.encoders import check_recurrent_encoder_keys, source_encoder
 from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
 from rnmt.models.rnnsearch import build_cell
@@ -65,11 +67,17 @@ class DTMT(ConditionalDecoderModel):
         dec_cell = cfg.dec_cell or cfg.cell
         self.positional = cfg.positional_encoding
         self.pe_scale = 1.0 / math.sqrt(E)  # the paper's 1/sqrt(d_k) scaling
-        self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id, bias=True)
+        check_recurrent_encoder_keys(cfg, "dtmt", own=("attention_heads",))
+        if cfg.encoder == "transformer" and cfg.enc_depth:
+            raise UserError("model.enc_depth is the recurrent encoder's: leave it 0 with model.encoder: transformer")
+        self.source = source_encoder(cfg, src_vocab, self.pad_id)  # a hybrid's Transformer encoder
+        if self.source is None:  # (creation order kept: the initialisation draws in it)
+            self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id, bias=True)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id, bias=True)
-        self.encoder = cells.Bidirectional(transition_module(cfg, enc_cell, cfg.enc_depth, E),
-                                           transition_module(cfg, enc_cell, cfg.enc_depth, E))
-        ann = self.encoder.hidden_size
+        if self.source is None:
+            self.encoder = cells.Bidirectional(transition_module(cfg, enc_cell, cfg.enc_depth, E),
+                                               transition_module(cfg, enc_cell, cfg.enc_depth, E))
+        ann = self.encoder.hidden_size if self.source is None else self.source.output_size
         self.query_transition = transition_module(cfg, query_cell, cfg.query_depth, E)
         ctx = d if options.context_projection else ann
         self.attention = MultiHeadAdditiveAttention(d, ann, d, cfg.attention_heads,
@@ -92,8 +100,11 @@ class DTMT(ConditionalDecoderModel):
         return self.dropout(emb)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        positions = torch.arange(src.size(1), device=src.device).expand_as(src)
-        annotations, _, _, _ = self.encoder(self._embed(self.src_embed, src, positions), src_mask)
+        if self.source is not None:
+            annotations = self.source(src, src_mask)
+        else:
+            positions = torch.arange(src.size(1), device=src.device).expand_as(src)
+            annotations, _, _, _ = self.encoder(self._embed(self.src_embed, src, positions), src_mask)
         return {"annotations": annotations, "keys": self.attention.precompute(annotations),
                 "values": self.attention.head_major(annotations), "src_mask": src_mask}
 
@@ -135,6 +146,7 @@ class DTMTOptions:
 
 
 @register("dtmt", options=DTMTOptions,
-          reads=(*UNIT_KEYS, "enc_depth", "query_depth", "dec_depth", "attention_heads", "positional_encoding"))
+          reads=(*UNIT_KEYS, "enc_depth", "query_depth", "dec_depth", "attention_heads", "positional_encoding",
+                 "encoder", "enc_layers"))
 def build_dtmt(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: DTMTOptions) -> DTMT:
     return DTMT(cfg, src_vocab, tgt_vocab, options)

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
+from rnmt.models.encoders import check_recurrent_encoder_keys, source_encoder
 from rnmt.models.options import UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
 from rnmt.modules.attention import AdditiveAttention
@@ -55,11 +56,17 @@ class RNNSearch(ConditionalDecoderModel):
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell = cfg.enc_cell or cfg.cell
         dec_cell = cfg.dec_cell or cfg.cell
-        self.src_embed = nn.Embedding(src_vocab, E, padding_idx=self.pad_id)
+        check_recurrent_encoder_keys(cfg, "rnnsearch")
+        self.source = source_encoder(cfg, src_vocab, self.pad_id)  # a hybrid's Transformer encoder
+        # (Modules are created in the same order as before hybrids existed: the uniform
+        # initialisation draws them in that order, so a seed gives the same model.)
+        if self.source is None:
+            self.src_embed = nn.Embedding(src_vocab, E, padding_idx=self.pad_id)
         # The BOS row is the zero vector E y_0 of dl4mt and never trained.
         self.tgt_embed = nn.Embedding(tgt_vocab, E, padding_idx=self.bos_id)
-        self.encoder = cells.Bidirectional(dl4mt_cell(cfg, enc_cell, E, d), dl4mt_cell(cfg, enc_cell, E, d))
-        ann = 2 * d
+        if self.source is None:
+            self.encoder = cells.Bidirectional(dl4mt_cell(cfg, enc_cell, E, d), dl4mt_cell(cfg, enc_cell, E, d))
+        ann = 2 * d if self.source is None else self.source.output_size
         self.unit1 = dl4mt_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
         self.unit2 = dl4mt_cell(cfg, dec_cell, ann, d, conditional=True)  # reads c_j
         self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_init, b_init
@@ -75,8 +82,10 @@ class RNNSearch(ConditionalDecoderModel):
 
     # -- encoder -----------------------------------------------------------------------
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        x = self.dropout(self.src_embed(src))
-        annotations, _, _, _ = self.encoder(x, src_mask)
+        if self.source is not None:
+            annotations = self.source(src, src_mask)
+        else:
+            annotations, _, _, _ = self.encoder(self.dropout(self.src_embed(src)), src_mask)
         return {
             "annotations": annotations,
             "keys": self.attention.precompute(annotations),
@@ -154,6 +163,6 @@ class RNNSearch(ConditionalDecoderModel):
         return trace
 
 
-@register("rnnsearch", reads=UNIT_KEYS)
+@register("rnnsearch", reads=(*UNIT_KEYS, "encoder", "enc_layers", "attention_heads"))
 def build_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> RNNSearch:
     return RNNSearch(cfg, src_vocab, tgt_vocab)
