@@ -172,7 +172,8 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
 
 def _worker_command(paper: str, run: Run, settings: Settings, out_root: Path, data: Optional[str],
                     src: Optional[str], tgt: Optional[str], command: str) -> List[str]:
-    payload = {"paper": paper, "system": run.system.name, "seed": run.seed, "settings": settings.to_dict(),
+    payload = {"paper": paper, "system": run.system.name, "seed": run.seed, "run": run.name,
+               "settings": settings.to_dict(),
                "out_root": str(out_root), "data": data, "src": src, "tgt": tgt, "command": command}
     return [sys.executable, "-m", "rnmt.reproduce.worker", json.dumps(payload)]
 

@@ -16,7 +16,7 @@ def main(argv: list) -> int:
     job = json.loads(argv[0])
 
     def log(msg: str) -> None:
-        print(f"[{job['paper']}/{job['system']}.seed{job['seed']}] {msg}", file=sys.stderr, flush=True)
+        print(f"[{job['paper']}/{job['run']}] {msg}", file=sys.stderr, flush=True)
 
     try:
         run_one(job["paper"], job["system"], int(job["seed"]), Settings(**job["settings"]), job["out_root"],
