@@ -132,8 +132,9 @@ def run(args: argparse.Namespace) -> int:
           f"{settings.threads or torch.get_num_threads()} threads); Ctrl-C stops", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level=args.log_level, access_log=args.log_level == "debug",
                             timeout_graceful_shutdown=settings.shutdown_grace + 5,
-                            # a backstop behind the app's own JSON 503 at --max-connections
-                            limit_concurrency=settings.max_connections + 64)
+                            # A backstop well behind the app's own JSON 503 at --max-connections:
+                            # uvicorn counts open connections too and answers in plain text.
+                            limit_concurrency=4 * settings.max_connections + 256)
     server = graceful_server(config, app.state.batcher, settings.shutdown_grace)
     server.run(sockets=[sock])
     return 0
