@@ -18,6 +18,7 @@ MAY_CHANGE = (
     "train.max_steps", "train.max_epochs", "train.max_minutes", "train.log_every",
     "train.validate_every", "train.save_every", "train.validation_search", "train.patience",
     "train.keep_last", "train.threads", "train.device", "train.progress", "train.max_nonfinite",
+    "train.accumulate",  # with another number of processes, K keeps the batches per update
     "data.train",  # the path only: the corpus' content is checked by its cache key
     "data.dev", "data.test", "data.dev_max_sentences", "data.cache_dir",
     "search.",

@@ -121,6 +121,7 @@ class Trainer:
             torch.set_num_threads(tc.threads)
         self.device = rank_device(pick_device(tc.device), self.dist)
         self.amp_dtype = amp_dtype(tc.amp, self.device)
+        auto_replicas = tc.replicas is None
         if tc.replicas is None:
             tc.replicas = self.dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
         self._check_out_dir()
@@ -142,6 +143,8 @@ class Trainer:
         if resume and (self.out / "config.yaml").is_file():
             # Checked before anything is written: a rejected --resume --set leaves the run as it was.
             saved = load_config(self.out / "config.yaml")
+            if auto_replicas:  # the run's resolved n, whatever the number of processes now
+                cfg.train.replicas = saved.train.replicas
             config_changes = check_resume_config(saved, cfg, str(self.out / "config.yaml"))
         if self.is_main and not resume:
             atomic_write_text(self.out / "config.yaml", cfg.dump())
