@@ -77,16 +77,32 @@ def step_losses(out: Path) -> Dict[int, List[float]]:
     return losses
 
 
-def writing(out: Path) -> bool:
-    return any(p.name.endswith(".tmp") for p in out.iterdir())
+def writing(out: Path, since: float) -> bool:
+    """A temporary file of this segment exists (older ones are leftovers of earlier kills)."""
+    for p in out.iterdir():
+        try:
+            if p.name.endswith(".tmp") and p.stat().st_mtime >= since:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def logged(out: Path) -> int:
+    try:
+        return len((out / "log.jsonl").read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return 0
 
 
 def kill_once(proc: subprocess.Popen, out: Path, rng: random.Random, sig: int, during_write: bool,
               max_delay: float) -> Optional[bool]:
-    """Kill ``proc`` once the run has a checkpoint; returns whether a write was in progress,
-    or None when the run finished before the kill."""
+    """Kill ``proc`` once this segment has a checkpoint and has trained (so the kill lands in
+    training, not in start-up); returns whether a write was in progress, or None when the
+    run finished before the kill."""
+    since, start_lines = time.time() - 0.01, logged(out)
     state = out / "train_state.pt"
-    while not state.exists():
+    while not state.exists() or logged(out) <= start_lines:
         if proc.poll() is not None:
             return None
         time.sleep(0.005)
@@ -95,11 +111,11 @@ def kill_once(proc: subprocess.Popen, out: Path, rng: random.Random, sig: int, d
         time.sleep(0.002)
     if during_write:
         give_up = time.monotonic() + 10
-        while not writing(out) and proc.poll() is None and time.monotonic() < give_up:
+        while not writing(out, since) and proc.poll() is None and time.monotonic() < give_up:
             pass  # busy-wait: a write of a tiny checkpoint lasts milliseconds
     if proc.poll() is not None:
         return None
-    in_write = writing(out)
+    in_write = writing(out, since)
     proc.send_signal(sig)
     return in_write
 

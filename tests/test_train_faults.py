@@ -117,7 +117,7 @@ def test_three_kills_at_random_moments_lose_nothing(tmp_path):
     assert result["missing_steps"] == []
     assert result["max_loss_diff"] < 1e-6 and result["max_weight_diff"] < 1e-6
     assert result["tmp_files_left"] == []
-    assert result["SIGKILL"] + result["SIGTERM"] == 3
+    assert result["SIGKILL"] + result["SIGTERM"] == 3 and result["during_write"] >= 1
 
 
 # -- save_every and best.safetensors without a dev set ----------------------------------

@@ -227,6 +227,11 @@ class Trainer:
                             "or choose another --out")
         if self.resume and not has_run:
             raise UserError(f"cannot resume: {self.out / STATE_FILE} not found")
+        if self.resume and self.is_main:
+            # Temporaries of a process killed mid-write (atomic_write names them .NAME.*.tmp):
+            # no other trainer writes to this directory, so none of them is in use.
+            for tmp in self.out.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
 
     def _vocabularies(self) -> tuple:
         vc, data = self.cfg.data.vocab, self.cfg.data
