@@ -97,8 +97,9 @@ async def flood(url: str, n: int, client_timeout: float, on_sent=None) -> Dict[s
                 not_json += 1
 
         tasks = [asyncio.create_task(one(b)) for b in bodies(n)]
-        if on_sent is not None:
-            await asyncio.sleep(0.3)
+        if on_sent is not None:  # mid-flood: once a tenth of the requests has been answered
+            while sum(statuses.values()) < n // 10 and not all(t.done() for t in tasks):
+                await asyncio.sleep(0.005)
             on_sent()
         t0 = time.monotonic()
         await asyncio.gather(*tasks)
@@ -111,7 +112,7 @@ async def flood(url: str, n: int, client_timeout: float, on_sent=None) -> Dict[s
 
 def run_flood(model: str, n: int, sigterm: bool = False, client_timeout: float = 60.0,
               extra: Optional[List[str]] = None) -> Dict[str, object]:
-    extra = extra or ["--max-queue", "8", "--max-connections", "64", "--timeout", "10",
+    extra = extra or ["--max-queue", "8", "--timeout", "10",
                       "--max-request-tokens", "400", "--max-batch-tokens", "1000"]
     proc, url = start_server(model, extra)
     try:
