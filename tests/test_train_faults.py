@@ -94,7 +94,7 @@ def test_sigterm_to_the_command_exits_143_with_a_checkpoint(tmp_path, tiny_corpu
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "rnmt", "train", str(config), "--out", str(out)],
                             stderr=subprocess.PIPE, text=True, cwd=REPO)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # start-up (import, kernels) is slow on a loaded machine
     while not ((out / "log.jsonl").exists() and len((out / "log.jsonl").read_text().splitlines()) >= 3):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
@@ -113,7 +113,7 @@ def test_three_kills_at_random_moments_lose_nothing(tmp_path):
     spec = importlib.util.spec_from_file_location("faults", REPO / "benchmarks" / "faults.py")
     faults = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(faults)
-    result = faults.run_faults(tmp_path, kills=3, steps=30, seed=3, max_delay=1.0, timeout=300)
+    result = faults.run_faults(tmp_path, kills=3, steps=30, seed=3, max_delay=1.0, timeout=600)
     assert result["missing_steps"] == []
     assert result["max_loss_diff"] < 1e-6 and result["max_weight_diff"] < 1e-6
     assert result["tmp_files_left"] == []
