@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
+import signal
 import socket
 import sys
 
@@ -31,7 +33,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-texts", type=int, default=64, help="texts per request (default: 64)")
     lim.add_argument("--max-chars", type=int, default=2000, help="characters per text (default: 2000)")
     lim.add_argument("--max-beam", type=int, default=16, help="largest beam and nbest (default: 16)")
-    lim.add_argument("--timeout", type=float, default=120.0, help="seconds a request may wait (default: 120)")
+    lim.add_argument("--timeout", type=float, default=120.0,
+                     help="seconds a request may take; then 504 and its search stops (default: 120)")
+    lim.add_argument("--max-request-tokens", type=int, default=1000,
+                     help="source subwords per request, end marks included; over: 413 (default: 1000)")
+    lim.add_argument("--max-output-tokens", type=int, default=256,
+                     help="longest output in subwords, whatever the source (default: 256)")
+    lim.add_argument("--max-queue", type=int, default=64,
+                     help="requests waiting for the model; over: 503 with Retry-After (default: 64)")
+    lim.add_argument("--max-connections", type=int, default=256,
+                     help="requests in progress at once; over: 503 (default: 256)")
+    lim.add_argument("--shutdown-grace", type=float, default=5.0,
+                     help="on SIGTERM, seconds the batch in progress may finish; the waiting requests "
+                          "get 503 at once (default: 5)")
+    sec = p.add_argument_group("access")
+    sec.add_argument("--api-key", default=os.environ.get("RNMT_API_KEY"),
+                     help="require 'Authorization: Bearer KEY' for /translate and /model "
+                          "(default: $RNMT_API_KEY; the page, /static and /health stay open)")
+    sec.add_argument("--allowed-host", dest="allowed_hosts", action="append", metavar="NAME",
+                     help="a Host header name this server answers (repeatable; '*' for any). Default: "
+                          "localhost, 127.0.0.1 and ::1 on a loopback address, any name otherwise")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
 
 
@@ -39,7 +60,17 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
     return ServeSettings(batching=args.batching, max_wait_ms=args.max_wait_ms, max_batch_tokens=args.max_batch_tokens,
                          max_batch_sentences=args.max_batch_sentences, max_body_bytes=args.max_body_bytes,
                          max_texts=args.max_texts, max_chars=args.max_chars, max_beam=args.max_beam,
-                         request_timeout=args.timeout, threads=args.threads).check()
+                         request_timeout=args.timeout, threads=args.threads,
+                         max_request_tokens=args.max_request_tokens, max_output_tokens=args.max_output_tokens,
+                         max_queue=args.max_queue, max_connections=args.max_connections,
+                         shutdown_grace=args.shutdown_grace, api_key=args.api_key,
+                         allowed_hosts=args.allowed_hosts or (LOOPBACK_NAMES if _is_loopback(args.host) else None),
+                         ).check()
+
+
+# The names a browser on this machine uses for a loopback server; anything else in the Host
+# header of a request to 127.0.0.1 comes from a rebinding page.
+LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1"]
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -100,7 +131,32 @@ def run(args: argparse.Namespace) -> int:
     print(f"serving {args.model} on http://{shown}:{port}/ (batching {'on' if settings.batching else 'off'}, "
           f"{settings.threads or torch.get_num_threads()} threads); Ctrl-C stops", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level=args.log_level, access_log=args.log_level == "debug",
-                            timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
+                            timeout_graceful_shutdown=settings.shutdown_grace + 5,
+                            # A backstop well behind the app's own JSON 503 at --max-connections:
+                            # uvicorn counts open connections too and answers in plain text.
+                            limit_concurrency=4 * settings.max_connections + 256)
+    server = graceful_server(config, app.state.batcher, settings.shutdown_grace)
     server.run(sockets=[sock])
     return 0
+
+
+def graceful_server(config, batcher, grace: float):
+    """uvicorn's server, with SIGTERM/SIGINT first closing the batcher: the waiting requests
+    are answered 503 at once, the batch in progress gets ``grace`` seconds, then uvicorn's
+    own graceful shutdown lets every response go out before the process exits."""
+    import asyncio
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            if not batcher.closing:
+                print(f"{signal.Signals(sig).name}: rejecting {batcher.pending} waiting request(s), finishing "
+                      f"the batch in progress (at most {grace:g} s)", file=sys.stderr, flush=True)
+                try:  # a signal handler interrupts the loop: let the loop itself run close()
+                    asyncio.get_running_loop().call_soon_threadsafe(batcher.close, grace)
+                except RuntimeError:
+                    batcher.close(grace)
+            super().handle_exit(sig, frame)
+
+    return Server(config)

@@ -7,6 +7,7 @@ Data-parallel training: ``torchrun --nproc-per-node N -m rnmt train CONFIG ...``
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -19,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.max_steps=100 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out where it stopped")
+    p.add_argument("--corpus-changed-ok", action="store_true",
+                   help="with --resume: accept a training corpus whose content changed (continues "
+                        "with the next epoch of the new corpus); without it a changed corpus is an error")
     p.add_argument("--accumulate", type=int, metavar="K",
                    help="accumulate the gradients of K batches per update and process "
                         "(sets train.accumulate; K = N on one process matches N processes)")
@@ -42,7 +46,13 @@ def run(args: argparse.Namespace) -> int:
         saved = out / "config.yaml"
         if saved.is_file():
             cfg = load_config(saved, overrides)
-    trainer = Trainer(cfg, out, resume=args.resume, log=lambda msg: print(msg, file=sys.stderr, flush=True))
+    trainer = Trainer(cfg, out, resume=args.resume, log=lambda msg: print(msg, file=sys.stderr, flush=True),
+                      corpus_changed_ok=args.corpus_changed_ok)
     trainer.run()
     shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
+    if trainer.stop_signal:
+        # Stopped by SIGTERM/SIGINT with everything saved: say so and exit as the signal would.
+        print(f"stopped by {trainer.stop_signal} at step {trainer.step}; checkpoint saved in {out}, "
+              f"continue with --resume", file=sys.stderr, flush=True)
+        return 128 + int(getattr(signal, trainer.stop_signal, signal.SIGTERM))
     return 0

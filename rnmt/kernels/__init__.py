@@ -66,19 +66,66 @@ def extension() -> Optional[ModuleType]:
         return _state["module"]
 
 
-STALE_LOCK_SECONDS = 600  # a build takes well under a minute; an older lock is a leftover
+LOCK_TIMEOUT_SECONDS = 300.0  # RNMT_KERNEL_LOCK_TIMEOUT overrides: how long to wait for another build
 
 
-def _remove_stale_lock(lock: Path) -> None:
-    """PyTorch serialises builds with a lock file and waits for it without limit; a build
-    that was killed leaves its lock behind, which would hang every later start."""
+def lock_timeout() -> float:
     try:
-        age = time.time() - lock.stat().st_mtime
-    except OSError:
-        return
-    if age > STALE_LOCK_SECONDS:
-        print(f"rnmt: removing a stale kernel build lock ({lock}, {age / 60:.0f} minutes old)", file=sys.stderr)
-        lock.unlink(missing_ok=True)
+        return float(os.environ.get("RNMT_KERNEL_LOCK_TIMEOUT", LOCK_TIMEOUT_SECONDS))
+    except ValueError:
+        return LOCK_TIMEOUT_SECONDS
+
+
+class BuildLock:
+    """An exclusive ``flock`` on ``DIR/rnmt.lock`` held around the whole build.
+
+    The kernel releases a flock when its holder dies, so a killed build never leaves this
+    lock behind. PyTorch's own lock file (``DIR/lock``, created and waited for without
+    limit) can be left behind; every rnmt build holds this flock while PyTorch's lock
+    exists, so a ``DIR/lock`` found while holding the flock belongs to a dead build and is
+    removed. A live build's lock is never touched: its owner holds the flock.
+    """
+
+    def __init__(self, directory: Path, timeout: float) -> None:
+        self.path = Path(directory) / "rnmt.lock"
+        self.timeout = timeout
+        self._fd: Optional[int] = None
+
+    def acquire(self) -> bool:
+        """True once held; False when another process held it for ``timeout`` seconds."""
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    return False
+                time.sleep(0.1)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        stale = self.path.with_name("lock")
+        if stale.exists():
+            print(f"rnmt: removing the lock of a kernel build that did not finish ({stale})", file=sys.stderr)
+            stale.unlink(missing_ok=True)
+        return True
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text().strip() or "?"
+        except OSError:
+            return "?"
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
 
 
 def _build(name: str) -> Optional[ModuleType]:
@@ -106,10 +153,20 @@ def _build(name: str) -> Optional[ModuleType]:
         full_name = f"rnmt_{name}_{_build_tag()}"
         build_dir = getattr(cpp_extension, "_get_build_directory", None)
         cached = build_dir is not None and any(Path(build_dir(full_name, False)).glob("*.so"))
-        if build_dir is not None:
-            _remove_stale_lock(Path(build_dir(full_name, False)) / "lock")
-        module = cpp_extension.load(name=full_name, sources=sources, extra_cflags=flags,
-                                    extra_ldflags=link_flags, verbose=False)
+        lock = None
+        if build_dir is not None and os.name == "posix":
+            lock = BuildLock(Path(build_dir(full_name, False)), lock_timeout())
+            if not lock.acquire():
+                print(f"rnmt: another process (pid {lock.holder()}) has been building the C++ kernels for "
+                      f"{lock.timeout:g} s ({lock.path}); using PyTorch operations (same results, slower). "
+                      f"RNMT_KERNEL_LOCK_TIMEOUT sets the wait.", file=sys.stderr)
+                return None
+        try:
+            module = cpp_extension.load(name=full_name, sources=sources, extra_cflags=flags,
+                                        extra_ldflags=link_flags, verbose=False)
+        finally:
+            if lock is not None:
+                lock.release()
     except Exception as exc:  # no compiler, no ninja, a failed build: fall back, say so once
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         print(f"rnmt: C++ kernels unavailable ({first_line[:200]}); using PyTorch operations "

@@ -15,7 +15,7 @@ length |Y| (end-of-sentence included) scores logP / lp(|Y|), with
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import torch
 from torch import Tensor
@@ -56,10 +56,23 @@ def _force_eos(log_probs: Tensor, rows: Tensor, eos_id: int) -> None:
         log_probs[rows, eos_id] = eos
 
 
+class SearchStopped(Exception):
+    """Raised by a search whose ``should_stop`` callback said so (e.g. its request expired)."""
+
+
+def _check(should_stop: Optional[Callable[[], bool]]) -> None:
+    if should_stop is not None and should_stop():
+        raise SearchStopped("search stopped before it finished")
+
+
 @torch.no_grad()
 def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
-                  return_attention: bool = False) -> List[Hypothesis]:
-    """Pick the most probable word at every step until EOS or ``max_len[b]`` tokens."""
+                  return_attention: bool = False,
+                  should_stop: Optional[Callable[[], bool]] = None) -> List[Hypothesis]:
+    """Pick the most probable word at every step until EOS or ``max_len[b]`` tokens.
+
+    ``should_stop`` is called before every step; when it returns True the search raises
+    `SearchStopped` (a server abandons the work of requests whose deadline passed)."""
     B = src.size(0)
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
@@ -68,6 +81,7 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     lengths = torch.zeros(B, dtype=torch.long, device=src.device)
     for t in range(int(max_len.max())):
+        _check(should_stop)
         log_probs, state, extras = model.step(prev, state, memory)
         log_probs = _mask_specials(log_probs, model)
         _force_eos(log_probs, (t + 1 >= max_len) & ~finished, model.eos_id)
@@ -93,11 +107,13 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
 @torch.no_grad()
 def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
                 beam: int = 5, alpha: float = 0.6, normalize: str = "gnmt", nbest: int = 1,
-                return_attention: bool = False) -> List[List[Hypothesis]]:
+                return_attention: bool = False,
+                should_stop: Optional[Callable[[], bool]] = None) -> List[List[Hypothesis]]:
     """Batched beam search; returns the ``nbest`` best finished hypotheses of each sentence.
 
     ``max_len[b]`` bounds the output length of sentence b (EOS included): at that step only
-    EOS is allowed, so every sentence ends with finished hypotheses.
+    EOS is allowed, so every sentence ends with finished hypotheses. ``should_stop`` is
+    checked before every step, as in `greedy_search`.
     """
     B, K, device = src.size(0), beam, src.device
     memory = model.encode(src, src_mask)
@@ -115,6 +131,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     finished: List[List[Hypothesis]] = [[] for _ in range(B)]
     t = 0
     while sent_ids.numel() > 0:
+        _check(should_stop)
         b = sent_ids.numel()
         log_probs, state, extras = model.step(prev, state, memory)
         V = log_probs.size(-1)

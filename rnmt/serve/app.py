@@ -1,7 +1,9 @@
 """The FastAPI application: ``POST /translate``, ``GET /health``, ``GET /model`` and the page.
 
 `create_app` takes an already loaded model, so the model is loaded once, before the server
-listens, and a bad model path never gets as far as starting a server.
+listens, and a bad model path never gets as far as starting a server. Every error, whatever
+its status, is a JSON object with a one-line ``error``; the bounds a request meets are
+listed in docs/serving.md ("Limits and guarantees").
 """
 
 
@@ -25,15 +27,24 @@ import rnmt
 from rnmt.data.vocab import EOS
 from rnmt.models.loading import LoadedModel, count_parameters
 from rnmt.search.translator import Translation, Translator
-from rnmt.serve.batcher import DynamicBatcher, SearchOptions
+from rnmt.search.beam import SearchStopped
+from rnmt.serve.batcher import DynamicBatcher, Expired, QueueFull, SearchOptions, ShuttingDown
+from rnmt.serve.guards import BearerToken, ConcurrencyLimit, TrustedHosts
 from rnmt.serve.schemas import (ErrorResponse, Health, ModelInfo, TranslateResponse, TranslationResult,
                                 make_translate_request)
 from rnmt.serve.settings import ServeSettings
 
 STATIC = Path(__file__).resolve().parent / "static"
-ERRORS = {413: {"model": ErrorResponse, "description": "body, number of texts or a text too large"},
+ERRORS = {400: {"model": ErrorResponse, "description": "the Host header names another server"},
+          401: {"model": ErrorResponse, "description": "missing or wrong API key (with --api-key)"},
+          413: {"model": ErrorResponse, "description": "body, number of texts, a text or the request's "
+                                                        "subword count too large"},
           422: {"model": ErrorResponse, "description": "malformed JSON or invalid fields"},
-          503: {"model": ErrorResponse, "description": "the translation did not finish in time"}}
+          500: {"model": ErrorResponse, "description": "the model failed on this request"},
+          503: {"model": ErrorResponse, "description": "queue full, too many requests in progress or "
+                                                        "shutting down (see Retry-After)"},
+          504: {"model": ErrorResponse, "description": "the translation did not finish in time"}}
+RETRY_AFTER = "1"
 
 
 def model_name(path: Path) -> str:
@@ -78,10 +89,13 @@ class TranslationService:
         """Source subwords (plus EOS) of ``lines``: the batcher's token budget unit."""
         return sum(len(self.loaded.src_vocab.encode(line)) + 1 for line in lines if line.strip())
 
-    def translate(self, lines: List[str], options: SearchOptions) -> List[Dict[str, Any]]:
+    max_output: Optional[int] = None  # absolute cap on output lengths
+
+    def translate(self, lines: List[str], options: SearchOptions, should_stop=None) -> List[Dict[str, Any]]:
         with torch.inference_mode():
             results = self.translator.translate(lines, return_attention=options.return_alignment,
-                                                beam=options.beam, alpha=options.alpha, nbest=options.nbest)
+                                                beam=options.beam, alpha=options.alpha, nbest=options.nbest,
+                                                max_output=self.max_output, should_stop=should_stop)
         return [_result(line, nbest, options) for line, nbest in zip(lines, results)]
 
 
@@ -172,6 +186,7 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
                device: torch.device | str = "cpu") -> FastAPI:
     settings = (settings or ServeSettings()).check()
     service = TranslationService(loaded, device)
+    service.max_output = settings.max_output_tokens
 
     def thread_init() -> None:
         if settings.threads:
@@ -181,7 +196,7 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
                              max_wait_ms=settings.max_wait_ms if settings.batching else 0.0,
                              max_batch_tokens=settings.max_batch_tokens,
                              max_batch_sentences=settings.max_batch_sentences if settings.batching else 1,
-                             thread_init=thread_init)
+                             thread_init=thread_init, max_queue=settings.max_queue)
     started = time.monotonic()
 
     @asynccontextmanager
@@ -199,7 +214,13 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
     app.state.service = service
     app.state.batcher = batcher
     app.state.settings = settings
+    # Added last runs first: host check, API key, concurrency, body size.
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(ConcurrencyLimit, limit=settings.max_connections)
+    if settings.api_key:
+        app.add_middleware(BearerToken, key=settings.api_key)
+    if settings.allowed_hosts:
+        app.add_middleware(TrustedHosts, hosts=settings.allowed_hosts)
     TranslateRequest = make_translate_request(settings)
 
     @app.exception_handler(RequestValidationError)
@@ -217,6 +238,14 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
             return JSONResponse(too_large_body(cause.size, settings.max_body_bytes), status_code=413)
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        first = str(exc).splitlines()[0][:200] if str(exc) else ""
+        return JSONResponse({"error": f"internal error: {type(exc).__name__}: {first}"}, status_code=500)
+
+    def unavailable(message: str) -> JSONResponse:
+        return JSONResponse({"error": message}, status_code=503, headers={"Retry-After": RETRY_AFTER})
+
     @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True,
               responses=ERRORS, summary="Translate one or more segments")
     async def translate(body: TranslateRequest, request: Request):  # type: ignore[valid-type]
@@ -233,22 +262,48 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
                 for item in items:
                     item["nbest"] = [{"text": "", "score": 0.0}]
             return {"translations": items, "elapsed_ms": round((time.perf_counter() - t0) * 1000, 3)}
-        future = batcher.submit(lines, options, cost=service.cost(lines))
+        cost = service.cost(lines)
+        if cost > settings.max_request_tokens:
+            return JSONResponse({"error": f"request too large: {cost} source subwords (end-of-sentence marks "
+                                          f"included), the limit is {settings.max_request_tokens} per request; "
+                                          f"split it into several requests",
+                                 "detail": {"subwords": cost, "limit_subwords": settings.max_request_tokens}},
+                                status_code=413)
+        try:
+            future = batcher.submit(lines, options, cost=cost, timeout=settings.request_timeout)
+        except QueueFull as exc:
+            return unavailable(f"the server is busy: {exc}; retry later")
+        except ShuttingDown:
+            return unavailable("the server is shutting down")
+        except RuntimeError:
+            return unavailable("the translation worker is not running")
         try:
             items = await _wait(request, future, settings.request_timeout)
+        except Expired:
+            items = f"the translation did not finish within {settings.request_timeout:g} s"
+        except ShuttingDown as exc:
+            return unavailable(str(exc))
+        except SearchStopped:
+            return unavailable("the translation was stopped")
+        except Exception as exc:  # this request alone failed (a failing batch is retried per request)
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            return JSONResponse({"error": f"translation failed: {type(exc).__name__}: {first}"}, status_code=500)
         finally:
             if not future.done():
                 future.cancel()  # the client left or the request was cancelled: drop the job
         if items is None:
             return Response(status_code=499)
         if isinstance(items, str):
-            return JSONResponse({"error": items}, status_code=503)
+            return JSONResponse({"error": items}, status_code=504)
         return {"translations": items, "elapsed_ms": round((time.perf_counter() - t0) * 1000, 3)}
 
-    @app.get("/health", response_model=Health, summary="Liveness and queue state")
+    @app.get("/health", response_model=Health, summary="Liveness and queue state",
+             responses={503: {"model": Health, "description": "the translation worker is stopped or stopping"}})
     async def health():
-        return {"status": "ok" if batcher.running else "stopped", "uptime_s": round(time.monotonic() - started, 3),
+        status = "stopping" if batcher.closing else "ok" if batcher.running else "stopped"
+        body = {"status": status, "uptime_s": round(time.monotonic() - started, 3),
                 "pending": batcher.pending, "batching": {"enabled": settings.batching, **batcher.stats.as_dict()}}
+        return body if status == "ok" else JSONResponse(body, status_code=503)
 
     @app.get("/model", response_model=ModelInfo, summary="The model being served")
     async def model_info():
@@ -263,7 +318,10 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
             "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "nbest": cfg.search.nbest},
             "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
             "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
-                       "max_chars": settings.max_chars, "max_beam": settings.max_beam},
+                       "max_chars": settings.max_chars, "max_beam": settings.max_beam,
+                       "max_request_tokens": settings.max_request_tokens,
+                       "max_output_tokens": settings.max_output_tokens, "max_queue": settings.max_queue,
+                       "timeout_s": settings.request_timeout},
             "batching": {"enabled": settings.batching, "max_wait_ms": batcher.max_wait * 1000,
                          "max_batch_tokens": batcher.max_batch_tokens,
                          "max_batch_sentences": batcher.max_batch_sentences},

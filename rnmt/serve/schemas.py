@@ -88,6 +88,10 @@ class Limits(BaseModel):
     max_texts: int
     max_chars: int
     max_beam: int
+    max_request_tokens: int = Field(description="source subwords per request (EOS marks included)")
+    max_output_tokens: int = Field(description="longest output, whatever the source length")
+    max_queue: int = Field(description="requests that may wait for the model")
+    timeout_s: float = Field(description="seconds a request may take before it is answered 504")
 
 
 class BatchingInfo(BaseModel):

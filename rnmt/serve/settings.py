@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional
 
 from rnmt.errors import UserError
 
@@ -20,10 +20,17 @@ class ServeSettings:
     max_beam: int = 16  # also the largest nbest
     request_timeout: float = 120.0  # seconds a request may wait for its translation
     threads: Optional[int] = None  # torch intra-op threads for the model worker
+    max_request_tokens: int = 1000  # source subwords (EOS included) of one request; over: 413
+    max_output_tokens: int = 256  # absolute cap on every output's length, whatever the source
+    max_queue: int = 64  # requests waiting for the model; over: 503 with Retry-After
+    max_connections: int = 256  # requests in progress (queued, translating or being read)
+    api_key: Optional[str] = None  # when set, /translate and /model need "Authorization: Bearer KEY"
+    allowed_hosts: Optional[List[str]] = None  # Host header names accepted; None: any
+    shutdown_grace: float = 5.0  # seconds the batch in progress may finish after SIGTERM
 
     def check(self) -> "ServeSettings":
         for name in ("max_batch_tokens", "max_batch_sentences", "max_body_bytes", "max_texts", "max_chars",
-                     "max_beam"):
+                     "max_beam", "max_request_tokens", "max_output_tokens", "max_queue", "max_connections"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.max_wait_ms < 0:
@@ -32,4 +39,12 @@ class ServeSettings:
             raise UserError(f"--timeout must be positive, got {self.request_timeout}")
         if self.threads is not None and self.threads < 1:
             raise UserError(f"--threads must be at least 1, got {self.threads}")
+        if self.max_request_tokens > self.max_batch_tokens:
+            # A request must fit in one batch: the batch budget is what bounds the model's work.
+            raise UserError(f"--max-request-tokens ({self.max_request_tokens}) must not exceed "
+                            f"--max-batch-tokens ({self.max_batch_tokens})")
+        if self.shutdown_grace < 0:
+            raise UserError(f"--shutdown-grace must not be negative, got {self.shutdown_grace}")
+        if self.api_key is not None and not self.api_key.strip():
+            raise UserError("--api-key must not be empty")
         return self

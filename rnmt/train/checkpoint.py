@@ -8,12 +8,17 @@ stored once and re-tied by the model's constructor.
 The trainer's resumable state (optimiser, step, data position, random generators) is a
 separate file written with ``torch.save`` and read back with ``weights_only=True``.
 
-Every file is written to a temporary name in the same directory, flushed to disk and then
-renamed over the target, so a crash mid-write never destroys the previous checkpoint.
+Every file is written to a temporary name in the same directory, flushed to disk, renamed
+over the target and the directory fsynced, so a crash mid-write never destroys the previous
+checkpoint and a finished write survives a power cut. Before a model is built from a
+checkpoint, its tensors' shapes are checked against the shapes its config implies (computed
+without allocating), so a file whose metadata asks for a huge model is rejected, not built.
 """
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import tempfile
@@ -23,7 +28,7 @@ from typing import Any, Callable, Dict, Optional
 
 import torch
 from safetensors import safe_open
-from safetensors.torch import save_file
+from safetensors.torch import save as safetensors_bytes
 
 from rnmt.config import Config, config_from_dict
 from rnmt.errors import UserError
@@ -32,21 +37,68 @@ FORMAT = "rnmt-checkpoint"
 FORMAT_VERSION = "1"
 
 
-def atomic_write(path: Path, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` then move the finished file over ``path``."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a crash after ``os.replace`` could otherwise
+    bring back the old directory entry). Platforms without directory fds skip it."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _open_for_write(path: str):
+    """The file object every checkpoint byte goes through (tests replace it to simulate a
+    full disk)."""
+    return open(path, "wb")
+
+
+def is_no_space(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+    """Call ``write(fh)`` on a temporary file, fsync it, move it over ``path`` and fsync the
+    directory, so ``path`` is always either the old or the complete new file.
+
+    The file gets the mode a plain ``open`` would (0666 less the umask), not mkstemp's 0600,
+    so a server running as another user of the group can read it. A full disk is a one-line
+    `UserError` naming the file; the previous version of ``path`` is untouched.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
+        os.chmod(tmp, 0o666 & ~_umask())
+        with _open_for_write(tmp) as fh:
+            write(fh)
+            fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+        fsync_dir(path.parent)
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if is_no_space(exc):
+            raise UserError(f"{path}: no space left on device while writing it; the previous "
+                            f"version of the file (if any) is intact: free some space and resume") from None
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda fh: fh.write(text.encode("utf-8")))
 
 
 def _unique_state(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
@@ -73,7 +125,8 @@ def save_model(path: Path, model: torch.nn.Module, config: Config, vocabs: Dict[
         "config": json.dumps(config.to_dict()),
         "meta": json.dumps(meta or {}),
     }
-    atomic_write(Path(path), lambda tmp: save_file(tensors, tmp, metadata=metadata))
+    blob = safetensors_bytes(tensors, metadata=metadata)
+    atomic_write(Path(path), lambda fh: fh.write(blob))
 
 
 @dataclass
@@ -111,10 +164,39 @@ def read_model_file(path: Path) -> ModelFile:
         raise UserError(f"{path}: corrupt or truncated checkpoint ({str(exc).splitlines()[0][:120]})") from None
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
     vocabs = {k[len("vocab."):]: bytes(v.numpy().tobytes()) for k, v in tensors.items() if k.startswith("vocab.")}
-    return ModelFile(path, config, state, vocabs, meta)
+    mf = ModelFile(path, config, state, vocabs, meta)
+    check_shapes(mf)
+    return mf
 
 
-def load_state_into(model: torch.nn.Module, state: Dict[str, torch.Tensor], path: Path) -> None:
+def check_shapes(mf: ModelFile) -> None:
+    """Compare the file's tensors with the model its config describes, built on the meta
+    device (shapes only, no memory), so a config asking for a huge model is rejected before
+    anything is allocated for it."""
+    from rnmt.data.vocab import Vocab  # late: rnmt.models imports this module
+    from rnmt.models import build_model
+
+    sizes = []
+    for side in ("src", "tgt"):
+        blob = mf.vocabs.get(side)
+        if blob is None:
+            raise UserError(f"{mf.path}: checkpoint has no vocabulary")
+        try:
+            sizes.append(Vocab.from_bytes(blob).size)
+        except UserError:
+            raise
+        except Exception:
+            raise UserError(f"{mf.path}: the {side} vocabulary in the checkpoint is damaged") from None
+    try:
+        with torch.device("meta"):
+            skeleton = build_model(mf.config.model, *sizes)
+    except UserError as exc:
+        raise UserError(f"{mf.path}: {exc}") from None
+    load_state_into(skeleton, mf.state, mf.path, assign=False)
+
+
+def load_state_into(model: torch.nn.Module, state: Dict[str, torch.Tensor], path: Path,
+                    assign: bool = True) -> None:
     """Load weights, allowing only tied duplicates to be absent; anything else is a mismatch."""
     expected = model.state_dict()
     tied = {name for name in expected if name not in state and _is_tied(model, name)}
@@ -126,7 +208,8 @@ def load_state_into(model: torch.nn.Module, state: Dict[str, torch.Tensor], path
         raise UserError(f"{path}: weights do not match the model in its config "
                         f"(first mismatch: '{detail}'; {len(missing)} missing, {len(unexpected)} unexpected, "
                         f"{len(wrong_shape)} of wrong shape)")
-    model.load_state_dict(state, strict=False)
+    if assign:
+        model.load_state_dict(state, strict=False)
 
 
 def _is_tied(model: torch.nn.Module, name: str) -> bool:
@@ -152,7 +235,9 @@ def resolve_model_path(path: Path) -> Path:
 
 
 def save_train_state(path: Path, state: Dict[str, Any]) -> None:
-    atomic_write(Path(path), lambda tmp: torch.save(state, tmp))
+    buffer = io.BytesIO()  # serialised first: write errors then come from our own file object
+    torch.save(state, buffer)
+    atomic_write(Path(path), lambda fh: fh.write(buffer.getbuffer()))
 
 
 def load_train_state(path: Path) -> Dict[str, Any]:

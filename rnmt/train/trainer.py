@@ -5,13 +5,18 @@ Output directory layout:
     OUT/config.yaml          the resolved config
     OUT/spm*.model           the sentencepiece model(s)
     OUT/ckpt-<step>.safetensors   the last ``train.keep_last`` checkpoints
-    OUT/best.safetensors     the checkpoint with the best dev BLEU (what `translate` loads)
+    OUT/best.safetensors     the checkpoint with the best dev BLEU, or the newest one when
+                             there is no dev set (what `translate` and `serve` load)
     OUT/train_state.pt       optimiser, step, data position and random state (for --resume)
     OUT/log.jsonl            one JSON object per logging interval and per validation
 
 Resume is exact: the model, the optimiser moments, the learning-rate schedule (a pure
 function of the step), the position in the epoch's batch order and the random generator
 are restored, so a stopped and resumed run reproduces the losses of an uninterrupted one.
+SIGTERM and SIGINT stop the run at the next update boundary with a checkpoint
+(`rnmt.train.signals`); a non-finite loss skips its update (`train.max_nonfinite` in a row
+stop the run) and non-finite weights are never written; every file is written atomically
+(`rnmt.train.checkpoint.atomic_write`). docs/reliability.md lists the guarantees.
 
 Data parallelism (docs/scaling.md): under ``torchrun`` every process trains a replica
 wrapped in DistributedDataParallel on its own shard of the batches (rank r takes batches
@@ -35,16 +40,19 @@ import sacrebleu
 import torch
 from tqdm import tqdm
 
-from rnmt.config import Config
+from rnmt.config import Config, load_config
 from rnmt.data import (TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel,
                        train_vocabs)
 from rnmt.errors import UserError
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.search.translator import Translator
-from rnmt.train.checkpoint import load_train_state, read_model_file, load_state_into, save_model, save_train_state
+from rnmt.train.checkpoint import (atomic_write_text, is_no_space, load_train_state, read_model_file,
+                                   load_state_into, save_model, save_train_state)
 from rnmt.train.distributed import DistContext, init_distributed, rank_device
 from rnmt.train.loss import label_smoothed_nll
+from rnmt.train.resume import check_corpus, check_resume_config
+from rnmt.train.signals import StopSignals
 from rnmt.train.schedules import learning_rate
 
 STATE_FILE = "train_state.pt"
@@ -99,10 +107,12 @@ _RANK_SEED_STRIDE = 1_000_003
 
 class Trainer:
     def __init__(self, cfg: Config, out_dir: str | Path, resume: bool = False,
-                 log=print, dist: Optional[DistContext] = None) -> None:
+                 log=print, dist: Optional[DistContext] = None, corpus_changed_ok: bool = False) -> None:
         self.cfg = cfg
         self.out = Path(out_dir)
         self.resume = resume
+        self.corpus_changed_ok = corpus_changed_ok
+        self.stop_signal: Optional[str] = None
         tc = cfg.train
         self.dist = dist if dist is not None else init_distributed(tc.device)
         self.is_main = self.dist.is_main
@@ -111,6 +121,7 @@ class Trainer:
             torch.set_num_threads(tc.threads)
         self.device = rank_device(pick_device(tc.device), self.dist)
         self.amp_dtype = amp_dtype(tc.amp, self.device)
+        auto_replicas = tc.replicas is None
         if tc.replicas is None:
             tc.replicas = self.dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
         self._check_out_dir()
@@ -128,8 +139,15 @@ class Trainer:
         self.src_vocab, self.tgt_vocab = self._main_first(self._vocabularies)
         cfg.model.src_vocab_size = self.src_vocab.size
         cfg.model.tgt_vocab_size = self.tgt_vocab.size
-        if self.is_main:
-            (self.out / "config.yaml").write_text(cfg.dump(), encoding="utf-8")
+        config_changes: List[str] = []
+        if resume and (self.out / "config.yaml").is_file():
+            # Checked before anything is written: a rejected --resume --set leaves the run as it was.
+            saved = load_config(self.out / "config.yaml")
+            if auto_replicas:  # the run's resolved n, whatever the number of processes now
+                cfg.train.replicas = saved.train.replicas
+            config_changes = check_resume_config(saved, cfg, str(self.out / "config.yaml"))
+        if self.is_main and not resume:
+            atomic_write_text(self.out / "config.yaml", cfg.dump())
 
         train_src, train_tgt = corpus_files(cfg.data.train, cfg, "train")
         cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else self.out / "cache"
@@ -159,8 +177,16 @@ class Trainer:
         self.best_bleu: Optional[float] = None
         self.bad_validations = 0
         self.checkpoints: List[str] = []
+        self.nonfinite_total = 0  # updates skipped for a non-finite loss or gradient
+        self.nonfinite_run = 0  # ... in a row
+        # The data position and random state that match the weights and self.step: what an
+        # emergency save (a peer process died mid-update) must store.
+        self._consistent: Optional[Dict[str, Any]] = None
         if resume:
             self._restore()
+            if self.is_main and config_changes:
+                atomic_write_text(self.out / "config.yaml", cfg.dump())
+                self.log("config changed on resume: " + "; ".join(config_changes))
         # The replica that trains: DDP synchronises gradients in backward (and broadcasts
         # rank 0's weights once, here). Saving, validation and search use the bare model.
         self.train_model: torch.nn.Module = self.model
@@ -201,6 +227,11 @@ class Trainer:
                             "or choose another --out")
         if self.resume and not has_run:
             raise UserError(f"cannot resume: {self.out / STATE_FILE} not found")
+        if self.resume and self.is_main:
+            # Temporaries of a process killed mid-write (atomic_write names them .NAME.*.tmp):
+            # no other trainer writes to this directory, so none of them is in use.
+            for tmp in self.out.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
 
     def _vocabularies(self) -> tuple:
         vc, data = self.cfg.data.vocab, self.cfg.data
@@ -268,11 +299,25 @@ class Trainer:
         if self.dist.enabled and collective:
             self.dist.barrier()
 
-    def _write_checkpoint(self, dev_bleu: Optional[float], improved: bool, rank_rng: Optional[list]) -> None:
-        meta = {"step": self.step, "epoch": self.sampler.epoch, "dev_bleu": dev_bleu}
+    def _snapshot(self) -> Dict[str, Any]:
+        return {"sampler": self.sampler.state_dict(), "rng": torch.get_rng_state()}
+
+    def _check_finite(self) -> None:
+        bad = [n for n, p in self.model.named_parameters() if not bool(torch.isfinite(p).all())]
+        if bad:
+            raise UserError(f"step {self.step}: weight '{bad[0]}' is not finite ({len(bad)} tensors); "
+                            f"not writing it over a good checkpoint (the last one is in {self.out})")
+
+    def _write_checkpoint(self, dev_bleu: Optional[float], improved: bool, rank_rng: Optional[list],
+                          snapshot: Optional[Dict[str, Any]] = None) -> None:
+        self._check_finite()
+        snapshot = snapshot or self._snapshot()
+        meta = {"step": self.step, "epoch": snapshot["sampler"]["epoch"], "dev_bleu": dev_bleu}
         name = f"ckpt-{self.step}.safetensors"
         save_model(self.out / name, self.model, self.cfg, self._vocab_bytes(), meta)
-        if improved or not (self.out / "best.safetensors").exists():
+        # Without a dev set there is no "best": best.safetensors follows the newest checkpoint,
+        # so a run directory always loads the newest weights.
+        if improved or not self.has_dev or not (self.out / "best.safetensors").exists():
             save_model(self.out / "best.safetensors", self.model, self.cfg, self._vocab_bytes(), meta)
         if name not in self.checkpoints:
             self.checkpoints.append(name)
@@ -280,14 +325,16 @@ class Trainer:
             "step": self.step,
             "checkpoint": name,
             "optimizer": self.optimizer.state_dict(),
-            "sampler": self.sampler.state_dict(),
-            "rng": torch.get_rng_state(),
+            "sampler": snapshot["sampler"],
+            "rng": snapshot["rng"],
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             "train_seconds": self.train_seconds,
             "best_bleu": self.best_bleu,
             "bad_validations": self.bad_validations,
             "checkpoints": list(self.checkpoints),
             "world_size": self.dist.world_size,
+            "corpus_key": self._corpus_key(),
+            "nonfinite_total": self.nonfinite_total,
         }
         if rank_rng is not None:
             state["rank_rng"] = rank_rng
@@ -297,12 +344,23 @@ class Trainer:
             old = self.checkpoints.pop(0)
             (self.out / old).unlink(missing_ok=True)
 
+    def _corpus_key(self) -> Optional[str]:
+        return self.corpus.cache_path.name if self.corpus.cache_path is not None else None
+
     def _restore(self) -> None:
         state = load_train_state(self.out / STATE_FILE)
         mf = read_model_file(self.out / state["checkpoint"])
         load_state_into(self.model, mf.state, mf.path)
         self.optimizer.load_state_dict(state["optimizer"])
+        changed = check_corpus(state.get("corpus_key"), self._corpus_key(), str(self.cfg.data.train),
+                               self.corpus_changed_ok)
         self.sampler.load_state_dict(state["sampler"])
+        if changed:
+            # The saved position indexes the old corpus: continue with the next epoch's order.
+            self.sampler.set_epoch(self.sampler.epoch + 1)
+            self.log(f"the training corpus changed since step {state['step']}: continuing at epoch "
+                     f"{self.sampler.epoch} of the new corpus")
+        self.nonfinite_total = int(state.get("nonfinite_total", 0))
         self._restore_rng(state)
         self.step = int(state["step"])
         self.train_seconds = float(state["train_seconds"])
@@ -353,8 +411,14 @@ class Trainer:
 
     # -- the loop ----------------------------------------------------------------------
     def _write_log(self, record: Dict[str, Any]) -> None:
-        with open(self.out / "log.jsonl", "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
+        try:
+            with open(self.out / "log.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(record) + "\n")
+        except OSError as exc:
+            if is_no_space(exc):
+                raise UserError(f"{self.out / 'log.jsonl'}: no space left on device; the checkpoints in "
+                                f"{self.out} are intact: free some space and resume") from None
+            raise
 
     def _next_batches(self, it) -> List[List[int]]:
         """The index lists of the next update (``accumulate`` batches, crossing epochs)."""
@@ -396,78 +460,140 @@ class Trainer:
             nll_total += nll.detach()
         if self.dist.enabled:
             loss_total, nll_total = self.dist.all_reduce_sum([loss_total, nll_total], self.device)
-        if tc.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), tc.clip_norm)
+        # The norm is computed even without clipping: an infinite gradient with a finite loss
+        # (overflow in backward) must not reach the weights either. After DDP's all-reduce
+        # every rank sees the same gradients, hence the same verdict.
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(),
+                                              tc.clip_norm if tc.clip_norm > 0 else float("inf"))
+        loss_value = float(loss_total)
+        if not (math.isfinite(loss_value) and bool(torch.isfinite(norm))):
+            self.optimizer.zero_grad(set_to_none=True)
+            self.nonfinite_total += 1
+            self.nonfinite_run += 1
+            return {"skipped": True, "loss": loss_value, "lr": lr, "ntokens": ntokens}
+        self.nonfinite_run = 0
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
-        return {"loss": float(loss_total) / ntokens, "nll": float(nll_total) / ntokens, "lr": lr, "ntokens": ntokens}
+        return {"loss": loss_value / ntokens, "nll": float(nll_total) / ntokens, "lr": lr, "ntokens": ntokens}
 
     def run(self) -> Dict[str, Any]:
+        with StopSignals(self.log) as signals:
+            try:
+                return self._run(signals)
+            except RuntimeError as exc:
+                if not self.dist.enabled or isinstance(exc, UserError):
+                    raise
+                # A collective failed: a peer process died. Rank 0 saves what it has (the
+                # weights and data position of the last whole update) without collectives.
+                self._emergency_save()
+                raise UserError(f"rank {self.dist.rank}: lost contact with the other processes at step "
+                                f"{self.step} ({str(exc).splitlines()[0][:160]}); "
+                                + ("saved a checkpoint, continue with --resume" if self.is_main
+                                   else "rank 0 saves the checkpoint")) from None
+
+    def _emergency_save(self) -> None:
+        if not self.is_main:
+            return
+        try:
+            self._write_checkpoint(None, False, None, snapshot=self._consistent)
+            self.log(f"saved ckpt-{self.step}.safetensors after losing the other processes")
+        except Exception as exc:  # the previous checkpoint is intact (atomic writes)
+            self.log(f"could not save after losing the other processes: {exc}")
+
+    def _should_stop(self, signals: StopSignals, budget: Optional[float]) -> Optional[str]:
+        """``"signal"``, ``"time_budget"`` or None; one all-reduce agrees on it over all ranks."""
+        flags = [float(signals.received is not None),
+                 float(budget is not None and self.train_seconds >= budget)]
+        if self.dist.enabled:
+            flags = self.dist.all_reduce_sum(flags, self.device)
+        if flags[0] > 0:
+            return "signal"
+        if flags[1] > 0:
+            return "time_budget"
+        return None
+
+    def _run(self, signals: StopSignals) -> Dict[str, Any]:
         tc = self.cfg.train
         self.model.train()
         budget = tc.max_minutes * 60 if tc.max_minutes else None
+        save_every = tc.save_every if tc.save_every is not None else tc.validate_every
         window = {"loss": 0.0, "nll": 0.0, "tokens": 0, "seconds": 0.0, "steps": 0}
         last: Dict[str, Any] = {}
-        validated_at = self.step
+        validated_at = saved_at = self.step
         stop_reason = "max_steps"
         bar = tqdm(total=tc.max_steps, initial=self.step, disable=not (tc.progress and self.is_main) or None,
                    file=sys.stderr, dynamic_ncols=True, leave=False)
         self._iter = iter(self.sampler)
-        try:
-            while self.step < tc.max_steps:
-                batches = self._next_batches(self._iter)
-                if not batches:
-                    stop_reason = "max_epochs"
+        self._consistent = self._snapshot()
+        while self.step < tc.max_steps:
+            stop = self._should_stop(signals, budget)
+            if stop:
+                stop_reason = stop
+                break
+            batches = self._next_batches(self._iter)
+            if not batches:
+                stop_reason = "max_epochs"
+                break
+            t0 = time.perf_counter()
+            stats = self.train_step(batches)
+            elapsed = time.perf_counter() - t0
+            self.train_seconds += elapsed
+            self._consistent = self._snapshot()
+            if stats.get("skipped"):
+                self.log(f"step {self.step:>6}  non-finite loss or gradient: update skipped "
+                         f"({self.nonfinite_run} in a row, {self.nonfinite_total} in all)")
+                if self.is_main:
+                    self._write_log({"step": self.step, "skipped_nonfinite": self.nonfinite_total,
+                                     "nonfinite_in_a_row": self.nonfinite_run})
+                if self.nonfinite_run >= tc.max_nonfinite:
+                    self.save()  # the weights are still finite: keep the data position
+                    raise UserError(f"{self.nonfinite_run} non-finite losses in a row at step {self.step} "
+                                    f"(train.max_nonfinite); the last checkpoint, ckpt-{self.step}, has finite "
+                                    f"weights: lower train.lr or check the data before resuming")
+                continue
+            window["loss"] += stats["loss"] * stats["ntokens"]
+            window["nll"] += stats["nll"] * stats["ntokens"]
+            window["tokens"] += stats["ntokens"]
+            window["seconds"] += elapsed
+            window["steps"] += 1
+            bar.update(1)
+            if self.step % tc.log_every == 0 or self.step == tc.max_steps:
+                last = self._log_window(window, stats["lr"])
+                bar.set_postfix(loss=f"{last['loss']:.3f}", lr=f"{last['lr']:.2e}",
+                                tok_s=f"{last['tokens_per_s']:.0f}")
+                window = {k: 0 for k in window}
+            if self.has_dev and tc.validate_every and self.step % tc.validate_every == 0:
+                if self._validate_and_save():
+                    stop_reason = "early_stopping"
                     break
-                t0 = time.perf_counter()
-                stats = self.train_step(batches)
-                elapsed = time.perf_counter() - t0
-                self.train_seconds += elapsed
-                window["loss"] += stats["loss"] * stats["ntokens"]
-                window["nll"] += stats["nll"] * stats["ntokens"]
-                window["tokens"] += stats["ntokens"]
-                window["seconds"] += elapsed
-                window["steps"] += 1
-                bar.update(1)
-                if self.step % tc.log_every == 0 or self.step == tc.max_steps:
-                    last = self._log_window(window, stats["lr"])
-                    bar.set_postfix(loss=f"{last['loss']:.3f}", lr=f"{last['lr']:.2e}",
-                                    tok_s=f"{last['tokens_per_s']:.0f}")
-                    window = {k: 0 for k in window}
-                if self.has_dev and tc.validate_every and self.step % tc.validate_every == 0:
-                    if self._validate_and_save():
-                        stop_reason = "early_stopping"
-                        break
-                    validated_at = self.step
-                if budget is not None and self._over_budget(budget):
-                    stop_reason = "time_budget"
-                    break
-        except KeyboardInterrupt:
-            bar.close()
-            self.log(f"interrupted at step {self.step}; saving a checkpoint to resume from")
-            self.save(collective=False)
-            raise
+                validated_at = saved_at = self.step
+            elif save_every and self.step % save_every == 0:
+                self.save()
+                saved_at = self.step
         bar.close()
         if window["steps"]:
             last = self._log_window(window, learning_rate(tc, max(self.step - 1, 0), self.sampler.epoch))
-        final = self.step != validated_at or not (self.out / STATE_FILE).exists()
-        if self.dist.broadcast_object(final):  # rank 0's file system decides
-            if self.has_dev:
-                self._validate_and_save()
-            else:
-                self.save()
+        if stop_reason == "signal":
+            self.stop_signal = signals.name or "signal"
+            self.log(f"{self.stop_signal}: stopping at step {self.step}")
+            final = self.step != saved_at or not (self.out / STATE_FILE).exists()
+            if self.dist.broadcast_object(final):
+                self.save()  # no validation: a stopping process has seconds, not minutes
+        else:
+            final = (self.step != validated_at if self.has_dev else self.step != saved_at) \
+                or not (self.out / STATE_FILE).exists()
+            if self.dist.broadcast_object(final):  # rank 0's file system decides
+                if self.has_dev:
+                    self._validate_and_save()
+                else:
+                    self.save()
         summary = {"steps": self.step, "stop_reason": stop_reason, "train_seconds": round(self.train_seconds, 1),
                    "best_dev_bleu": self.best_bleu, **{k: last[k] for k in ("loss", "tokens_per_s") if k in last}}
+        if self.nonfinite_total:
+            summary["skipped_nonfinite"] = self.nonfinite_total
         self.log("training finished: " + json.dumps(summary))
         return summary
-
-    def _over_budget(self, budget: float) -> bool:
-        """Whether the time budget is spent (on any rank: all stop at the same step)."""
-        over = self.train_seconds >= budget
-        if self.dist.enabled:
-            over = self.dist.all_reduce_sum([float(over)], self.device)[0] > 0
-        return over
 
     def _log_window(self, window: Dict[str, float], lr: float) -> Dict[str, Any]:
         tokens = max(window["tokens"], 1)
@@ -481,6 +607,8 @@ class Trainer:
             "tokens_per_s": window["tokens"] / max(window["seconds"], 1e-9),
             "train_seconds": round(self.train_seconds, 2),
         }
+        if self.nonfinite_total:
+            record["skipped_nonfinite"] = self.nonfinite_total
         if not self.is_main:
             return record
         self._write_log(record)

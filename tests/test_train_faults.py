@@ -1,0 +1,309 @@
+"""Training under faults: signals, non-finite losses, a full disk, bad checkpoints, resume safety."""
+
+from __future__ import annotations
+
+import errno
+import importlib.util
+import json
+import os
+import signal
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from conftest import tiny_config_tree, write_corpus
+from rnmt.cli import main
+from rnmt.config import config_from_dict
+from rnmt.errors import UserError
+from rnmt.models import load_model
+from rnmt.train import checkpoint
+from rnmt.train.checkpoint import load_train_state, read_model_file
+from rnmt.train.trainer import Trainer
+
+REPO = Path(__file__).resolve().parent.parent
+quiet = dict(log=lambda *_: None)
+
+
+def losses(out):
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    return {r["step"]: r["loss"] for r in records if "loss" in r}
+
+
+def no_dev_tree(tiny_corpus, steps=6, **train):
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    del tree["data"]["dev"]
+    tree["train"].update(max_steps=steps, **train)
+    return tree
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, tiny_corpus):
+    """An uninterrupted 8-update run without a dev set."""
+    out = tmp_path_factory.mktemp("reference")
+    Trainer(config_from_dict(no_dev_tree(tiny_corpus, 8, save_every=4)), out, **quiet).run()
+    return out
+
+
+def finite(model):
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+# -- signals -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_between_optimiser_step_and_counter_saves_an_exact_checkpoint(tmp_path, tiny_corpus, reference,
+                                                                             sig):
+    tree = no_dev_tree(tiny_corpus, 8, save_every=4)
+    trainer = Trainer(config_from_dict(tree), tmp_path, **quiet)
+    real_step = trainer.optimizer.step
+
+    def step_then_signal(*args, **kwargs):
+        out = real_step(*args, **kwargs)
+        if trainer.step == 2:  # the weights are updated, the counter is not yet
+            os.kill(os.getpid(), sig)
+        return out
+
+    trainer.optimizer.step = step_then_signal
+    handler_before = signal.getsignal(sig)
+    summary = trainer.run()
+    assert summary["stop_reason"] == "signal" and trainer.stop_signal == signal.Signals(sig).name
+    state = load_train_state(tmp_path / "train_state.pt")
+    assert state["step"] == 3 and state["checkpoint"] == "ckpt-3.safetensors"
+    saved = load_model(tmp_path).model.state_dict()
+    assert all(torch.equal(saved[k], v.cpu()) for k, v in trainer.model.state_dict().items())
+    assert signal.getsignal(sig) is handler_before  # the previous handler is back
+
+    Trainer(config_from_dict(tree), tmp_path, resume=True, **quiet).run()
+    a, b = losses(reference), losses(tmp_path)
+    assert sorted(b) == list(range(1, 9))
+    assert all(a[s] == pytest.approx(b[s], rel=1e-6) for s in a)
+
+
+def test_sigterm_to_the_command_exits_143_with_a_checkpoint(tmp_path, tiny_corpus):
+    import subprocess
+    import time
+
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 100000, save_every=1000, log_every=1)))
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "rnmt", "train", str(config), "--out", str(out)],
+                            stderr=subprocess.PIPE, text=True, cwd=REPO)
+    deadline = time.monotonic() + 300  # start-up (import, kernels) is slow on a loaded machine
+    while not ((out / "log.jsonl").exists() and len((out / "log.jsonl").read_text().splitlines()) >= 3):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err and "stopped by SIGTERM" in err
+    step = load_train_state(out / "train_state.pt")["step"]
+    assert step >= 3 and (out / f"ckpt-{step}.safetensors").is_file()
+    assert load_model(out).meta["step"] == step  # no dev set: the directory loads the newest
+
+
+# -- fault injection (the 20-kill variant is benchmarks/faults.py) ------------------------
+
+def test_three_kills_at_random_moments_lose_nothing(tmp_path):
+    spec = importlib.util.spec_from_file_location("faults", REPO / "benchmarks" / "faults.py")
+    faults = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(faults)
+    result = faults.run_faults(tmp_path, kills=3, steps=30, seed=3, max_delay=1.0, timeout=600)
+    assert result["missing_steps"] == []
+    assert result["max_loss_diff"] < 1e-6 and result["max_weight_diff"] < 1e-6
+    assert result["tmp_files_left"] == []
+    assert result["SIGKILL"] + result["SIGTERM"] == 3 and result["during_write"] >= 1
+
+
+# -- save_every and best.safetensors without a dev set ----------------------------------
+
+def test_save_every_without_dev_set_and_best_follows_the_newest(tmp_path, tiny_corpus):
+    tree = no_dev_tree(tiny_corpus, 6, save_every=2)
+    Trainer(config_from_dict(tree), tmp_path, **quiet).run()
+    assert {p.name for p in tmp_path.glob("ckpt-*")} == {"ckpt-2.safetensors", "ckpt-4.safetensors",
+                                                         "ckpt-6.safetensors"}
+    assert load_model(tmp_path).meta["step"] == 6
+    Trainer(config_from_dict(tree, ["train.max_steps=8"]), tmp_path, resume=True, **quiet).run()
+    assert load_model(tmp_path).meta["step"] == 8
+
+
+# -- non-finite losses -------------------------------------------------------------------
+
+def poison_loss(monkeypatch, trainer, step, times):
+    """Make the loss NaN for ``times`` update attempts from ``trainer.step == step`` on (a
+    skipped update leaves the counter where it is)."""
+    import rnmt.train.trainer as module
+
+    real = module.label_smoothed_nll
+    left = [times]
+
+    def poisoned(*args, **kwargs):
+        loss, nll = real(*args, **kwargs)
+        if trainer.step >= step and left[0] > 0:
+            left[0] -= 1
+            loss = loss * float("nan")
+        return loss, nll
+
+    monkeypatch.setattr(module, "label_smoothed_nll", poisoned)
+
+
+def test_a_nan_loss_at_step_k_skips_that_update_and_is_counted(tmp_path, tiny_corpus, monkeypatch):
+    trainer = Trainer(config_from_dict(no_dev_tree(tiny_corpus, 6)), tmp_path, **quiet)
+    poison_loss(monkeypatch, trainer, 3, times=1)
+    summary = trainer.run()
+    assert summary["steps"] == 6 and summary["skipped_nonfinite"] == 1
+    assert finite(trainer.model)
+    records = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert any(r.get("nonfinite_in_a_row") == 1 for r in records)
+    assert [r["step"] for r in records if "loss" in r] == [1, 2, 3, 4, 5, 6]  # no step lost or repeated
+    assert load_train_state(tmp_path / "train_state.pt")["nonfinite_total"] == 1
+
+
+def test_nan_losses_in_a_row_stop_the_run_with_finite_checkpoints(tmp_path, tiny_corpus, monkeypatch):
+    trainer = Trainer(config_from_dict(no_dev_tree(tiny_corpus, 20, save_every=2, max_nonfinite=3)),
+                      tmp_path, **quiet)
+    poison_loss(monkeypatch, trainer, 5, times=1000)
+    with pytest.raises(UserError, match="3 non-finite losses in a row at step 5"):
+        trainer.run()
+    assert load_train_state(tmp_path / "train_state.pt")["step"] == 5
+    for path in tmp_path.glob("*.safetensors"):
+        assert finite(load_model(path).model), path
+
+
+def test_non_finite_weights_are_never_written(tmp_path, tiny_corpus):
+    trainer = Trainer(config_from_dict(no_dev_tree(tiny_corpus, 2)), tmp_path, **quiet)
+    trainer.run()
+    before = (tmp_path / "ckpt-2.safetensors").read_bytes()
+    with torch.no_grad():
+        next(trainer.model.parameters()).fill_(float("inf"))
+    with pytest.raises(UserError, match="not finite"):
+        trainer.save()
+    assert (tmp_path / "ckpt-2.safetensors").read_bytes() == before
+
+
+# -- files: permissions, full disk -------------------------------------------------------
+
+@pytest.mark.parametrize("mask", [0o022, 0o027])
+def test_written_files_follow_the_umask(tmp_path, mask):
+    old = os.umask(mask)
+    try:
+        checkpoint.atomic_write_text(tmp_path / "config.yaml", "a: 1\n")
+        checkpoint.save_train_state(tmp_path / "state.pt", {"step": 1})
+    finally:
+        os.umask(old)
+    for name in ("config.yaml", "state.pt"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~mask
+
+
+class FullDisk:
+    """A file that takes ``room`` bytes, then fails as a full disk does."""
+
+    def __init__(self, path, room):
+        self.fh, self.room = open(path, "wb"), room
+
+    def write(self, data):
+        data = bytes(data)
+        if len(data) > self.room:
+            self.fh.write(data[:self.room])
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.room -= len(data)
+        return self.fh.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()
+
+
+def test_enospc_during_a_save_is_one_line_and_loses_nothing(tmp_path, tiny_corpus, monkeypatch, capsys):
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2, save_every=1)))
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out)]) == 0
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.suffix in (".safetensors", ".pt")}
+    monkeypatch.setattr(checkpoint, "_open_for_write", lambda path: FullDisk(path, 5000))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and "no space left on device" in err[-1]
+    assert "Traceback" not in "\n".join(err)
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    for name, data in files.items():
+        assert (out / name).read_bytes() == data, name
+    monkeypatch.undo()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=4"]) == 0
+    assert load_train_state(out / "train_state.pt")["step"] == 4
+
+
+# -- damaged and hostile checkpoints -----------------------------------------------------
+
+def test_truncated_checkpoint_is_a_one_line_error(tmp_path, tiny_run):
+    data = (tiny_run / "best.safetensors").read_bytes()
+    (tmp_path / "cut.safetensors").write_bytes(data[:len(data) // 2])
+    with pytest.raises(UserError, match="corrupt or truncated"):
+        read_model_file(tmp_path / "cut.safetensors")
+
+
+def test_foreign_checkpoint_is_rejected(tmp_path):
+    save_file({"weight": torch.zeros(3)}, str(tmp_path / "other.safetensors"), metadata={"format": "pt"})
+    with pytest.raises(UserError, match="not an rnmt checkpoint"):
+        load_model(tmp_path / "other.safetensors")
+
+
+def test_metadata_asking_for_a_huge_model_is_rejected_before_building(tmp_path, tiny_run):
+    from safetensors import safe_open
+
+    with safe_open(str(tiny_run / "best.safetensors"), framework="pt") as fh:
+        meta = fh.metadata()
+        tensors = {k: fh.get_tensor(k) for k in fh.keys()}
+    config = json.loads(meta["config"])
+    config["model"]["hidden_size"] = 10 ** 7  # a trillion-parameter model if it were built
+    config["model"]["emb_size"] = 10 ** 6
+    save_file(tensors, str(tmp_path / "huge.safetensors"), metadata={**meta, "config": json.dumps(config)})
+    with pytest.raises(UserError, match="do not match the model"):
+        load_model(tmp_path / "huge.safetensors")
+
+
+# -- resume safety -----------------------------------------------------------------------
+
+def test_a_rejected_resume_set_leaves_config_yaml_alone(tmp_path, tiny_corpus):
+    tree = no_dev_tree(tiny_corpus, 2)
+    Trainer(config_from_dict(tree), tmp_path, **quiet).run()
+    before = (tmp_path / "config.yaml").read_bytes()
+    for change in ("train.lr=0.01", "model.dropout=0.3", "model.hidden_size=32"):
+        with pytest.raises(UserError, match=change.split("=")[0].replace(".", r"\.") + " changed"):
+            Trainer(config_from_dict(tree, [change]), tmp_path, resume=True, **quiet)
+        assert (tmp_path / "config.yaml").read_bytes() == before
+    Trainer(config_from_dict(tree, ["train.max_steps=3"]), tmp_path, resume=True, **quiet).run()
+    assert "max_steps: 3" in (tmp_path / "config.yaml").read_text()
+
+
+def test_a_corpus_changed_between_runs_is_reported_on_resume(tmp_path):
+    corpus = write_corpus(tmp_path / "data", "train", 240)
+    tree = tiny_config_tree(corpus, None)
+    del tree["data"]["dev"]
+    tree["train"]["max_steps"] = 2
+    out = tmp_path / "run"
+    Trainer(config_from_dict(tree), out, **quiet).run()
+    path = Path(corpus + ".en")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[10] = lines[10] + " changed"  # edited in place: same size order, new content
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(UserError, match="training corpus .* changed since this run started"):
+        Trainer(config_from_dict(tree, ["train.max_steps=3"]), out, resume=True, **quiet)
+    messages = []
+    resumed = Trainer(config_from_dict(tree, ["train.max_steps=3"]), out, resume=True, log=messages.append,
+                      corpus_changed_ok=True)
+    assert resumed.sampler.epoch == 1 and resumed.sampler.position == 0
+    assert any("corpus changed" in m for m in messages)
