@@ -105,6 +105,11 @@ def test_readme_table_has_the_expected_columns(tiny_reproduction):
     # Tiny models are far below the sanity threshold: no claim may be read from them.
     claims = [line for line in readme.splitlines() if "ATR translates about as well as GRU" in line]
     assert "undecided: fails the sanity check" in claims[0] and "seeds" in readme
+    # The speed claims were timed side by side in the final report (ATR vs GRU ran; LSTM did not).
+    speed = json.loads((tiny_reproduction["out"] / "atr" / "speed.json").read_text(encoding="utf-8"))
+    assert list(speed) == ["rnnsearch-atr|rnnsearch-gru"]
+    assert len(speed["rnnsearch-atr|rnnsearch-gru"]["ratios"]) == 3
+    assert "ATR trains faster than GRU" in readme and "rounds " in readme
     assert not re.search(r"(^|[\s`(])/\w", readme)  # no absolute paths: relative to the repository
 
 
@@ -237,8 +242,14 @@ def test_claims_hold_or_reverse_only_when_every_seed_agrees():
     about = judge_claim(Claim("about", "a", "b", "a about b"), {"a": [dict(r, params=5) for r in records["a"]],
                                                                 "b": records["b"]}, hyps, REFS, 50)
     assert about["held"] and about["status"] == "held (significantly better in every seed)"
-    faster = judge_claim(Claim("faster", "a", "b", "a faster", metric="speed"), records, hyps, REFS, 50)
-    assert faster["held"] is False and faster["status"].startswith("reversed")
+    faster = Claim("faster", "a", "b", "a faster", metric="speed")
+    untimed = judge_claim(faster, records, hyps, REFS, 50)  # the records' own speeds decide nothing
+    assert untimed["held"] is None and untimed["status"].startswith("undecided: not timed side by side")
+    timed = {"a|b": {"tokens_per_s_a": [90.0, 95.0, 92.0], "tokens_per_s_b": [100.0, 99.0, 101.0],
+                     "ratios": [0.9, 0.96, 0.91], "ratio": 0.91}}
+    assert judge_claim(faster, records, hyps, REFS, 50, timed)["status"].startswith("reversed (0.91x")
+    mixed = {"a|b": dict(timed["a|b"], ratios=[1.1, 0.96, 1.02], ratio=1.02)}
+    assert judge_claim(faster, records, hyps, REFS, 50, mixed)["status"].startswith("undecided: the rounds disagree")
     missing = judge_claim(Claim("better", "a", "c", "a > c"), records, hyps, REFS, 50)
     assert missing["status"] == "not run"
 

@@ -9,6 +9,7 @@ model once; they are kept in ``gates.json`` and the figure is redrawn from it.
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -92,8 +93,28 @@ def _side(record: dict) -> Dict[str, Any]:
             "length_ratio": record.get("length_ratio")}
 
 
+def _judge_speed(out: Dict[str, Any], measured: Optional[dict]) -> Dict[str, Any]:
+    """A speed claim from the controlled side-by-side measurement (`rnmt.reproduce.speed`):
+    held when A was faster in every alternating round, reversed when slower in every one."""
+    if not measured:
+        out.update(status="undecided: not timed side by side yet (the records' speeds were measured under "
+                          "different machine loads)")
+        return out
+    ratios = measured["ratios"]
+    out.update(value_a=statistics.median(measured["tokens_per_s_a"]),
+               value_b=statistics.median(measured["tokens_per_s_b"]), speed_ratios=ratios)
+    text = f"{measured['ratio']:.2f}x, rounds " + " / ".join(f"{r:.2f}" for r in ratios)
+    if all(r > 1 for r in ratios):
+        out.update(held=True, status=f"held ({text})")
+    elif all(r < 1 for r in ratios):
+        out.update(held=False, status=f"reversed ({text})")
+    else:
+        out.update(status=f"undecided: the rounds disagree ({text})")
+    return out
+
+
 def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, List[List[str]]],
-                refs: List[str], n: int) -> Dict[str, Any]:
+                refs: List[str], n: int, speeds: Optional[Dict[str, dict]] = None) -> Dict[str, Any]:
     """Whether the miniature shows the paper's ordering, seed by seed.
 
     ``records[s]`` / ``hyps[s]``: one entry per finished seed of system ``s``. Only seeds
@@ -102,7 +123,7 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
     "undecided" otherwise; ``about`` (a, with fewer parameters, about as good as b) is
     "held" when no seed shows a significantly worse and "reversed" when every seed does.
     Either is "undecided" when a run fails the sanity check (`sanity_problem`). ``faster``
-    compares a speed (no p-value): "held" or "reversed" when every seed agrees.
+    is judged from ``speeds["a|b"]``, the controlled side-by-side timing (`_judge_speed`).
     """
     out: Dict[str, Any] = {"kind": claim.kind, "a": claim.a, "b": claim.b, "text": claim.text,
                            "source": claim.source, "metric": claim.metric, "held": None}
@@ -121,15 +142,7 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
         out.update(status="undecided: a run has no value")
         return out
     if claim.kind == "faster":
-        ahead = [va > vb for va, vb in values]
-        ratio = out["value_a"] / out["value_b"] if out["value_b"] else float("nan")
-        if all(ahead):
-            out.update(held=True, status=f"held ({ratio:.2f}x)")
-        elif not any(ahead):
-            out.update(held=False, status=f"reversed ({ratio:.2f}x)")
-        else:
-            out.update(status=f"undecided: the seeds disagree ({ratio:.2f}x on average)")
-        return out
+        return _judge_speed(out, (speeds or {}).get(f"{claim.a}|{claim.b}"))
     problems = []
     for (i, j, seed) in pairs:
         for name, k in ((claim.a, i), (claim.b, j)):
@@ -364,8 +377,10 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
                   f"trained with, and both pass the sanity check (at least {SANE_BLEU:g} BLEU, output/reference "
                   f"length within {SANE_LENGTH_RATIO[0]:g}-{SANE_LENGTH_RATIO[1]:g}); otherwise it is "
                   "**undecided**, with the reason. An \"about\" claim holds when the first system has fewer "
-                  "parameters and no seed shows it significantly worse. Speed claims compare the mean speed and "
-                  "need every seed to agree.", "",
+                  "parameters and no seed shows it significantly worse. Speed claims "
+                  "are timed side by side (`speed.json`: both systems' models train the same batches in alternating "
+                  "rounds in one process) and need every round to agree; the table's tok/s and s/update are the "
+                  "runs' own, measured under whatever load the machine had.", "",
                   "What each verdict rests on (per seed: test BLEU, updates, s/update, dev perplexity):", ""]
         for c in claims:
             if c.get("runs"):

@@ -142,7 +142,17 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
     names = [s.name for s in order if s.name in records]
     first_hyps = {n: hyps[n][0] for n in names}
     p_values = report.baseline_p_values(names, spec.baseline, first_hyps, refs, settings.bootstrap) if names else {}
-    claims = [report.judge_claim(c, records, hyps, refs, settings.bootstrap) for c in spec.claims]
+    speeds = None
+    if gates:  # the final report: time the speed claims' systems side by side (cached)
+        from rnmt.reproduce.speed import controlled_speeds
+
+        first_runs = {}
+        for r in plan_runs(spec, order, settings.seeds):
+            first_runs.setdefault(r.system.name, runs_dir / r.name)
+        speeds = controlled_speeds(spec.claims, first_runs, results_dir, runs_dir / "speed", settings.threads, log)
+    elif (results_dir / "speed.json").is_file():
+        speeds = json.loads((results_dir / "speed.json").read_text(encoding="utf-8"))
+    claims = [report.judge_claim(c, records, hyps, refs, settings.bootstrap, speeds) for c in spec.claims]
     length_md = report.length_table(spec, order, first_hyps, src_lines, refs, results_dir) if names else None
     gate_stats = None
     if gates and spec.gates:
