@@ -95,17 +95,13 @@ def first_batch_step(cfg, setup):
 
 def flops_per_token(cfg, setup) -> float:
     """Matrix-product FLOPs of one forward + backward pass, per real target token. Counted
-    with plain autograd: the deferred weight gradients (rnmt/cells/weight_grads.py) do the
+    with plain autograd: the deferred weight gradients (rnmt/deferred_grads.py) do the
     same products through in-place ``addmm_``, which the FLOP counter does not see."""
-    from rnmt.cells import weight_grads
+    from rnmt import deferred_grads
 
     step, ntokens = first_batch_step(cfg, setup)
-    before, weight_grads.enabled = weight_grads.enabled, False
-    try:
-        with FlopCounterMode(display=False) as counter:
-            step()
-    finally:
-        weight_grads.enabled = before
+    with deferred_grads.enabled(False), FlopCounterMode(display=False) as counter:
+        step()
     return counter.get_total_flops() / ntokens
 
 

@@ -113,7 +113,8 @@ def test_pickled_checkpoint_is_never_unpickled(tmp_path):
 
 
 def test_checkpoint_from_another_model_is_rejected(tiny_run, tmp_path):
-    from rnmt.train.checkpoint import read_model_file, save_model
+    from rnmt.io.checkpoint_files import read_model_file
+    from rnmt.train.checkpoint import save_model
     from rnmt.config import config_from_dict
     from rnmt.models import build_model
 

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rnmt.cells.weight_grads import step_product
+from rnmt.deferred_grads import step_product
 from rnmt.errors import UserError
 
 # Layer-normalisation epsilon of the DTMT reference implementation.

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.evaluate.textfiles import check_same_length
     from rnmt.models import load_model
     from rnmt.search.forced import forced_decode
-    from rnmt.train.trainer import pick_device
+    from rnmt.device import pick_device
 
     if args.batch_tokens < 1:
         raise UserError(f"--batch-tokens must be at least 1, got {args.batch_tokens}")

@@ -25,7 +25,7 @@ from typing import Dict, Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt.cells import weight_grads
+from rnmt import deferred_grads
 
 TensorDict = Dict[str, Tensor]
 
@@ -51,9 +51,9 @@ class TranslationModel(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         # A training forward pass sums each recurrent weight's gradient over the time steps
-        # in one buffer (rnmt/cells/weight_grads.py); decoding (step) never opens the scope.
-        self.register_forward_pre_hook(weight_grads.open_for_training)
-        self.register_forward_hook(weight_grads.close_after_forward, always_call=True)
+        # in one buffer (rnmt/deferred_grads.py); decoding (step) never opens the scope.
+        self.register_forward_pre_hook(deferred_grads.open_for_training)
+        self.register_forward_hook(deferred_grads.close_after_forward, always_call=True)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         raise NotImplementedError

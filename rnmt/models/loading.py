@@ -13,7 +13,7 @@ from rnmt.data.vocab import Vocab
 from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel
 from rnmt.models.registry import build_model
-from rnmt.train.checkpoint import load_state_into, read_model_file
+from rnmt.io.checkpoint_files import load_state_into, read_model_file
 
 
 @dataclass

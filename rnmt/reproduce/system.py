@@ -192,7 +192,7 @@ def evaluate_run(run: Run, run_dir: Path, corpus: Corpus, device: str, greedy_sp
     from rnmt.models.loading import count_parameters
     from rnmt.reproduce.report import length_ratio
     from rnmt.search.translator import Translator
-    from rnmt.train.trainer import pick_device
+    from rnmt.device import pick_device
 
     test_src, test_ref = corpus.files("test")
     src_lines, refs = read_lines(test_src), read_lines(test_ref)

@@ -15,7 +15,8 @@ from typing import Dict, Sequence
 import torch
 
 from rnmt.errors import UserError
-from rnmt.train.checkpoint import ModelFile, load_state_into, read_model_file, save_model
+from rnmt.io.checkpoint_files import ModelFile, load_state_into, read_model_file
+from rnmt.train.checkpoint import save_model
 
 
 def _first_difference(a: dict, b: dict, prefix: str = "") -> str:

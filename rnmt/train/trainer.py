@@ -36,30 +36,20 @@ import torch
 from tqdm import tqdm
 
 from rnmt.config import Config
+from rnmt.device import pick_device, rank_device
 from rnmt.data import (TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel,
                        train_vocabs)
 from rnmt.errors import UserError
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.search.translator import Translator
-from rnmt.train.checkpoint import load_train_state, read_model_file, load_state_into, save_model, save_train_state
-from rnmt.train.distributed import DistContext, init_distributed, rank_device
+from rnmt.io.checkpoint_files import load_state_into, read_model_file
+from rnmt.train.checkpoint import load_train_state, save_model, save_train_state
+from rnmt.train.distributed import DistContext, init_distributed
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.schedules import learning_rate
 
 STATE_FILE = "train_state.pt"
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"train.device: unknown device '{name}'") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"train.device is '{name}' but no CUDA device is available")
-    return device
 
 
 def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
@@ -109,7 +99,7 @@ class Trainer:
         self.log = log if self.is_main else (lambda *_, **__: None)
         if tc.threads:
             torch.set_num_threads(tc.threads)
-        self.device = rank_device(pick_device(tc.device), self.dist)
+        self.device = rank_device(pick_device(tc.device), self.dist.local_rank if self.dist.enabled else None)
         self.amp_dtype = amp_dtype(tc.amp, self.device)
         if tc.replicas is None:
             tc.replicas = self.dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
