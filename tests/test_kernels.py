@@ -1,4 +1,8 @@
-"""The fused additive-score kernel against the PyTorch expression it replaces."""
+"""The C++ kernels against the PyTorch expressions they replace.
+
+Kernel tests skip only on a machine without a C++ compiler; where there is one, a kernel
+build that fails makes them fail (`test_the_kernels_build_where_there_is_a_compiler`).
+"""
 
 import os
 import sys
@@ -11,9 +15,20 @@ from rnmt import kernels
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
 from rnmt.modules.scores import _FusedAdditiveScores, additive_scores
+from tests.support import HAVE_COMPILER, needs_kernel
 
-needs_kernel = pytest.mark.skipif(kernels.extension() is None,
-                                  reason="C++ kernels cannot be built here (no compiler)")
+
+@pytest.fixture(autouse=True)
+def _kernels_on():
+    """Tests here compare the kernels with the fallbacks whatever RNMT_KERNELS says."""
+    with kernels.use(True):
+        yield
+
+
+@needs_kernel
+def test_the_kernels_build_where_there_is_a_compiler():
+    assert HAVE_COMPILER
+    assert kernels.extension() is not None, "a C++ compiler is present but the kernels did not build (see stderr)"
 
 
 def reference(keys, query, v, heads):

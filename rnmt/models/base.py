@@ -26,6 +26,8 @@ import torch
 from torch import Tensor, nn
 
 from rnmt import deferred_grads
+from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rnmt.models.reports import Reports
 
 TensorDict = Dict[str, Tensor]
 
@@ -43,9 +45,9 @@ def repeat_rows(tree: TensorDict, times: int) -> TensorDict:
 class TranslationModel(nn.Module):
     """Base class: subclasses implement encode / init_state / step / forward."""
 
-    pad_id: int = 0
-    bos_id: int = 2
-    eos_id: int = 3
+    pad_id: int = PAD_ID
+    bos_id: int = BOS_ID
+    eos_id: int = EOS_ID
     beam_shares_memory: bool = False  # step accepts K state rows per memory row (see above)
 
     def __init__(self) -> None:
@@ -67,11 +69,10 @@ class TranslationModel(nn.Module):
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         raise NotImplementedError
 
-    def reorder_state(self, state: TensorDict, index: Tensor) -> TensorDict:
-        return select(state, index)
-
-    def reorder_memory(self, memory: TensorDict, index: Tensor) -> TensorDict:
-        return select(memory, index)
+    def reports(self) -> Reports:
+        """What analysis may ask this model for beyond ``step``'s extras (`rnmt.models.reports`);
+        a model that reports gates or traces overrides this and the methods it names."""
+        return Reports()
 
 
 def time_steps(x: Tensor) -> Tuple[Tensor, ...]:

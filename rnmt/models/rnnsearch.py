@@ -28,6 +28,7 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models.base import TensorDict, TranslationModel, masked_mean, time_steps
 from rnmt.models.registry import register
+from rnmt.models.reports import Reports
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.token_table import TokenTable
 
@@ -97,6 +98,10 @@ class RNNSearch(TranslationModel):
         return s, context, alpha
 
     # -- analysis (not used by training or search) ---------------------------------------
+    def reports(self) -> Reports:
+        return Reports(encoder={"fwd": self.encoder.fwd.unit_name, "bwd": self.encoder.bwd.unit_name},
+                       decoder={"unit1": self.unit1.unit_name, "unit2": self.unit2.unit_name})
+
     def encoder_inputs(self, src: Tensor) -> Tensor:
         """The vectors the encoder units read: source embeddings [B, S, E] (dropout applies
         in training mode only, as in `encode`)."""
