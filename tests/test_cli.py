@@ -11,6 +11,8 @@ from safetensors.torch import save_file
 from conftest import REPO
 from rnmt.cli import main
 
+pytestmark = pytest.mark.system  # the command line as a user runs it, mostly in a separate process
+
 
 def rnmt(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", "rnmt", *map(str, args)], input=stdin, capture_output=True,

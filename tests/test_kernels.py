@@ -144,6 +144,7 @@ def test_kernels_can_be_switched_off():
     assert kernels.extension() is before
 
 
+@pytest.mark.system
 def test_the_environment_switch_is_read_once_per_process():
     """``RNMT_KERNELS=0`` at start-up turns the kernels off; the hot path then never reads
     the environment again."""
