@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from zoo_ratios import shared_vocabulary, system  # noqa: E402
 
-from rnmt.bench.throughput import train_throughput  # noqa: E402
 from rnmt import deferred_grads  # noqa: E402
+from rnmt.bench.throughput import train_throughput  # noqa: E402
 
 
 def main() -> int:

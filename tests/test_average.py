@@ -6,9 +6,9 @@ import torch
 from rnmt.cli import main
 from rnmt.config import config_from_dict
 from rnmt.errors import UserError
+from rnmt.io.checkpoint_files import read_model_file
 from rnmt.models import build_model, load_model
 from rnmt.train.average import average_checkpoints
-from rnmt.io.checkpoint_files import read_model_file
 from rnmt.train.checkpoint import save_model
 
 

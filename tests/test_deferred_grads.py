@@ -4,8 +4,7 @@ against plain autograd."""
 import pytest
 import torch
 
-from rnmt import cells
-from rnmt import deferred_grads
+from rnmt import cells, deferred_grads
 from rnmt.config import ModelConfig
 from rnmt.models import build_model
 

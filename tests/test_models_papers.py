@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rnmt import cells
-from rnmt import deferred_grads
+from rnmt import cells, deferred_grads
 from rnmt.config import ModelConfig
 from rnmt.models import build_model
 from rnmt.models.base import uniform_init_

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_serve_support import (loaded_model, make_app, response_schema, serve_client, validate)
+from tests.test_serve_support import loaded_model, make_app, response_schema, serve_client, validate
 
 REPO = Path(__file__).resolve().parent.parent
 SENTENCES = ["Y dijo Dios: Sea la luz.", "En el principio era el Verbo."]

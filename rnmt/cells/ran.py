@@ -44,7 +44,8 @@ class RAN(Cell):
     ) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
         if activation not in ACTIVATIONS:
-            raise UserError(f"cell 'ran': option 'activation' must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+            raise UserError(f"cell 'ran': option 'activation' must be one of {', '.join(ACTIVATIONS)}, "
+                            f"got {activation!r}")
         d = hidden_size
         self.activation = activation
         self.proj_size = 3 * d

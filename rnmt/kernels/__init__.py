@@ -34,7 +34,8 @@ _UNDECIDED = object()
 _active: object = _UNDECIDED  # what extension() returns once decided: the module or None
 _switch: Optional[bool] = None  # set by `use`; None: follow RNMT_KERNELS
 _built: dict = {}  # "module": the loaded extension, or None once a build has failed
-SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp")  # built into one module
+# Built into one module.
+SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp")
 
 
 def _environment_allows() -> bool:

@@ -11,9 +11,9 @@ import torch
 from rnmt.config import Config
 from rnmt.data.vocab import Vocab
 from rnmt.errors import UserError
+from rnmt.io.checkpoint_files import load_state_into, read_model_file
 from rnmt.models.base import TranslationModel
 from rnmt.models.registry import build_model
-from rnmt.io.checkpoint_files import load_state_into, read_model_file
 
 
 @dataclass

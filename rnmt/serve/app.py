@@ -26,8 +26,13 @@ from rnmt.data.vocab import EOS
 from rnmt.models.loading import LoadedModel, count_parameters
 from rnmt.search.translator import Translation, Translator
 from rnmt.serve.batcher import DynamicBatcher, SearchOptions
-from rnmt.serve.schemas import (ErrorResponse, Health, ModelInfo, TranslateResponse, TranslationResult,
-                                make_translate_request)
+from rnmt.serve.schemas import (
+    ErrorResponse,
+    Health,
+    ModelInfo,
+    TranslateResponse,
+    make_translate_request,
+)
 from rnmt.serve.settings import ServeSettings
 
 STATIC = Path(__file__).resolve().parent / "static"

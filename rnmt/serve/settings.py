@@ -21,7 +21,7 @@ class ServeSettings:
     request_timeout: float = 120.0  # seconds a request may wait for its translation
     threads: Optional[int] = None  # torch intra-op threads for the model worker
 
-    def check(self) -> "ServeSettings":
+    def check(self) -> ServeSettings:
         for name in ("max_batch_tokens", "max_batch_sentences", "max_body_bytes", "max_texts", "max_chars",
                      "max_beam"):
             if getattr(self, name) < 1:

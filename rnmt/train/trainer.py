@@ -36,14 +36,13 @@ import torch
 from tqdm import tqdm
 
 from rnmt.config import Config
+from rnmt.data import TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel, train_vocabs
 from rnmt.device import pick_device, rank_device
-from rnmt.data import (TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel,
-                       train_vocabs)
 from rnmt.errors import UserError
+from rnmt.io.checkpoint_files import load_state_into, read_model_file
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.search.translator import Translator
-from rnmt.io.checkpoint_files import load_state_into, read_model_file
 from rnmt.train.checkpoint import load_train_state, save_model, save_train_state
 from rnmt.train.distributed import DistContext, init_distributed
 from rnmt.train.loss import label_smoothed_nll
