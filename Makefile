@@ -1,11 +1,11 @@
-# Set-up and the two everyday commands: `make quickstart` and `make test`.
+# Set-up and the everyday commands: `make quickstart`, `make test` and `make lint`.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN := runs/quickstart
 
-.PHONY: quickstart test venv clean
+.PHONY: quickstart test lint venv clean
 
 venv: $(STAMP)
 
@@ -23,6 +23,11 @@ quickstart: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# ruff over everything, mypy over the public API (both configured in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) runs

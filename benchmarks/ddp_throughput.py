@@ -9,7 +9,8 @@ own ``tokens_per_s`` (real target tokens of the whole update per second of train
     python benchmarks/ddp_throughput.py configs/quickstart.yaml --steps 20 --amp
 
 On CPU each process gets ``--threads`` threads (default 1); ``--compare-threads`` adds one
-process with N x threads threads, the same cores used by threads instead of processes. Validation is switched off (data.dev=null).
+process with N x threads threads, the same cores used by threads instead of processes. Validation is
+switched off (data.dev=null).
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ class Corpus:
     tgt_len: float = 32.0
 
     @classmethod
-    def from_stats(cls, stats: Dict, split: str = "train") -> "Corpus":
+    def from_stats(cls, stats: Dict, split: str = "train") -> Corpus:
         st = stats[split]
         return cls(src_per_tgt=st["src_per_tgt"], attn_src=st["attn_src_per_tgt"],
                    tgt_len=st["mean_tgt_len"] + 1)

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import torch  # noqa: E402
 
 from rnmt import cells  # noqa: E402
-from rnmt.cells.weight_grads import deferred_weight_grads  # noqa: E402
+from rnmt.deferred_grads import deferred_weight_grads  # noqa: E402
 
 UNITS = {  # name: (registered unit, options)
     "gru": ("gru", {}),

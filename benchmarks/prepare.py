@@ -32,7 +32,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:

@@ -380,7 +380,8 @@ def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
         return _ratio(getattr(r, key), getattr(ref, key) if ref else None)
 
     amount = (f"equal training time: {meta['budget_minutes']:g} minutes each at its measured update rate"
-              if meta.get("budget_minutes") else f"{meta['steps']} measured updates after {meta['warmup']} warm-up updates")
+              if meta.get("budget_minutes")
+              else f"{meta['steps']} measured updates after {meta['warmup']} warm-up updates")
     lines = [
         f"Peer comparison on {meta['corpus']} ({meta['train_pairs']} training pairs, joint {meta['vocab_size']} BPE), "
         f"{meta['threads']} threads, {amount}, "
@@ -406,14 +407,17 @@ def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
             continue
         unit = units.get(r.name, "GRU")
         lines.append(
-            f"| {r.label} | {r.version} | {unit} | {_fmt(r.parameters and r.parameters / 1e6, '.2f')}{'M' if r.parameters else ''} "
+            f"| {r.label} | {r.version} | {unit} "
+            f"| {_fmt(r.parameters and r.parameters / 1e6, '.2f')}{'M' if r.parameters else ''} "
             f"| {_fmt(r.train_tokens_per_s, '.0f')} | {rr(r, 'train_tokens_per_s')} "
-            f"| {_fmt(r.target_tokens_per_batch, '.0f')} | {_fmt(r.train_flops_per_token and r.train_flops_per_token / 1e6, '.1f')} "
+            f"| {_fmt(r.target_tokens_per_batch, '.0f')} "
+            f"| {_fmt(r.train_flops_per_token and r.train_flops_per_token / 1e6, '.1f')} "
             f"| {_fmt(r.model_gflops, '.2f')} | {_fmt(r.model_gflops and 100 * r.model_gflops / peak, '.1f')}% "
             f"| {_fmt(r.train_peak_rss_mib, '.0f')} | {rr(r, 'train_peak_rss_mib')} |")
     lines += [
         "",
-        f"Decoding the dev set ({meta['dev_pairs']} sentences), beam {meta['beam']}, toolkit's own timing of the search",
+        f"Decoding the dev set ({meta['dev_pairs']} sentences), beam {meta['beam']}, "
+        "toolkit's own timing of the search",
         "",
         "| system | updates | sentences/s | x rnmt | output tok/s | x rnmt | output/ref length | dev BLEU | dev chrF "
         "| peak RSS MiB | x rnmt |",
@@ -425,7 +429,8 @@ def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
         length = r.decode_output_tokens / r.reference_tokens if r.reference_tokens and r.decode_output_tokens else None
         lines.append(
             f"| {r.label} | {r.extra.get('updates', '-')} | {_fmt(r.decode_sentences_per_s, '.2f')} "
-            f"| {rr(r, 'decode_sentences_per_s')} | {_fmt(r.decode_tokens_per_s, '.0f')} | {rr(r, 'decode_tokens_per_s')} "
+            f"| {rr(r, 'decode_sentences_per_s')} | {_fmt(r.decode_tokens_per_s, '.0f')} "
+            f"| {rr(r, 'decode_tokens_per_s')} "
             f"| {_fmt(length, '.2f')} | {_fmt(r.dev_bleu, '.2f')} | {_fmt(r.dev_chrf, '.1f')} "
             f"| {_fmt(r.decode_peak_rss_mib, '.0f')} | {rr(r, 'decode_peak_rss_mib')} |")
     notes = [f"- {r.label}: {r.status}: {r.note}" for r in results if r.status != "ok" or r.note]
@@ -440,10 +445,12 @@ def main(argv=None) -> int:
     p.add_argument("--peers", default=",".join(ALL_PEERS), help="comma-separated peers (empty: rnmt only)")
     p.add_argument("--steps", type=int, default=200, help="measured training updates")
     p.add_argument("--warmup", type=int, default=20, help="training updates before the measured window")
-    p.add_argument("--log-every", type=int, default=10, help="logging interval of every toolkit (divides steps, warmup)")
+    p.add_argument("--log-every", type=int, default=10,
+                   help="logging interval of every toolkit (divides steps, warmup)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-tokens", type=int, default=4000,
-                   help="padded source+target tokens per training batch (rnmt's count); also source tokens per decoding batch")
+                   help="padded source+target tokens per training batch (rnmt's count); "
+                   "also source tokens per decoding batch")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--data", default=str(DEFAULT_DATA), help="the shared data directory")
     p.add_argument("--corpus", default="bible-es-en")

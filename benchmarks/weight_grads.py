@@ -1,4 +1,4 @@
-"""Training speed with and without one weight-gradient buffer per pass (rnmt/cells/weight_grads.py).
+"""Training speed with and without one weight-gradient buffer per pass (rnmt/deferred_grads.py).
 
     python benchmarks/weight_grads.py                                   # RNNSearch-GRU, 256/512
     python benchmarks/weight_grads.py --configs configs/papers/dtmt/dtmt4.yaml --batch-tokens 2000
@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from zoo_ratios import shared_vocabulary, system  # noqa: E402
 
+from rnmt import deferred_grads  # noqa: E402
 from rnmt.bench.throughput import train_throughput  # noqa: E402
-from rnmt.cells import weight_grads  # noqa: E402
 
 
 def main() -> int:
@@ -50,11 +50,10 @@ def main() -> int:
             speeds = {False: [], True: []}
             for _ in range(args.rounds):
                 for deferred in (False, True):
-                    weight_grads.enabled = deferred
-                    torch.manual_seed(1)
-                    r = train_throughput(setup.model, setup.corpus, cfg, args.steps, args.warmup, setup.device)
+                    with deferred_grads.enabled(deferred):
+                        torch.manual_seed(1)
+                        r = train_throughput(setup.model, setup.corpus, cfg, args.steps, args.warmup, setup.device)
                     speeds[deferred].append(r["train_tokens_per_s"])
-            weight_grads.enabled = True
             plain, deferred = statistics.median(speeds[False]), statistics.median(speeds[True])
             rows.append((Path(config).stem, plain, deferred))
             print(f"{Path(config).stem}: plain {speeds[False]}, deferred {speeds[True]}", flush=True)

@@ -46,7 +46,8 @@ from rnmt.train.trainer import Trainer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = [  # (name, baseline config, compared config, what is timed)
-    ("ATR vs GRU (RNNSearch)", "configs/papers/atr/rnnsearch-gru.yaml", "configs/papers/atr/rnnsearch-atr.yaml", "train"),
+    ("ATR vs GRU (RNNSearch)", "configs/papers/atr/rnnsearch-gru.yaml", "configs/papers/atr/rnnsearch-atr.yaml",
+     "train"),
     ("DTMT#4 vs ShallowRNMT", "configs/papers/dtmt/shallow-rnmt.yaml", "configs/papers/dtmt/dtmt4.yaml", "train"),
     ("Cseq2seq-I (LS) vs RNNSearch", "configs/papers/cseq2seq/rnnsearch.yaml",
      "configs/papers/cseq2seq/cseq2seq1-ls.yaml", "decode"),
@@ -95,17 +96,13 @@ def first_batch_step(cfg, setup):
 
 def flops_per_token(cfg, setup) -> float:
     """Matrix-product FLOPs of one forward + backward pass, per real target token. Counted
-    with plain autograd: the deferred weight gradients (rnmt/cells/weight_grads.py) do the
+    with plain autograd: the deferred weight gradients (rnmt/deferred_grads.py) do the
     same products through in-place ``addmm_``, which the FLOP counter does not see."""
-    from rnmt.cells import weight_grads
+    from rnmt import deferred_grads
 
     step, ntokens = first_batch_step(cfg, setup)
-    before, weight_grads.enabled = weight_grads.enabled, False
-    try:
-        with FlopCounterMode(display=False) as counter:
-            step()
-    finally:
-        weight_grads.enabled = before
+    with deferred_grads.enabled(False), FlopCounterMode(display=False) as counter:
+        step()
     return counter.get_total_flops() / ntokens
 
 
@@ -240,7 +237,8 @@ def main() -> int:
             results[name] = {"kind": kind, **r}
             print(json.dumps({name: results[name]}), flush=True)
     E, H = args.dims
-    print(f"\n{E}/{H} dims, {args.vocab_size} joint BPE, batches of {args.batch_tokens} tokens, {args.threads} threads, "
+    print(f"\n{E}/{H} dims, {args.vocab_size} joint BPE, batches of {args.batch_tokens} tokens, "
+          f"{args.threads} threads, "
           f"median of {args.rounds} alternating rounds; load average "
           + ", ".join(f"{v:.1f}" for v in os.getloadavg()))
     print("| comparison | measured | baseline | compared | speed ratio | FLOPs ratio |")
@@ -248,12 +246,14 @@ def main() -> int:
     for name, r in results.items():
         if r["kind"] == "train":
             print(f"| {name} | training target tok/s | {r['a_tok_s']:.0f} | {r['b_tok_s']:.0f} | "
-                  f"{r['speed_ratio']:.2f}x (time {1 / r['speed_ratio']:.2f}x) | {r['flops_ratio']:.2f}x ({r['a_mflop_tok']:.1f} -> {r['b_mflop_tok']:.1f} MFLOP/tok) |")
+                  f"{r['speed_ratio']:.2f}x (time {1 / r['speed_ratio']:.2f}x) | {r['flops_ratio']:.2f}x "
+                  f"({r['a_mflop_tok']:.1f} -> {r['b_mflop_tok']:.1f} MFLOP/tok) |")
         else:
             what = "trained models" if r["trained"] else "fresh models"
             flops = (f"{r['flops_ratio']:.2f}x ({r['a_mflop_tok']:.1f} -> {r['b_mflop_tok']:.1f} MFLOP/tok)"
                      if "flops_ratio" in r else "")
-            print(f"| {name} | decoding output tok/s, beam {args.beam} ({what}) | {r['a_tok_s']:.1f} | {r['b_tok_s']:.1f} | "
+            print(f"| {name} | decoding output tok/s, beam {args.beam} ({what}) | {r['a_tok_s']:.1f} | "
+                  f"{r['b_tok_s']:.1f} | "
                   f"{r['tok_ratio']:.2f}x | {flops} |")
             print(f"| {name} | decoding sentences/s ({what}) | {r['a_sent_s']:.2f} | {r['b_sent_s']:.2f} | "
                   f"{r['sent_ratio']:.2f}x | |")

@@ -54,3 +54,22 @@ def pytest_configure(config):
     import torch
 
     torch.set_num_threads(1)
+
+
+# Every test belongs to one tier, selectable with -m (markers registered in pyproject.toml):
+#   unit         one module or function in-process, no corpus, no trained model;
+#   integration  several layers together in-process: tiny corpora, training runs, checkpoints;
+#   system       rnmt as a user runs it: separate processes (the CLI, a server, torchrun,
+#                a browser).
+# A test marked with a tier keeps it; otherwise a test that uses the tiny corpus (directly or
+# through a trained run) is integration and any other is unit. `make test` runs all three.
+TIERS = ("unit", "integration", "system")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        marked = [t for t in TIERS if item.get_closest_marker(t)]
+        if len(marked) > 1:
+            raise pytest.UsageError(f"{item.nodeid}: more than one tier marker ({', '.join(marked)})")
+        if not marked:
+            item.add_marker("integration" if "tiny_corpus" in getattr(item, "fixturenames", ()) else "unit")

@@ -5,8 +5,18 @@ import numpy as np
 import pytest
 import torch
 
-from rnmt.analysis import (aggregate_to_words, argmax_links, chain_weights, dependency_weights, format_pharaoh,
-                           pearson, position_means, strongest_previous, threshold_links, word_index_of_pieces)
+from rnmt.analysis import (
+    aggregate_to_words,
+    argmax_links,
+    chain_weights,
+    dependency_weights,
+    format_pharaoh,
+    pearson,
+    position_means,
+    strongest_previous,
+    threshold_links,
+    word_index_of_pieces,
+)
 from rnmt.analysis.words import words_of_pieces
 from rnmt.cells import ATR
 

@@ -204,3 +204,87 @@ def test_analyze_gru_model_draws_attention_only(tiny_run, texts, tmp_path):
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["gates"] == {} and not summary["encoder_atr"]
     assert sorted(p.name for p in out.glob("*.png")) == ["line00001_attention.png", "line00003_attention.png"]
+
+
+@pytest.fixture(scope="module")
+def atr_paper_run(tmp_path_factory, tiny_corpus):
+    """The ATR paper's own RNNSearch (``atr-rnnsearch``) with ATR units, trained a few steps."""
+    from rnmt.config import config_from_dict
+    from rnmt.train.trainer import Trainer
+
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["model"].update(arch="atr-rnnsearch", cell="atr")
+    tree["train"].update(max_steps=3, validate_every=3)
+    out = tmp_path_factory.mktemp("atr_paper_run")
+    Trainer(config_from_dict(tree), out, log=lambda *_: None).run()
+    return out
+
+
+def test_analyze_reports_gates_and_dependency_weights_of_atr_rnnsearch(atr_paper_run, texts, tmp_path, capsys):
+    src, tgt = texts
+    out = tmp_path / "report"
+    assert main(["analyze", "--model", str(atr_paper_run), "--src", str(src), "--tgt", str(tgt),
+                 "--out", str(out), "--max-sentences", "1", "--threads", "1"]) == 0
+    assert re.search(r"pearson r\(input gate, forget gate\) decoder\.unit1: -?\d\.\d{4}", capsys.readouterr().out)
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["encoder_atr"] and summary["decoder_atr"]
+    assert set(summary["gates"]) == {"encoder.fwd", "encoder.bwd", "encoder (both directions)", "decoder.unit1",
+                                     "decoder.unit2"}
+    tgt_vocab = load_model(atr_paper_run).tgt_vocab
+    assert summary["gates"]["decoder.unit1"]["pairs"] == sum(len(tgt_vocab.encode(t)) + 1 for t in TGT if t)
+    entry = summary["per_sentence"][0]
+    for side in ("encoder", "decoder"):  # g_k: every position but the first has a strongest previous token
+        rows = entry[f"{side}_strongest_previous"]
+        assert rows[0]["previous"] is None and all(0 <= r["previous_position"] < r["position"] for r in rows[1:])
+        assert all(0 < r["weight"] <= 1 for r in rows[1:])
+        assert f"line00001_{side}_dependency.png" in entry["images"]
+
+
+def test_atr_rnnsearch_reports_what_its_decoder_and_encoder_compute():
+    """The declared gates and traces are those of the model's own computation: the trace's
+    attention is that of `step`, and eq. 10 over the reported encoder gates rebuilds the
+    forward encoder's states."""
+    from rnmt.config import ModelConfig
+    from rnmt.models import build_model
+
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(arch="atr-rnnsearch", cell="atr", emb_size=8, hidden_size=12), 30, 30).eval()
+    assert model.reports().encoder == {"fwd": "atr", "bwd": "atr"}
+    assert model.reports().decoder == {"unit1": "atr", "unit2": "atr"}
+    src, tgt_in = torch.randint(4, 30, (2, 5)), torch.randint(4, 30, (2, 4))
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    mask[1, 3:] = False
+    with torch.no_grad():
+        trace = model.decoder_trace(src, mask, tgt_in)
+        memory = model.encode(src, mask)
+        state = model.init_state(memory)
+        for j in range(tgt_in.size(1)):
+            _, state, extras = model.step(tgt_in[:, j], state, memory)
+            torch.testing.assert_close(trace["attention"][:, j], extras["attention"])
+        torch.testing.assert_close(trace["unit2.state"][:, -1], state["s"])
+        gates = model.encoder_gates(src, mask)
+    assert set(gates) == {"fwd.i", "fwd.f", "bwd.i", "bwd.f"}
+    x = model.dropout(model.src_embed(src))
+    dep = dependency_weights(model.encoder.fwd, x, mask)
+    torch.testing.assert_close(gates["fwd.i"], dep.gates["i"])
+    torch.testing.assert_close(dep.reconstruct().float(), dep.states, atol=1e-5, rtol=1e-5)
+
+
+def test_context_aware_atr_rnnsearch_reports_its_forward_encoder_only():
+    from rnmt.config import ModelConfig
+    from rnmt.models import build_model
+
+    cfg = ModelConfig(arch="atr-rnnsearch", cell="atr", emb_size=8, hidden_size=12, options={"context_aware": True})
+    model = build_model(cfg, 30, 30).eval()
+    assert model.reports().encoder == {"fwd": "atr"}
+    with torch.no_grad():
+        gates = model.encoder_gates(torch.randint(4, 30, (2, 5)), torch.ones(2, 5, dtype=torch.bool))
+    assert set(gates) == {"fwd.i", "fwd.f"} and gates["fwd.i"].shape == (2, 5, 12)
+
+
+def test_models_without_recurrent_reports_declare_none():
+    from rnmt.config import ModelConfig
+    from rnmt.models import build_model
+
+    model = build_model(ModelConfig(arch="transformer", emb_size=8, hidden_size=8, options={"ffn_size": 16}), 30, 30)
+    assert model.reports().encoder == {} and model.reports().decoder == {}

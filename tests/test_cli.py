@@ -11,6 +11,8 @@ from safetensors.torch import save_file
 from conftest import REPO
 from rnmt.cli import main
 
+pytestmark = pytest.mark.system  # the command line as a user runs it, mostly in a separate process
+
 
 def rnmt(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", "rnmt", *map(str, args)], input=stdin, capture_output=True,
@@ -113,9 +115,10 @@ def test_pickled_checkpoint_is_never_unpickled(tmp_path):
 
 
 def test_checkpoint_from_another_model_is_rejected(tiny_run, tmp_path):
-    from rnmt.train.checkpoint import read_model_file, save_model
     from rnmt.config import config_from_dict
+    from rnmt.io.checkpoint_files import read_model_file
     from rnmt.models import build_model
+    from rnmt.train.checkpoint import save_model
 
     mf = read_model_file(tiny_run / "best.safetensors")
     other = config_from_dict(mf.config.to_dict(), ["model.hidden_size=8"])
@@ -126,7 +129,6 @@ def test_checkpoint_from_another_model_is_rejected(tiny_run, tmp_path):
 
 
 def test_corrupt_training_state_on_resume(tiny_corpus, tmp_path):
-    import shutil
 
     from conftest import tiny_config_tree
     from rnmt.config import config_from_dict

@@ -2,8 +2,7 @@
 
 import torch
 
-from rnmt.data import (BOS_ID, EOS_ID, PAD_ID, EncodedCorpus, collate, make_translation_batches,
-                       restore_order)
+from rnmt.data import BOS_ID, EOS_ID, PAD_ID, EncodedCorpus, collate, make_translation_batches, restore_order
 
 
 def test_collate_pads_right_and_frames_targets():

@@ -20,7 +20,8 @@ from rnmt.config import config_from_dict
 from rnmt.models import load_model
 from rnmt.train.trainer import Trainer
 
-pytestmark = pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+pytestmark = [pytest.mark.system,
+              pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")]
 
 
 def torchrun(nproc, *args, timeout=240):

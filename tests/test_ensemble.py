@@ -6,10 +6,11 @@ import torch
 from rnmt.cli import main
 from rnmt.data import train_vocabs
 from rnmt.errors import UserError
+from rnmt.io.checkpoint_files import read_model_file
 from rnmt.models import build_model, load_model
 from rnmt.search.ensemble import Ensemble, load_ensemble
 from rnmt.search.translator import Translator
-from rnmt.train.checkpoint import read_model_file, save_model
+from rnmt.train.checkpoint import save_model
 
 LINES = ["Y dijo Dios:", "sea la luz", "En el principio crió Dios los cielos y la tierra."]
 

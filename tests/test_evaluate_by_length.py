@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from rnmt.errors import UserError
-from rnmt.evaluate.by_length import (assign, bleu_by_length, format_markdown, make_buckets,
-                                     parse_boundaries, source_lengths)
+from rnmt.evaluate.by_length import (
+    assign,
+    bleu_by_length,
+    format_markdown,
+    make_buckets,
+    parse_boundaries,
+    source_lengths,
+)
 from rnmt.evaluate.metrics import corpus_bleu
 from rnmt.evaluate.textfiles import read_lines
 from tests.test_evaluate_support import FIXTURES

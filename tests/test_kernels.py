@@ -1,4 +1,8 @@
-"""The fused additive-score kernel against the PyTorch expression it replaces."""
+"""The C++ kernels against the PyTorch expressions they replace.
+
+Kernel tests skip only on a machine without a C++ compiler; where there is one, a kernel
+build that fails makes them fail (`test_the_kernels_build_where_there_is_a_compiler`).
+"""
 
 import os
 import sys
@@ -11,9 +15,20 @@ from rnmt import kernels
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
 from rnmt.modules.scores import _FusedAdditiveScores, additive_scores
+from tests.support import HAVE_COMPILER, needs_kernel
 
-needs_kernel = pytest.mark.skipif(kernels.extension() is None,
-                                  reason="C++ kernels cannot be built here (no compiler)")
+
+@pytest.fixture(autouse=True)
+def _kernels_on():
+    """Tests here compare the kernels with the fallbacks whatever RNMT_KERNELS says."""
+    with kernels.use(True):
+        yield
+
+
+@needs_kernel
+def test_the_kernels_build_where_there_is_a_compiler():
+    assert HAVE_COMPILER
+    assert kernels.extension() is not None, "a C++ compiler is present but the kernels did not build (see stderr)"
 
 
 def reference(keys, query, v, heads):
@@ -78,7 +93,7 @@ def test_fused_scores_are_exact_at_large_inputs():
 
 
 @needs_kernel
-def test_attention_modules_give_the_same_result_with_and_without_kernels(monkeypatch):
+def test_attention_modules_give_the_same_result_with_and_without_kernels():
     torch.manual_seed(0)
     B, S = 4, 6
     mask = torch.ones(B, S, dtype=torch.bool)
@@ -86,19 +101,23 @@ def test_attention_modules_give_the_same_result_with_and_without_kernels(monkeyp
     for module in (AdditiveAttention(8, 12), MultiHeadAdditiveAttention(8, 12, 12, heads=3)):
         memory, query = torch.randn(B, S, 12), torch.randn(B, 8)
         outs = []
-        for flag in ("1", "0"):
-            monkeypatch.setenv("RNMT_KERNELS", flag)
-            context, weights = module(query, module.precompute(memory), memory, mask)
+        for on in (True, False):
+            with kernels.use(on):
+                context, weights = module(query, module.precompute(memory), memory, mask)
             outs.append((context, weights))
         torch.testing.assert_close(outs[0][0], outs[1][0], atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(outs[0][1], outs[1][1], atol=1e-5, rtol=1e-5)
         assert float(outs[0][1][1, 4:].detach().abs().sum()) == 0.0
 
 
-@pytest.mark.parametrize("flag", ["1", "0"])
-def test_attention_modules_share_keys_across_query_groups(flag, monkeypatch):
+@pytest.mark.parametrize("on", [True, False])
+def test_attention_modules_share_keys_across_query_groups(on):
     """K queries per sentence against one memory row give what K copies of the row give."""
-    monkeypatch.setenv("RNMT_KERNELS", flag)
+    with kernels.use(on):
+        _check_shared_keys()
+
+
+def _check_shared_keys():
     torch.manual_seed(1)
     B, K, S = 3, 4, 6
     mask = torch.ones(B, S, dtype=torch.bool)
@@ -114,11 +133,28 @@ def test_attention_modules_share_keys_across_query_groups(flag, monkeypatch):
             torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
 
 
-def test_kernels_can_be_switched_off(monkeypatch):
-    monkeypatch.setenv("RNMT_KERNELS", "0")
-    assert kernels.extension() is None
-    keys, query, v = torch.randn(2, 3, 4), torch.randn(2, 4), torch.randn(4)
-    torch.testing.assert_close(additive_scores(keys, query, v), reference(keys, query, v, 1))
+def test_kernels_can_be_switched_off():
+    before = kernels.extension()
+    with kernels.use(False):
+        assert kernels.extension() is None
+        keys, query, v = torch.randn(2, 3, 4), torch.randn(2, 4), torch.randn(4)
+        torch.testing.assert_close(additive_scores(keys, query, v), reference(keys, query, v, 1))
+        with kernels.use(True):
+            assert kernels.extension() is before
+    assert kernels.extension() is before
+
+
+@pytest.mark.system
+def test_the_environment_switch_is_read_once_per_process():
+    """``RNMT_KERNELS=0`` at start-up turns the kernels off; the hot path then never reads
+    the environment again."""
+    import subprocess
+
+    code = ("import os; from rnmt import kernels; assert kernels.extension() is None; "
+            "os.environ['RNMT_KERNELS'] = '1'; assert kernels.extension() is None; print('ok')")
+    env = dict(os.environ, RNMT_KERNELS="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
 
 
 def test_fallback_keeps_other_dtypes_out_of_the_kernel():
@@ -131,7 +167,7 @@ def test_fallback_keeps_other_dtypes_out_of_the_kernel():
 
 @needs_kernel
 @pytest.mark.parametrize("arch", ["rnnsearch", "dtmt"])
-def test_model_gradients_agree_with_and_without_kernels(arch, monkeypatch):
+def test_model_gradients_agree_with_and_without_kernels(arch):
     from rnmt.config import ModelConfig
     from rnmt.models import build_model
 
@@ -144,11 +180,11 @@ def test_model_gradients_agree_with_and_without_kernels(arch, monkeypatch):
     mask = torch.ones(3, 7, dtype=torch.bool)
     mask[2, 5:] = False
     grads = []
-    for flag in ("1", "0"):
-        monkeypatch.setenv("RNMT_KERNELS", flag)
+    for on in (True, False):
         model.zero_grad(set_to_none=True)
-        logits = model(src, mask, tgt)
-        torch.nn.functional.cross_entropy(logits.reshape(-1, 30), tgt.reshape(-1)).backward()
+        with kernels.use(on):
+            logits = model(src, mask, tgt)
+            torch.nn.functional.cross_entropy(logits.reshape(-1, 30), tgt.reshape(-1)).backward()
         grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None})
     assert grads[0].keys() == grads[1].keys() and len(grads[0]) > 5
     for name in grads[0]:
@@ -325,7 +361,7 @@ def test_fused_gru_training_step_applies_candidate_dropout_like_the_pytorch_step
 
 def _bidirectional_both_ways(bi, x, mask, scope):
     """(outputs, last states, gradients) with the directions in lockstep and one after the other."""
-    from rnmt.cells.weight_grads import deferred_weight_grads
+    from rnmt.deferred_grads import deferred_weight_grads
 
     results = []
     unit = type(bi.fwd)

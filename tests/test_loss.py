@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from rnmt.train.loss import label_smoothed_nll
+from tests.support import needs_kernel
 
 
 def reference(logits, target, mask, eps):
@@ -48,13 +49,11 @@ def test_gradcheck_and_low_precision_logits():
     assert loss.dtype == torch.float32 and half.grad.dtype == torch.bfloat16
 
 
+@needs_kernel
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_float32_kernel_matches_the_pytorch_passes_and_the_plain_expression(eps, monkeypatch):
-    from rnmt import kernels
     from rnmt.train import loss as loss_module
 
-    if kernels.extension() is None:
-        pytest.skip("C++ kernels unavailable")
     g = torch.Generator().manual_seed(7)
     logits = torch.randn(4, 6, 300, generator=g) * 4
     target = torch.randint(0, 300, (4, 6), generator=g)
@@ -77,10 +76,7 @@ def test_float32_kernel_matches_the_pytorch_passes_and_the_plain_expression(eps,
     torch.testing.assert_close(results[0][2], results[1][2], rtol=1e-5, atol=1e-7)
 
 
+@needs_kernel
 def test_float32_kernel_rejects_a_target_outside_the_vocabulary():
-    from rnmt import kernels
-
-    if kernels.extension() is None:
-        pytest.skip("C++ kernels unavailable")
     with pytest.raises(RuntimeError, match="out of range"):
         label_smoothed_nll(torch.randn(2, 5), torch.tensor([1, 5]), torch.ones(2, dtype=torch.bool), 0.1)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rnmt import cells
-from rnmt.cells import weight_grads
+from rnmt import cells, deferred_grads
 from rnmt.config import ModelConfig
 from rnmt.models import build_model
 from rnmt.models.base import uniform_init_
@@ -103,7 +102,7 @@ def test_multihead_attention_reads_head_major_values_like_the_plain_layout(train
     results = []
     for head_major in (True, False):
         values = values0.clone().requires_grad_()
-        with weight_grads.deferred_weight_grads(training):
+        with deferred_grads.deferred_weight_grads(training):
             read = att.head_major(values) if head_major else values
             keys = att.precompute(values)
             contexts = [att(q, keys, read, mask)[0] for q in queries]

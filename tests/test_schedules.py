@@ -7,7 +7,9 @@ from rnmt.train.schedules import learning_rate, rnmt_plus
 
 def test_rnmt_plus_matches_dtmt_eq_17_checkpoints():
     # SPEC section 1: n = 2, s = 8k, e = 100k -> factor 0.5 at t = 50k and 0.125 at t = 96k.
-    lr = lambda t: rnmt_plus(t, 1.0, n=2, p=50, s=8000, e=100000)
+    def lr(t):
+        return rnmt_plus(t, 1.0, n=2, p=50, s=8000, e=100000)
+
     assert lr(0) == pytest.approx(1.0)
     assert lr(50) == pytest.approx(1.5)  # warm-up 1 + t(n-1)/(n p)
     assert lr(100) == pytest.approx(2.0)  # plateau n reached at t = n p / (n - 1)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_serve_support import (loaded_model, make_app, response_schema, serve_client, validate)
+from tests.test_serve_support import loaded_model, make_app, response_schema, serve_client, validate
 
 REPO = Path(__file__).resolve().parent.parent
 SENTENCES = ["Y dijo Dios: Sea la luz.", "En el principio era el Verbo."]
@@ -196,6 +196,7 @@ def _rnmt(*args, timeout=60):
                           timeout=timeout, cwd=REPO)
 
 
+@pytest.mark.system
 def test_invalid_model_path_fails_at_start_with_one_line(tmp_path, capsys):
     r = _rnmt("serve", "--model", str(tmp_path / "missing"), "--port", "0")
     assert r.returncode == 2
@@ -209,6 +210,7 @@ def test_invalid_model_path_fails_at_start_with_one_line(tmp_path, capsys):
     assert err.startswith("error: ") and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.system
 def test_bad_settings_and_taken_port_fail_with_one_line(tiny_run):
     from rnmt.cli import main
 
@@ -223,6 +225,7 @@ def test_bad_settings_and_taken_port_fail_with_one_line(tiny_run):
         taken.close()
 
 
+@pytest.mark.system
 def test_rnmt_serve_runs_end_to_end(tiny_run):
     import httpx
 

@@ -14,6 +14,8 @@ import pytest
 
 from tests.test_serve_support import live_server, make_app
 
+pytestmark = pytest.mark.system
+
 CHROMIUM = os.environ.get("RNMT_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]

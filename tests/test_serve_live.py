@@ -11,6 +11,7 @@ import pytest
 from tests.test_serve_support import live_server, make_app
 
 httpx = pytest.importorskip("httpx")
+pytestmark = pytest.mark.system
 
 
 def _raw_request(url: str, body: bytes, declared_length: int) -> socket.socket:

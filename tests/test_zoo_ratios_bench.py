@@ -25,8 +25,10 @@ def test_decoding_pair_counts_flops_per_output_token_and_profiles(tmp_path, monk
     assert load_script().main() == 0
     result = json.loads(out.read_text(encoding="utf-8"))["Cseq2seq-I (LS) vs RNNSearch"]
     # Re-reading the source at every target step is more matrix work per output token than attention.
-    assert result["b_mflop_tok"] > result["a_mflop_tok"] > 0
-    assert result["flops_ratio"] == result["b_mflop_tok"] / result["a_mflop_tok"]
+    assert result["b_mflop_tok"] > result["a_mflop_tok"]
+    # Every output token costs at least one output-layer product (embedding 16 x vocabulary
+    # 300, 2 FLOPs per multiply-add): a lower bound the counter must not undercut.
+    assert result["a_mflop_tok"] >= 2 * 16 * 300 / 1e6
     for side in ("baseline", "compared"):
         profile = result["profile"][side]
         assert 0 < profile["products"] < 1

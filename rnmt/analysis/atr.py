@@ -130,23 +130,22 @@ def dependency_weights(cell: ATR, x: Tensor, mask: Optional[Tensor] = None, reve
     return DependencyWeights(g, mean, decay, p, states, h0, gates)
 
 
-def decoder_chain(trace: Dict[str, Tensor], full: bool = True,
-                  dtype: torch.dtype = torch.float64) -> Tuple[Optional[Tensor], Tensor, Tensor]:
-    """Eq. 10 for the two-level ATR decoder of RNNSearch (ATR paper eq. 13).
+def decoder_chain(trace: Dict[str, Tensor], full: bool = True, dtype: torch.dtype = torch.float64,
+                  units: Sequence[str] = ("unit1", "unit2")) -> Tuple[Optional[Tensor], Tensor, Tensor]:
+    """Eq. 10 for a decoder whose state passes through ATR ``units`` in turn at every step,
+    as the two-level decoder of RNNSearch (ATR paper eq. 13) does.
 
-    ``trace`` is `RNNSearch.decoder_trace` output for one or more sentences. The decoder
-    state alternates s~_j = ATR_1(s_{j-1}, E y_{j-1}) and s_j = ATR_2(s~_j, c_j), one
-    chain of 2J updates: update 2j is unit 1 at step j, update 2j+1 is unit 2. Returns the
-    chain weights (g, mean, decay) over those 2J positions; s~_j's weight on the target
-    word input of step k is ``mean[:, 2j, 2k]``. The initial state s_0 is not zero, so
-    its decayed term matters here.
+    ``trace`` is a model's ``decoder_trace`` output (`rnmt.models.reports`) for one or more
+    sentences. With the two units, the state alternates s~_j = ATR_1(s_{j-1}, E y_{j-1})
+    and s_j = ATR_2(s~_j, c_j), one chain of 2J updates: update 2j is unit 1 at step j,
+    update 2j+1 is unit 2. Returns the chain weights (g, mean, decay) over those n*J
+    positions (n units); s~_j's weight on the target word input of step k is
+    ``mean[:, n*j, n*k]``. The initial state s_0 is not zero, so its decayed term matters.
     """
-    def interleave(a: Tensor, b: Tensor) -> Tensor:
-        return torch.stack([a, b], 2).flatten(1, 2)
+    def interleave(gate: str) -> Tensor:
+        return torch.stack([trace[f"{u}.{gate}"] for u in units], 2).flatten(1, 2)
 
-    i = interleave(trace["unit1.i"], trace["unit2.i"])
-    f = interleave(trace["unit1.f"], trace["unit2.f"])
-    return chain_weights(i, f, full=full, dtype=dtype)
+    return chain_weights(interleave("i"), interleave("f"), full=full, dtype=dtype)
 
 
 def strongest_previous(mean: np.ndarray) -> List[Optional[int]]:

@@ -13,6 +13,9 @@ Per sentence (the first ``max_sentences`` non-blank lines):
 Over the whole set (every non-blank line): the position-wise mean input and forget gates
 of every ATR unit and Pearson's r over all (sentence, position) pairs of their
 hidden-unit means (ATR paper, Fig. 3 and section 5.1).
+
+The model is asked only through its interface: ``step``'s extras, and the gates and traces
+its ``reports()`` declares (`rnmt.models.reports`).
 """
 
 from __future__ import annotations
@@ -26,8 +29,7 @@ import numpy as np
 import torch
 
 from rnmt.analysis import plots
-from rnmt.analysis.atr import decoder_chain, dependency_weights, pearson, position_means, strongest_previous
-from rnmt.cells.atr import ATR
+from rnmt.analysis.atr import chain_weights, decoder_chain, pearson, position_means, strongest_previous
 from rnmt.data import make_translation_batches
 from rnmt.data.collate import pad_sequences
 from rnmt.data.vocab import BOS_ID, EOS
@@ -37,15 +39,16 @@ GATE_TITLES = {"z": ("update gate z~ (mean over units)", "update_gate"),
                "r": ("reset gate r~ (mean over units)", "reset_gate")}
 
 
-def _encoder_is_atr(model) -> bool:
-    enc = getattr(model, "encoder", None)
-    return (hasattr(model, "encoder_gates") and isinstance(getattr(enc, "fwd", None), ATR)
-            and isinstance(getattr(enc, "bwd", None), ATR))
+ATR = "atr"  # the unit name (rnmt.cells registry) whose gates and eq. 10 weights are reported
 
 
-def _decoder_is_atr(model) -> bool:
-    return (hasattr(model, "decoder_trace") and isinstance(getattr(model, "unit1", None), ATR)
-            and isinstance(getattr(model, "unit2", None), ATR))
+def _reports(model):
+    """The model's declaration of what it reports; models outside `TranslationModel`
+    (an ensemble, say) report nothing beyond attention."""
+    from rnmt.models.reports import Reports
+
+    reports = getattr(model, "reports", None)
+    return reports() if callable(reports) else Reports()
 
 
 class _GateCollector:
@@ -98,7 +101,10 @@ def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Op
     todo = [k for k, line in enumerate(src_lines) if line.strip() and (tgt_lines is None or tgt_lines[k].strip())]
     src_ids = [sv.encode(src_lines[k]) for k in todo]
     pictured = list(range(min(max_sentences, len(todo))))
-    enc_atr, dec_atr = _encoder_is_atr(model), _decoder_is_atr(model)
+    reports = _reports(model)
+    enc_units = list(reports.encoder_units(ATR))  # e.g. ["fwd", "bwd"]
+    dec_units = list(reports.decoder) if reports.decoder_chain_of(ATR) else []
+    enc_atr, dec_atr = bool(enc_units), bool(dec_units)
 
     # Targets: the given ones, else the model's translations (all of them when the decoder
     # statistics need them, else only for the pictured sentences).
@@ -127,18 +133,19 @@ def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Op
             lengths = mask.sum(1).tolist()
             if enc_atr:
                 gates = model.encoder_gates(src, mask)
-                for d in ("fwd", "bwd"):
+                for d in enc_units:
                     collector.add(f"encoder.{d}", gates[f"{d}.i"], gates[f"{d}.f"], lengths)
             if dec_atr:
                 tgts = [np.asarray(tgt_ids[n], dtype=np.int64) for n in idx]
                 tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
                 trace = model.decoder_trace(src, mask, tgt_in)
                 steps = [len(t) + 1 for t in tgts]
-                for u in ("unit1", "unit2"):
+                for u in dec_units:
                     collector.add(f"decoder.{u}", trace[f"{u}.i"], trace[f"{u}.f"], steps)
-        groups = {"encoder.fwd": ["encoder.fwd"], "encoder.bwd": ["encoder.bwd"],
-                  "encoder (both directions)": ["encoder.fwd", "encoder.bwd"],
-                  "decoder.unit1": ["decoder.unit1"], "decoder.unit2": ["decoder.unit2"]}
+        groups = {f"encoder.{d}": [f"encoder.{d}"] for d in enc_units}
+        if len(enc_units) > 1:
+            groups["encoder (both directions)"] = [f"encoder.{d}" for d in enc_units]
+        groups.update({f"decoder.{u}": [f"decoder.{u}"] for u in dec_units})
         summary["gates"] = collector.summary(groups)
         curves = {k: {"input": np.array(v["input"]), "forget": np.array(v["forget"]),
                       "r": v["pearson_r"], "pairs": v["pairs"]}
@@ -177,18 +184,21 @@ def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Op
                           title=f"line {line}: {title}", xlabel="source tokens",
                           ylabel="target tokens (step j predicts this token)", colorbar_label=title)
             entry["images"].append(name)
-        if enc_atr:
+        if "fwd" in enc_units:
+            # Eq. 10's weights depend only on the gates: g_{t,k} = i_k * prod_{l=k+1..t} f_l.
             src = torch.tensor([fd.src_ids + [loaded.src_vocab.eos_id]], device=device)
-            dep = dependency_weights(model.encoder.fwd, model.encoder_inputs(src), full=False)
-            entry.update(_dependencies(dep.mean[0].cpu().numpy(), src_lab, out, f"{stem}_encoder",
+            gates = model.encoder_gates(src, torch.ones_like(src, dtype=torch.bool))
+            _, mean, _ = chain_weights(gates["fwd.i"], gates["fwd.f"], full=False)
+            entry.update(_dependencies(mean[0].cpu().numpy(), src_lab, out, f"{stem}_encoder",
                                        f"line {line}: forward encoder", "source token k (input)",
                                        "source position t (state h_t)", entry["images"], "encoder"))
         if dec_atr:
             src = torch.tensor([fd.src_ids + [loaded.src_vocab.eos_id]], device=device)
             tgt_in = torch.tensor([[BOS_ID] + fd.tgt_ids], device=device)
             trace = model.decoder_trace(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
-            _, mean, _ = decoder_chain(trace, full=False)
-            inputs = mean[0, 0::2, 0::2].cpu().numpy()  # s~_j on the word inputs y_{k-1}
+            _, mean, _ = decoder_chain(trace, full=False, units=dec_units)
+            n = len(dec_units)
+            inputs = mean[0, 0::n, 0::n].cpu().numpy()  # the first unit's states on the word inputs y_{k-1}
             in_lab = ["<s>"] + [tv.id_to_piece(i) for i in fd.tgt_ids]
             entry.update(_dependencies(inputs, in_lab, out, f"{stem}_decoder",
                                        f"line {line}: decoder unit 1 (inputs y_(j-1))",

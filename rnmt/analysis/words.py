@@ -30,7 +30,7 @@ Link = Tuple[int, int]  # (source word, target word), 0-based
 def word_index_of_pieces(pieces: Sequence[str]) -> List[int]:
     """The 0-based word index of every piece."""
     index, out = -1, []
-    for k, piece in enumerate(pieces):
+    for piece in pieces:
         if piece.startswith(WORD_START) or index < 0:
             index += 1
         out.append(index)
@@ -94,4 +94,4 @@ def threshold_links(word_scores, threshold: float) -> List[Link]:
 
 def format_pharaoh(links: Sequence[Link]) -> str:
     """``i-j`` links sorted by target then source position, space-separated."""
-    return " ".join(f"{i}-{j}" for i, j in sorted(set(links), key=lambda l: (l[1], l[0])))
+    return " ".join(f"{i}-{j}" for i, j in sorted(set(links), key=lambda link: (link[1], link[0])))

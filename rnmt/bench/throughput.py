@@ -21,9 +21,9 @@ from typing import Any, Dict, Optional
 import torch
 
 from rnmt.config import Config
-from rnmt.data import TokenBatchSampler, collate, encode_corpus, read_parallel
-from rnmt.models import build_model, count_parameters
-from rnmt.models.base import TranslationModel, uniform_init_
+from rnmt.data import TokenBatchSampler, collate
+from rnmt.models import count_parameters
+from rnmt.models.base import TranslationModel
 from rnmt.search.translator import Translator
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.trainer import Trainer, corpus_files

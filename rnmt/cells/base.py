@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rnmt.cells.weight_grads import step_product
+from rnmt.deferred_grads import step_product
 from rnmt.errors import UserError
 
 # Layer-normalisation epsilon of the DTMT reference implementation.
@@ -124,7 +124,7 @@ class Cell(nn.Module):
         """
         raise NotImplementedError
 
-    def lockstep(self, other: "Cell", like: Tensor) -> Optional[Callable[[Tensor, Tensor], Tensor]]:
+    def lockstep(self, other: Cell, like: Tensor) -> Optional[Callable[[Tensor, Tensor], Tensor]]:
         """A step function that advances this unit and ``other`` (another unit of the same kind
         and size, e.g. the two directions of a bidirectional encoder) together on stacked
         inputs: ``step(px [2, B, proj_size], state [2, B, state_size]) -> new state``, with

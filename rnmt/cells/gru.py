@@ -36,7 +36,7 @@ from rnmt import kernels
 from rnmt.cells import ln_gates
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
-from rnmt.cells.weight_grads import pair_product, step_product
+from rnmt.deferred_grads import pair_product, step_product
 
 
 @register("gru")

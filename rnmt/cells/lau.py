@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
-from rnmt.cells.weight_grads import step_product
+from rnmt.deferred_grads import step_product
 
 
 class _ThreeGateLinearCell(Cell):

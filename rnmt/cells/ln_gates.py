@@ -20,7 +20,7 @@ from torch import Tensor
 from torch.autograd import Function
 
 from rnmt import kernels
-from rnmt.cells.weight_grads import pair_product
+from rnmt.deferred_grads import pair_product
 
 _SEED_RANGE = 2**31 - 1
 

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
-from rnmt.cells.weight_grads import step_product
+from rnmt.deferred_grads import step_product
 from rnmt.errors import UserError
 
 ACTIVATIONS = ("identity", "tanh")
@@ -44,7 +44,8 @@ class RAN(Cell):
     ) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
         if activation not in ACTIVATIONS:
-            raise UserError(f"cell 'ran': option 'activation' must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+            raise UserError(f"cell 'ran': option 'activation' must be one of {', '.join(ACTIVATIONS)}, "
+                            f"got {activation!r}")
         d = hidden_size
         self.activation = activation
         self.proj_size = 3 * d

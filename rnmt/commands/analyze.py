@@ -31,9 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rnmt.analysis.report import analyze
     from rnmt.data import read_lines
+    from rnmt.device import pick_device
     from rnmt.evaluate.textfiles import check_same_length
     from rnmt.models import load_model
-    from rnmt.train.trainer import pick_device
 
     if args.max_sentences < 0:
         raise UserError(f"--max-sentences must be at least 0, got {args.max_sentences}")

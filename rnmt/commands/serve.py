@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
         from rnmt.serve.app import create_app
     except ImportError as exc:
         raise UserError(f"rnmt serve needs the 'serve' extra (pip install 'rnmt[serve]'): {exc}") from None
+    from rnmt.device import pick_device
     from rnmt.models import load_model
-    from rnmt.train.trainer import pick_device
 
     settings = settings_from_args(args)
     if settings.threads:

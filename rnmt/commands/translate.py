@@ -34,9 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rnmt.device import pick_device
     from rnmt.search.ensemble import load_ensemble
     from rnmt.search.translator import Translator
-    from rnmt.train.trainer import pick_device
 
     for name in ("beam", "nbest", "batch_tokens"):
         value = getattr(args, name)

@@ -35,13 +35,13 @@ class Batch:
         """Number of sentence pairs (B)."""
         return len(self.indices)
 
-    def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> "Batch":
+    def to(self, device: Union[str, torch.device], non_blocking: bool = False) -> Batch:
         """A copy with every tensor on `device`."""
         moved = {f.name: getattr(self, f.name).to(device, non_blocking=non_blocking)
                  for f in fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}
         return replace(self, **moved)
 
-    def pin_memory(self) -> "Batch":
+    def pin_memory(self) -> Batch:
         """A copy in page-locked memory, for faster asynchronous copies to a GPU."""
         pinned = {f.name: getattr(self, f.name).pin_memory()
                   for f in fields(self) if isinstance(getattr(self, f.name), torch.Tensor)}

@@ -97,7 +97,7 @@ class EncodedCorpus:
         return self.src_ids(i), self.tgt_ids(i)
 
     @classmethod
-    def from_id_lists(cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> "EncodedCorpus":
+    def from_id_lists(cls, src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]]) -> EncodedCorpus:
         """An in-memory corpus from id lists (sources without </s>; it is appended here)."""
         if len(src) != len(tgt):
             raise ValueError(f"{len(src)} sources but {len(tgt)} targets")

@@ -58,7 +58,7 @@ class Vocab:
             )
 
     @classmethod
-    def from_bytes(cls, model_bytes: bytes) -> "Vocab":
+    def from_bytes(cls, model_bytes: bytes) -> Vocab:
         """Rebuild a vocabulary from `to_bytes` output (e.g. read back from a checkpoint)."""
         return cls(model_bytes)
 
@@ -173,7 +173,7 @@ class _Guarded:
         self._it = iter(lines)
         self.error: Optional[BaseException] = None
 
-    def __iter__(self) -> "_Guarded":
+    def __iter__(self) -> _Guarded:
         return self
 
     def __next__(self) -> str:

@@ -6,6 +6,12 @@ in well under a second). Anything that stops them (no compiler, a failed build, 
 that is not float32 on the CPU, or ``RNMT_KERNELS=0`` in the environment) leaves the
 computation to the PyTorch expression they replace, which gives the same result.
 
+`extension()` sits on the hot path (twice per GRU step), so it decides once: the first
+call reads ``RNMT_KERNELS`` and builds or loads the module under a lock, and every later
+call reads one module attribute. ``with kernels.use(False): ...`` switches the kernels off
+(or on) within a block, for comparisons; changing the environment variable after the first
+call has no effect.
+
 Kept only where they win: see docs/performance.md for the measurements.
 """
 
@@ -18,16 +24,21 @@ import sys
 import sysconfig
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Optional
+from typing import Iterator, Optional
 
 _lock = threading.Lock()
-_state: dict = {}  # "module": the loaded extension or None once a build has failed
-SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp")  # built into one module
+_UNDECIDED = object()
+_active: object = _UNDECIDED  # what extension() returns once decided: the module or None
+_switch: Optional[bool] = None  # set by `use`; None: follow RNMT_KERNELS
+_built: dict = {}  # "module": the loaded extension, or None once a build has failed
+# Built into one module.
+SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp")
 
 
-def enabled() -> bool:
+def _environment_allows() -> bool:
     """``RNMT_KERNELS=0`` (or off/false/no) turns the C++ kernels off."""
     return os.environ.get("RNMT_KERNELS", "1").strip().lower() not in ("0", "off", "false", "no")
 
@@ -58,12 +69,36 @@ def _build_tag() -> str:
 def extension() -> Optional[ModuleType]:
     """The compiled kernels (additive-attention scores, the GRU's inference step), or None
     (then use the fallbacks)."""
-    if not enabled():
-        return None
+    active = _active
+    if active is _UNDECIDED:
+        return _decide()
+    return active  # type: ignore[return-value]
+
+
+def _decide() -> Optional[ModuleType]:
+    global _active
     with _lock:
-        if "module" not in _state:
-            _state["module"] = _build("kernels")
-        return _state["module"]
+        if _active is _UNDECIDED:
+            on = _environment_allows() if _switch is None else _switch
+            if on and "module" not in _built:
+                _built["module"] = _build("kernels")
+            _active = _built["module"] if on else None
+        return _active  # type: ignore[return-value]
+
+
+@contextmanager
+def use(on: bool) -> Iterator[None]:
+    """Within the block the kernels are on (if they can be built) or off, whatever
+    ``RNMT_KERNELS`` says; the previous choice is restored on exit."""
+    global _active, _switch
+    with _lock:
+        before = (_active, _switch)
+        _active, _switch = _UNDECIDED, bool(on)
+    try:
+        yield
+    finally:
+        with _lock:
+            _active, _switch = before
 
 
 LOCK_TIMEOUT_SECONDS = 300.0  # RNMT_KERNEL_LOCK_TIMEOUT overrides: how long to wait for another build

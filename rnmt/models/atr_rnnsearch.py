@@ -37,6 +37,7 @@ from rnmt.config import ModelConfig
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, time_steps
 from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
+from rnmt.models.reports import Reports
 from rnmt.models.rnnsearch import build_cell
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.embedding import Embedding
@@ -123,6 +124,47 @@ class ATRRNNSearch(ConditionalDecoderModel):
         s_out = torch.tanh(outputs["s"]) if self.tanh_states else outputs["s"]
         o = torch.tanh(self.readout(torch.cat([s_out, outputs["context"], inputs["emb"]], -1)))
         return self.output(self.dropout(o))
+
+    # -- analysis (not used by training or search; rnmt.models.reports) -------------------
+    def reports(self) -> Reports:
+        if self.context_aware:  # the backward pass is a two-unit chain per position: not reported
+            encoder = {"fwd": self.encoder.forward_unit.unit_name}
+        else:
+            encoder = {"fwd": self.encoder.fwd.unit_name, "bwd": self.encoder.bwd.unit_name}
+        return Reports(encoder=encoder, decoder={"unit1": self.unit1.unit_name, "unit2": self.unit2.unit_name})
+
+    def encoder_gates(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        """Gates of the encoder directions in `reports`, [B, S, d] each, keyed ``fwd.<gate>``
+        (and ``bwd.<gate>``); zero at padded positions."""
+        x = self.dropout(self.src_embed(src))
+        if self.context_aware:
+            _, _, gates = cells.run_cell(self.encoder.forward_unit, x, src_mask, return_gates=True)
+            return {f"fwd.{k}": v for k, v in gates.items()}
+        return self.encoder(x, src_mask, return_gates=True)[3]
+
+    def decoder_trace(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> TensorDict:
+        """Teacher-forced decoder internals (the computation of `forward`, eq. 13): ``s0``;
+        for ``u`` in unit1, unit2 ``u.p``, ``u.state`` and ``u.<gate>``, [B, J, .]; and
+        ``attention`` [B, J, S]. Unit 1 reads E y_{j-1}, unit 2 the context c_j."""
+        memory = self.encode(src, src_mask)
+        s = self.init_state(memory)["s"]
+        trace = {"s0": s}
+        px1 = self.unit1.project_inputs(self.dropout(self.tgt_embed(tgt_in)))
+        steps = []
+        for px1_j in time_steps(px1):
+            s_tilde, gates1 = self.unit1.step(px1_j, s, True)
+            context, alpha = self.attention(self.unit1.output(s_tilde), memory["keys"], memory["annotations"],
+                                            memory["src_mask"])
+            px2 = self.unit2.project_inputs(context)
+            s, gates2 = self.unit2.step(px2, s_tilde, True)
+            row = {"unit1.state": s_tilde, "unit2.p": px2, "unit2.state": s, "attention": alpha}
+            row.update({f"unit1.{k}": v for k, v in gates1.items()})
+            row.update({f"unit2.{k}": v for k, v in gates2.items()})
+            steps.append(row)
+        for key in (steps[0] if steps else {}):
+            trace[key] = torch.stack([r[key] for r in steps], 1)
+        trace["unit1.p"] = px1
+        return trace
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,9 @@ from typing import Dict, Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt.cells import weight_grads
+from rnmt import deferred_grads
+from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rnmt.models.reports import Reports
 
 TensorDict = Dict[str, Tensor]
 
@@ -43,17 +45,17 @@ def repeat_rows(tree: TensorDict, times: int) -> TensorDict:
 class TranslationModel(nn.Module):
     """Base class: subclasses implement encode / init_state / step / forward."""
 
-    pad_id: int = 0
-    bos_id: int = 2
-    eos_id: int = 3
+    pad_id: int = PAD_ID
+    bos_id: int = BOS_ID
+    eos_id: int = EOS_ID
     beam_shares_memory: bool = False  # step accepts K state rows per memory row (see above)
 
     def __init__(self) -> None:
         super().__init__()
         # A training forward pass sums each recurrent weight's gradient over the time steps
-        # in one buffer (rnmt/cells/weight_grads.py); decoding (step) never opens the scope.
-        self.register_forward_pre_hook(weight_grads.open_for_training)
-        self.register_forward_hook(weight_grads.close_after_forward, always_call=True)
+        # in one buffer (rnmt/deferred_grads.py); decoding (step) never opens the scope.
+        self.register_forward_pre_hook(deferred_grads.open_for_training)
+        self.register_forward_hook(deferred_grads.close_after_forward, always_call=True)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         raise NotImplementedError
@@ -67,11 +69,10 @@ class TranslationModel(nn.Module):
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         raise NotImplementedError
 
-    def reorder_state(self, state: TensorDict, index: Tensor) -> TensorDict:
-        return select(state, index)
-
-    def reorder_memory(self, memory: TensorDict, index: Tensor) -> TensorDict:
-        return select(memory, index)
+    def reports(self) -> Reports:
+        """What analysis may ask this model for beyond ``step``'s extras (`rnmt.models.reports`);
+        a model that reports gates or traces overrides this and the methods it names."""
+        return Reports()
 
 
 class RecurrentTranslationModel(TranslationModel):

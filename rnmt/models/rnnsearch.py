@@ -29,6 +29,7 @@ from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
 from rnmt.models.encoders import check_recurrent_encoder_keys, source_encoder
 from rnmt.models.options import UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
+from rnmt.models.reports import Reports
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.token_table import TokenTable
 
@@ -122,6 +123,10 @@ class RNNSearch(ConditionalDecoderModel):
         return self.output(self.dropout(t))
 
     # -- analysis (not used by training or search) ---------------------------------------
+    def reports(self) -> Reports:
+        return Reports(encoder={"fwd": self.encoder.fwd.unit_name, "bwd": self.encoder.bwd.unit_name},
+                       decoder={"unit1": self.unit1.unit_name, "unit2": self.unit2.unit_name})
+
     def encoder_inputs(self, src: Tensor) -> Tensor:
         """The vectors the encoder units read: source embeddings [B, S, E] (dropout applies
         in training mode only, as in `encode`)."""

@@ -13,7 +13,7 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt.cells.weight_grads import linear_step, step_bmm
+from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.scores import additive_scores
 
 NEG_INF = -1e9  # added to the scores of padded positions (SPEC section 0)

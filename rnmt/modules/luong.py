@@ -20,8 +20,8 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
+from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.attention import NEG_INF
-from rnmt.cells.weight_grads import linear_step, step_bmm
 from rnmt.modules.scores import additive_scores
 
 SCORES = ("dot", "general", "concat", "local-p")

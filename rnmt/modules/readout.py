@@ -15,8 +15,8 @@ include. Dropout is applied to t_j before the output layer.
 
 from __future__ import annotations
 
-from torch import Tensor, nn
 import torch
+from torch import Tensor, nn
 
 
 class DeepOutput(nn.Module):

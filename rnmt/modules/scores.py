@@ -12,11 +12,11 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from rnmt import kernels
-from rnmt.cells.weight_grads import memory_collector
+from rnmt.deferred_grads import memory_collector
 
 
 class _FusedAdditiveScores(torch.autograd.Function):
-    """The kernel as an autograd function. In a training pass (`rnmt.cells.weight_grads`)
+    """The kernel as an autograd function. In a training pass (`rnmt.deferred_grads`)
     ``collector`` is the keys' collector and ``token`` its input: the key gradient of every
     step is then added in place to one buffer per pass instead of being returned per step."""
 

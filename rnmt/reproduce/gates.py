@@ -1,11 +1,11 @@
 """Input and forget gates of every ATR unit of a model, over a test set (ATR paper, §5.1).
 
-The ATR paper's RNNSearch (``atr-rnnsearch``) does not expose its gates the way the dl4mt
-``rnnsearch`` does for ``rnmt analyze``, so the gates are recorded here from the outside:
-each ATR unit's ``step`` is wrapped for the duration of one teacher-forced ``forward`` (of
-the references), and every call's i and f are kept. This works for any model whose ATR
-units are stepped once per position: encoder units walk the source (backward ones in
-reverse), decoder units walk the target. The statistics are those of ``rnmt analyze``:
+The gates are recorded here from the outside, not through the model's declared reports
+(`rnmt.models.reports`, what ``rnmt analyze`` uses): each ATR unit's ``step`` is wrapped
+for the duration of one teacher-forced ``forward`` (of the references), and every call's
+i and f are kept. This covers every ATR unit that is stepped once per position, including
+the three of the context-aware encoder, which ``reports()`` leaves out: encoder units walk
+the source (backward ones in reverse), decoder units walk the target. The statistics are those of ``rnmt analyze``:
 hidden-unit means per (sentence, position), Pearson's r over all pairs, and position-wise
 means for the figure.
 """

@@ -35,7 +35,7 @@ def describe_machine(device: torch.device, threads: int, jobs: int = 1) -> dict:
         "jobs": jobs,  # training processes running side by side
         "torch": torch.__version__,
         "device": str(device),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)

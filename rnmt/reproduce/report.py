@@ -223,10 +223,10 @@ def gate_statistics(spec: PaperSpec, runs_dir: Path, corpus: Corpus, out_dir: Pa
         import torch
 
         from rnmt.data import read_lines
+        from rnmt.device import pick_device
         from rnmt.models import build_model, load_model
         from rnmt.models.base import uniform_init_
         from rnmt.reproduce.gates import atr_gate_statistics
-        from rnmt.train.trainer import pick_device
 
         src_path, ref_path = corpus.files("test")
         pairs = [(s, t) for s, t in zip(read_lines(src_path), read_lines(ref_path)) if s.strip() and t.strip()]

@@ -249,7 +249,7 @@ def reproduce_paper(paper: str, settings: Settings, out_root: Path = Path("resul
                                  "recipe": spec.recipe,
                                  **{k: v for k, v in settings.to_dict().items()
                                     if k not in ("threads", "jobs", "device", "bootstrap", "log_every")}})
-    from rnmt.train.trainer import pick_device
+    from rnmt.device import pick_device
 
     torch.set_num_threads(settings.threads)
     command = command_line(spec.paper, settings, corpus, data is not None, systems)
@@ -283,7 +283,7 @@ def reproduce_paper(paper: str, settings: Settings, out_root: Path = Path("resul
 def run_one(paper: str, system: str, seed: int, settings: Settings, out_root: Path, data: Optional[str],
             src: Optional[str], tgt: Optional[str], command: str, log: Callable[[str], None]) -> dict:
     """One run of a reproduction (a side-by-side worker's job); the table is the parent's."""
-    from rnmt.train.trainer import pick_device
+    from rnmt.device import pick_device
 
     spec, out_root, results_dir, runs_dir, corpus = prepare(paper, settings, out_root, data, src, tgt, log)
     run = next(r for r in plan_runs(spec, [spec.system(system)], settings.seeds) if r.seed == seed)

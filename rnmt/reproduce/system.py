@@ -187,12 +187,12 @@ def evaluate_run(run: Run, run_dir: Path, corpus: Corpus, device: str, greedy_sp
                  log: Callable[[str], None]) -> tuple:
     """Decode the test set with the paper's search settings; returns (metrics, hypotheses)."""
     from rnmt.data import read_lines
+    from rnmt.device import pick_device
     from rnmt.evaluate.metrics import corpus_bleu, corpus_chrf
     from rnmt.models import load_model
     from rnmt.models.loading import count_parameters
     from rnmt.reproduce.report import length_ratio
     from rnmt.search.translator import Translator
-    from rnmt.train.trainer import pick_device
 
     test_src, test_ref = corpus.files("test")
     src_lines, refs = read_lines(test_src), read_lines(test_ref)

@@ -14,7 +14,7 @@ since one source encoding feeds them all, the source vocabulary as well.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn

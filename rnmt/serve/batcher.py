@@ -217,7 +217,7 @@ class DynamicBatcher:
             else:
                 try:
                     job = await asyncio.wait_for(self._queue.get(), timeout)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     return None
             if job.future.done():  # cancelled by a client that went away
                 self.stats.dropped += 1

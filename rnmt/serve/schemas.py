@@ -33,7 +33,7 @@ def make_translate_request(settings: ServeSettings) -> type:
         return_alignment: bool = Field(False, description="return the attention matrix of the best hypothesis")
 
         @model_validator(mode="after")
-        def _one_input(self) -> "TranslateRequest":
+        def _one_input(self) -> TranslateRequest:
             if (self.text is None) == (self.texts is None):
                 raise ValueError("give exactly one of 'text' and 'texts'")
             return self

@@ -28,7 +28,7 @@ class ServeSettings:
     allowed_hosts: Optional[List[str]] = None  # Host header names accepted; None: any
     shutdown_grace: float = 5.0  # seconds the batch in progress may finish after SIGTERM
 
-    def check(self) -> "ServeSettings":
+    def check(self) -> ServeSettings:
         for name in ("max_batch_tokens", "max_batch_sentences", "max_body_bytes", "max_texts", "max_chars",
                      "max_beam", "max_request_tokens", "max_output_tokens", "max_queue", "max_connections"):
             if getattr(self, name) < 1:

@@ -15,7 +15,8 @@ from typing import Dict, Sequence
 import torch
 
 from rnmt.errors import UserError
-from rnmt.train.checkpoint import ModelFile, load_state_into, read_model_file, save_model
+from rnmt.io.checkpoint_files import ModelFile, load_state_into, read_model_file
+from rnmt.train.checkpoint import save_model
 
 
 def _first_difference(a: dict, b: dict, prefix: str = "") -> str:
@@ -50,8 +51,8 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Dict[st
     """Average ``paths`` into the checkpoint ``out``; returns the metadata written."""
     if len(paths) < 1:
         raise UserError("give at least one checkpoint to average")
-    from rnmt.models import build_model
     from rnmt.data.vocab import Vocab
+    from rnmt.models import build_model
 
     ref = read_model_file(Path(paths[0]))
     sums = {k: v.to(torch.float64) if v.is_floating_point() else v.clone() for k, v in ref.state.items()}

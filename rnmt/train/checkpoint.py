@@ -1,9 +1,10 @@
 """Checkpoints: self-contained, safe to load, written atomically.
 
 A model checkpoint is one safetensors file holding the weights, the sentencepiece
-model(s) as byte tensors and, in its metadata, the resolved config. Loading it never
-executes code from the file (safetensors stores raw tensors only). Tied weights are
-stored once and re-tied by the model's constructor.
+model(s) as byte tensors and, in its metadata, the resolved config. This module writes
+them; reading and checking them is `rnmt.io.checkpoint_files`, one layer down, so that
+`rnmt.models` can load a model without importing the trainer. Tied weights are stored
+once and re-tied by the model's constructor.
 
 The trainer's resumable state (optimiser, step, data position, random generators) is a
 separate file written with ``torch.save`` and read back with ``weights_only=True``.
@@ -22,19 +23,15 @@ import io
 import json
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
 import torch
-from safetensors import safe_open
 from safetensors.torch import save as safetensors_bytes
 
-from rnmt.config import Config, config_from_dict
+from rnmt.config import Config
 from rnmt.errors import UserError
-
-FORMAT = "rnmt-checkpoint"
-FORMAT_VERSION = "1"
+from rnmt.io.checkpoint_files import FORMAT, FORMAT_VERSION
 
 
 def _umask() -> int:
@@ -127,111 +124,6 @@ def save_model(path: Path, model: torch.nn.Module, config: Config, vocabs: Dict[
     }
     blob = safetensors_bytes(tensors, metadata=metadata)
     atomic_write(Path(path), lambda fh: fh.write(blob))
-
-
-@dataclass
-class ModelFile:
-    """What a checkpoint holds, before the model is built."""
-
-    path: Path
-    config: Config
-    state: Dict[str, torch.Tensor]
-    vocabs: Dict[str, bytes]
-    meta: Dict[str, Any]
-
-
-def read_model_file(path: Path) -> ModelFile:
-    """Read and check a checkpoint; every failure is a one-line `UserError`."""
-    path = Path(path)
-    if path.is_dir():
-        path = resolve_model_path(path)
-    if not path.is_file():
-        raise UserError(f"checkpoint not found: {path}")
-    try:
-        with safe_open(str(path), framework="pt") as fh:
-            metadata = fh.metadata() or {}
-            if metadata.get("format") != FORMAT:
-                raise UserError(f"{path}: not an rnmt checkpoint (no '{FORMAT}' marker)")
-            if metadata.get("format_version") != FORMAT_VERSION:
-                raise UserError(f"{path}: checkpoint format version {metadata.get('format_version')} "
-                                f"is not supported (expected {FORMAT_VERSION})")
-            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
-        config = config_from_dict(json.loads(metadata["config"]), source=str(path))
-        meta = json.loads(metadata.get("meta", "{}"))
-    except UserError:
-        raise
-    except Exception as exc:  # safetensors raises several types for damaged files
-        raise UserError(f"{path}: corrupt or truncated checkpoint ({str(exc).splitlines()[0][:120]})") from None
-    state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
-    vocabs = {k[len("vocab."):]: bytes(v.numpy().tobytes()) for k, v in tensors.items() if k.startswith("vocab.")}
-    mf = ModelFile(path, config, state, vocabs, meta)
-    check_shapes(mf)
-    return mf
-
-
-def check_shapes(mf: ModelFile) -> None:
-    """Compare the file's tensors with the model its config describes, built on the meta
-    device (shapes only, no memory), so a config asking for a huge model is rejected before
-    anything is allocated for it."""
-    from rnmt.data.vocab import Vocab  # late: rnmt.models imports this module
-    from rnmt.models import build_model
-
-    sizes = []
-    for side in ("src", "tgt"):
-        blob = mf.vocabs.get(side)
-        if blob is None:
-            raise UserError(f"{mf.path}: checkpoint has no vocabulary")
-        try:
-            sizes.append(Vocab.from_bytes(blob).size)
-        except UserError:
-            raise
-        except Exception:
-            raise UserError(f"{mf.path}: the {side} vocabulary in the checkpoint is damaged") from None
-    try:
-        with torch.device("meta"):
-            skeleton = build_model(mf.config.model, *sizes)
-    except UserError as exc:
-        raise UserError(f"{mf.path}: {exc}") from None
-    load_state_into(skeleton, mf.state, mf.path, assign=False)
-
-
-def load_state_into(model: torch.nn.Module, state: Dict[str, torch.Tensor], path: Path,
-                    assign: bool = True) -> None:
-    """Load weights, allowing only tied duplicates to be absent; anything else is a mismatch."""
-    expected = model.state_dict()
-    tied = {name for name in expected if name not in state and _is_tied(model, name)}
-    missing = [k for k in expected if k not in state and k not in tied]
-    unexpected = [k for k in state if k not in expected]
-    wrong_shape = [k for k in state if k in expected and expected[k].shape != state[k].shape]
-    if missing or unexpected or wrong_shape:
-        detail = (missing or unexpected or wrong_shape)[0]
-        raise UserError(f"{path}: weights do not match the model in its config "
-                        f"(first mismatch: '{detail}'; {len(missing)} missing, {len(unexpected)} unexpected, "
-                        f"{len(wrong_shape)} of wrong shape)")
-    if assign:
-        model.load_state_dict(state, strict=False)
-
-
-def _is_tied(model: torch.nn.Module, name: str) -> bool:
-    params = dict(model.named_parameters(remove_duplicate=False))
-    if name not in params:
-        return False
-    ptr = params[name].data_ptr()
-    return any(p.data_ptr() == ptr and n != name for n, p in params.items())
-
-
-def resolve_model_path(path: Path) -> Path:
-    """A model directory resolves to its best checkpoint, else its newest one."""
-    path = Path(path)
-    if path.is_dir():
-        for name in ("best.safetensors", "last.safetensors"):
-            if (path / name).is_file():
-                return path / name
-        steps = sorted(path.glob("ckpt-*.safetensors"), key=lambda p: p.stat().st_mtime)
-        if steps:
-            return steps[-1]
-        raise UserError(f"{path}: no checkpoint in this directory (expected best.safetensors)")
-    return path
 
 
 def save_train_state(path: Path, state: Dict[str, Any]) -> None:

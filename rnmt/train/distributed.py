@@ -102,13 +102,6 @@ def uses_cuda(device_name: str) -> bool:
     return device_name.startswith("cuda")
 
 
-def rank_device(device: torch.device, ctx: DistContext) -> torch.device:
-    """One GPU per process: ``cuda`` (or ``auto`` on a GPU machine) becomes ``cuda:LOCAL_RANK``."""
-    if device.type == "cuda" and ctx.enabled and device.index is None:
-        return torch.device("cuda", ctx.local_rank)
-    return device
-
-
 def shutdown(ctx: DistContext) -> None:
     """Leave the process group. All ranks meet first: a rank tearing down its connections
     while another still uses them can abort the other (seen with gloo)."""

@@ -41,33 +41,22 @@ import torch
 from tqdm import tqdm
 
 from rnmt.config import Config, load_config
-from rnmt.data import (TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel,
-                       train_vocabs)
+from rnmt.data import TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel, train_vocabs
+from rnmt.device import pick_device, rank_device
 from rnmt.errors import UserError
+from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
+from rnmt.models.loading import read_checked
 from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.search.translator import Translator
-from rnmt.train.checkpoint import (atomic_write_text, is_no_space, load_train_state, read_model_file,
-                                   load_state_into, save_model, save_train_state)
-from rnmt.train.distributed import DistContext, init_distributed, rank_device
+from rnmt.train.checkpoint import atomic_write_text, is_no_space, load_train_state, save_model, save_train_state
+from rnmt.train.distributed import DistContext, init_distributed
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.resume import check_corpus, check_resume_config
 from rnmt.train.signals import StopSignals
 from rnmt.train.schedules import learning_rate
 
 STATE_FILE = "train_state.pt"
-
-
-def pick_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"train.device: unknown device '{name}'") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"train.device is '{name}' but no CUDA device is available")
-    return device
 
 
 def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
@@ -119,7 +108,7 @@ class Trainer:
         self.log = log if self.is_main else (lambda *_, **__: None)
         if tc.threads:
             torch.set_num_threads(tc.threads)
-        self.device = rank_device(pick_device(tc.device), self.dist)
+        self.device = rank_device(pick_device(tc.device), self.dist.local_rank if self.dist.enabled else None)
         self.amp_dtype = amp_dtype(tc.amp, self.device)
         auto_replicas = tc.replicas is None
         if tc.replicas is None:
@@ -349,7 +338,7 @@ class Trainer:
 
     def _restore(self) -> None:
         state = load_train_state(self.out / STATE_FILE)
-        mf = read_model_file(self.out / state["checkpoint"])
+        mf, _, _ = read_checked(self.out / state["checkpoint"])
         load_state_into(self.model, mf.state, mf.path)
         self.optimizer.load_state_dict(state["optimizer"])
         changed = check_corpus(state.get("corpus_key"), self._corpus_key(), str(self.cfg.data.train),

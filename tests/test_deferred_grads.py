@@ -1,11 +1,10 @@
-"""Recurrent weight gradients summed in one buffer per pass (rnmt/cells/weight_grads.py)
+"""Recurrent weight gradients summed in one buffer per pass (rnmt/deferred_grads.py)
 against plain autograd."""
 
 import pytest
 import torch
 
-from rnmt import cells
-from rnmt.cells import weight_grads
+from rnmt import cells, deferred_grads
 from rnmt.config import ModelConfig
 from rnmt.models import build_model
 
@@ -23,16 +22,17 @@ ARCHS = {
 }
 
 
-def gradients(model, src, mask, tgt, deferred: bool, monkeypatch):
-    monkeypatch.setattr(weight_grads, "enabled", deferred)
+def gradients(model, src, mask, tgt, deferred: bool):
     model.zero_grad(set_to_none=True)
-    logits = model(src, mask, tgt)
+    with deferred_grads.enabled(deferred):
+        assert deferred_grads.is_enabled() is deferred
+        logits = model(src, mask, tgt)
     torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt.reshape(-1)).backward()
     return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
 @pytest.mark.parametrize("name", sorted(ARCHS))
-def test_model_gradients_are_those_of_plain_autograd(name, monkeypatch):
+def test_model_gradients_are_those_of_plain_autograd(name):
     options = {"arch": "rnnsearch", **ARCHS[name]}
     torch.manual_seed(0)
     model = build_model(ModelConfig(emb_size=8, hidden_size=12, **options), 30, 30)
@@ -41,8 +41,8 @@ def test_model_gradients_are_those_of_plain_autograd(name, monkeypatch):
     src, tgt = torch.randint(4, 30, (3, 7), generator=g), torch.randint(4, 30, (3, 5), generator=g)
     mask = torch.ones(3, 7, dtype=torch.bool)
     mask[2, 5:] = False
-    deferred = gradients(model, src, mask, tgt, True, monkeypatch)
-    plain = gradients(model, src, mask, tgt, False, monkeypatch)
+    deferred = gradients(model, src, mask, tgt, True)
+    plain = gradients(model, src, mask, tgt, False)
     assert deferred.keys() == plain.keys() and len(plain) > 5
     recurrent = [n for n in plain if n.endswith("weight_h")]
     assert recurrent, "the model has recurrent weights"
@@ -57,7 +57,7 @@ def test_a_step_loop_sums_weight_and_bias_gradients_once():
     results = []
     for deferred in (True, False):
         cell.zero_grad(set_to_none=True)
-        with weight_grads.deferred_weight_grads(deferred):
+        with deferred_grads.deferred_weight_grads(deferred):
             out, _, _ = cells.run_cell(cell, x, torch.ones(3, 5, dtype=torch.bool))
         out.square().sum().backward()
         results.append({n: p.grad.clone() for n, p in cell.named_parameters()})
@@ -68,7 +68,7 @@ def test_a_step_loop_sums_weight_and_bias_gradients_once():
 def test_a_second_backward_of_a_retained_graph_adds_the_same_gradient_again():
     torch.manual_seed(2)
     cell = cells.GRU(4, 6)
-    with weight_grads.deferred_weight_grads():
+    with deferred_grads.deferred_weight_grads():
         out, _, _ = cells.run_cell(cell, torch.randn(2, 4, 4), torch.ones(2, 4, dtype=torch.bool))
     loss = out.sum()
     loss.backward(retain_graph=True)
@@ -80,10 +80,10 @@ def test_a_second_backward_of_a_retained_graph_adds_the_same_gradient_again():
 def test_the_scope_opens_only_for_training_passes_and_closes_after_errors():
     model = build_model(ModelConfig(arch="rnnsearch", emb_size=8, hidden_size=12), 30, 30)
     seen = []
-    original = weight_grads.step_product
+    original = deferred_grads.step_product
 
     def spy(*args, **kwargs):
-        seen.append(weight_grads._open_scope() is not None)
+        seen.append(deferred_grads._open_scope() is not None)
         return original(*args, **kwargs)
 
     src, mask, tgt = torch.randint(4, 30, (2, 4)), torch.ones(2, 4, dtype=torch.bool), torch.randint(4, 30, (2, 3))
@@ -101,7 +101,7 @@ def test_the_scope_opens_only_for_training_passes_and_closes_after_errors():
         model.train()
         with pytest.raises(IndexError):
             model(src, mask, torch.full((2, 3), 99))  # a target id outside the vocabulary
-    assert weight_grads._open_scope() is None
+    assert deferred_grads._open_scope() is None
 
 
 def test_a_training_pass_leaves_nothing_behind_for_the_garbage_collector():
@@ -116,7 +116,22 @@ def test_a_training_pass_leaves_nothing_behind_for_the_garbage_collector():
     try:
         for _ in range(2):
             model(src, mask, tgt).sum().backward()
-        alive = [o for o in gc.get_objects() if type(o) is weight_grads.Collector]
+        alive = [o for o in gc.get_objects() if type(o) is deferred_grads.Collector]
     finally:
         gc.enable()
     assert alive == []
+
+
+def test_the_switch_turns_model_scopes_off_within_its_block_only():
+    model = build_model(ModelConfig(arch="rnnsearch", emb_size=8, hidden_size=12), 30, 30).train()
+    seen = []
+    src, mask, tgt = torch.randint(4, 30, (2, 4)), torch.ones(2, 4, dtype=torch.bool), torch.randint(4, 30, (2, 3))
+    model.register_forward_pre_hook(lambda *_: seen.append(deferred_grads._open_scope() is not None))
+    assert deferred_grads.is_enabled()
+    with deferred_grads.enabled(False):
+        model(src, mask, tgt)
+        with deferred_grads.enabled(True):
+            model(src, mask, tgt)
+        assert not deferred_grads.is_enabled()
+    model(src, mask, tgt)
+    assert seen == [False, True, True] and deferred_grads.is_enabled()

@@ -17,6 +17,20 @@ each step's key gradient in place to the keys' collector (`memory_collector`).
 
 Models open the scope around ``forward`` in training mode (`TranslationModel` registers
 the hooks); decoding and evaluation never enter it. Autocast (bf16) keeps plain autograd.
+
+The switch: ``with deferred_grads.enabled(False): ...`` makes the models' training passes
+use plain autograd within the block (benchmarks and tests compare the two); the default is
+on. It is process-wide, as the training loop is one thread. Explicit scopes
+(`deferred_weight_grads`) do not consult it.
+
+Why the scope state is thread-local and keyed by ``id()``: a scope belongs to one forward
+pass, and a server decodes in other threads while nothing there may see a training scope;
+and tensors cannot be dictionary keys (``==`` compares element-wise), so collectors are
+keyed by the ids of the weight and bias, which the collector keeps alive for the scope's
+lifetime, so an id cannot be reused by another tensor while it is a key.
+
+This module sits below cells, modules and models (docs/architecture.md): the units, the
+attention modules, the score kernel and the model base all use it.
 """
 
 from __future__ import annotations
@@ -29,8 +43,25 @@ import torch
 from torch import Tensor
 from torch.autograd import Function
 
-_local = threading.local()
-enabled = True  # models open scopes (off: plain autograd everywhere, for comparisons)
+_local = threading.local()  # .scope: the open _Scope of this thread, or None
+_models_defer = True  # see `enabled`
+
+
+@contextmanager
+def enabled(on: bool) -> Iterator[None]:
+    """Within the block, the models' training passes defer weight gradients (``on``, the
+    default outside any block) or use plain autograd (``on=False``). Restored on exit."""
+    global _models_defer
+    before, _models_defer = _models_defer, bool(on)
+    try:
+        yield
+    finally:
+        _models_defer = before
+
+
+def is_enabled() -> bool:
+    """Whether the models' training passes defer weight gradients (see `enabled`)."""
+    return _models_defer
 
 
 class Collector:
@@ -115,7 +146,8 @@ class _StepProduct(Function):
 
 
 class _Scope:
-    def __init__(self) -> None:
+    def __init__(self, owner: object) -> None:
+        self.owner = owner  # the module whose forward hook opened it (None: `deferred_weight_grads`)
         self.collectors: Dict[Tuple[int, int], Collector] = {}
 
     def collector(self, tensor: Tensor, bias: Optional[Tensor] = None) -> Collector:
@@ -147,12 +179,12 @@ def _open_scope() -> Optional[_Scope]:
 
 
 def _begin(owner: object) -> None:
-    _local.scope, _local.owner = _Scope(), owner
+    _local.scope = _Scope(owner)
 
 
 def _end() -> None:
     _local.scope.close()
-    _local.scope = _local.owner = None
+    _local.scope = None
 
 
 @contextmanager
@@ -243,7 +275,7 @@ def memory_collector(tensor: Tensor) -> Optional[Collector]:
 
 # --------------------------------------------------------------- hooks for TranslationModel
 def _wants_scope(module: torch.nn.Module, args) -> bool:
-    if not (enabled and module.training and torch.is_grad_enabled()):
+    if not (_models_defer and module.training and torch.is_grad_enabled()):
         return False
     device = next((a.device.type for a in args if isinstance(a, Tensor)), "cpu")
     return not torch.is_autocast_enabled(device)
@@ -257,5 +289,6 @@ def open_for_training(module: torch.nn.Module, args) -> None:
 
 def close_after_forward(module: torch.nn.Module, args, output) -> None:
     """Forward hook (also run when forward raises): close the scope this module opened."""
-    if _open_scope() is not None and getattr(_local, "owner", None) is module:
+    scope = _open_scope()
+    if scope is not None and scope.owner is module:
         _end()

@@ -1,0 +1,1 @@
+"""Files rnmt reads, below every layer that uses them (see docs/architecture.md)."""
