@@ -112,7 +112,8 @@ class TrainConfig:
     validation_search: str = "greedy"  # greedy | beam
     patience: Optional[int] = 10  # validations without dev BLEU improvement before stopping
     keep_last: int = 3
-    save_every: Optional[int] = None  # checkpoint every N updates; None: every validate_every (with or without a dev set)
+    # checkpoint every N updates; None: every validate_every (with or without a dev set)
+    save_every: Optional[int] = None
     max_nonfinite: int = 20  # non-finite losses in a row (each update skipped) before training stops
     threads: Optional[int] = None  # torch intra-op threads; None keeps torch's default
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_serve_support import loaded_model, make_app, serve_client
 from rnmt.search.beam import SearchStopped
 from rnmt.search.translator import Translator
 from rnmt.serve.batcher import DynamicBatcher, Expired, QueueFull, SearchOptions, ShuttingDown
+from tests.test_serve_support import loaded_model, make_app, serve_client
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = " ".join(["En el principio creó Dios los cielos y la tierra."] * 6)
@@ -51,7 +51,7 @@ def test_should_stop_ends_the_search_inside_its_loop(tiny_run):
     for beam in (1, 3):
         calls = []
 
-        def stop_after_two():
+        def stop_after_two(calls=calls):
             calls.append(1)
             return len(calls) > 2
 

@@ -72,7 +72,7 @@ class ContextAwareEncoder(nn.Module):
 class ATRRNNSearch(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "ATROptions") -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: ATROptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell

@@ -39,7 +39,7 @@ from rnmt.modules.readout import DeepOutput
 class RNNSearchMinus(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "RNNSearchMinusOptions") -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: RNNSearchMinusOptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell

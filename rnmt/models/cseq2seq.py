@@ -212,7 +212,7 @@ class Cseq2seqI(_CyclicDecoder):
 class Cseq2seqII(_CyclicDecoder):
     """Cseq2seq-II: the encoder itself re-reads the source at every step (eq. 9-10)."""
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "Cseq2seqIIOptions") -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: Cseq2seqIIOptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell = cfg.enc_cell or cfg.cell

@@ -59,7 +59,7 @@ def transition_module(cfg: ModelConfig, bottom: str, depth: int, input_size: int
 class DTMT(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "DTMTOptions") -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: DTMTOptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell = cfg.enc_cell or cfg.cell

@@ -33,7 +33,7 @@ from rnmt.modules.luong import SCORES, LuongAttention
 class LuongNMT(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "LuongOptions") -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: LuongOptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         if cfg.enc_layers != cfg.dec_layers:

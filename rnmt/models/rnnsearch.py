@@ -19,7 +19,6 @@ zero vector, as in dl4mt). Any unit of `rnmt.cells` can stand in for the GRUs
 
 from __future__ import annotations
 
-
 import torch
 from torch import Tensor, nn
 

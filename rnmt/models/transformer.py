@@ -85,7 +85,7 @@ class DecoderLayer(nn.Module):
 
 
 class Transformer(TranslationModel):
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: "TransformerOptions") -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: TransformerOptions) -> None:
         super().__init__()
         d, heads = cfg.hidden_size, cfg.attention_heads
         if cfg.emb_size != d:

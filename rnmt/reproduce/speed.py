@@ -65,7 +65,7 @@ def controlled_speeds(claims, run_dirs: Dict[str, Path], out_dir: Path, work_dir
         if not all(p is not None and (p / "trained.json").is_file() for p in paths):
             continue
         log(f"timing {claim.a} against {claim.b}: {ROUNDS} alternating rounds of {STEPS} updates")
-        known[key] = measure_pair(paths[0] / "config.yaml", paths[1] / "config.yaml", work_dir / key.replace("|", "-vs-"),
-                                  threads)
+        known[key] = measure_pair(paths[0] / "config.yaml", paths[1] / "config.yaml",
+                                  work_dir / key.replace("|", "-vs-"), threads)
         cache.write_text(json.dumps(known, indent=1) + "\n", encoding="utf-8")
     return known

@@ -14,7 +14,7 @@ length |Y| (end-of-sentence included) scores logP / lp(|Y|), with
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, List, Optional
 
 import torch

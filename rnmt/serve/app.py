@@ -26,12 +26,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import rnmt
 from rnmt.data.vocab import EOS
 from rnmt.models.loading import LoadedModel, count_parameters
-from rnmt.search.translator import Translation, Translator
 from rnmt.search.beam import SearchStopped
+from rnmt.search.translator import Translation, Translator
 from rnmt.serve.batcher import DynamicBatcher, Expired, QueueFull, SearchOptions, ShuttingDown
 from rnmt.serve.guards import BearerToken, ConcurrencyLimit, TrustedHosts
-from rnmt.serve.schemas import (ErrorResponse, Health, ModelInfo, TranslateResponse, TranslationResult,
-                                make_translate_request)
+from rnmt.serve.schemas import (
+    ErrorResponse,
+    Health,
+    ModelInfo,
+    TranslateResponse,
+    make_translate_request,
+)
 from rnmt.serve.settings import ServeSettings
 
 STATIC = Path(__file__).resolve().parent / "static"

@@ -42,7 +42,7 @@ class StopSignals:
     def name(self) -> str:
         return signal.Signals(self.received).name if self.received else ""
 
-    def __enter__(self) -> "StopSignals":
+    def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
             for sig in HANDLED:
                 self._previous[sig] = signal.signal(sig, self._handle)

@@ -46,15 +46,15 @@ from rnmt.device import pick_device, rank_device
 from rnmt.errors import UserError
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
-from rnmt.models.loading import read_checked
 from rnmt.models.base import TranslationModel, uniform_init_
+from rnmt.models.loading import read_checked
 from rnmt.search.translator import Translator
 from rnmt.train.checkpoint import atomic_write_text, is_no_space, load_train_state, save_model, save_train_state
 from rnmt.train.distributed import DistContext, init_distributed
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.resume import check_corpus, check_resume_config
-from rnmt.train.signals import StopSignals
 from rnmt.train.schedules import learning_rate
+from rnmt.train.signals import StopSignals
 
 STATE_FILE = "train_state.pt"
 
