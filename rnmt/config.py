@@ -232,10 +232,11 @@ def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
-    """Read a YAML config file, apply ``--set`` overrides and validate everything."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"config file not found: {path}")
+    """Read a YAML config file (or a built-in config by name, see `rnmt.resources`),
+    apply ``--set`` overrides and validate everything."""
+    from rnmt.resources import resolve_config
+
+    path = resolve_config(path)
     try:
         tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:

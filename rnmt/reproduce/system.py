@@ -23,7 +23,8 @@ import yaml
 from rnmt.config import Config, config_from_dict, load_config
 from rnmt.errors import UserError
 from rnmt.reproduce.corpus import Corpus, display_path
-from rnmt.reproduce.spec import SystemSpec, repository_root
+from rnmt.reproduce.spec import SystemSpec
+from rnmt.resources import configs_dir
 
 TRAINED = "trained.json"
 
@@ -60,7 +61,9 @@ def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
 def miniature_config(system: SystemSpec, corpus: Corpus, vocab_model: Path, cache_dir: Path,
                      settings: Settings) -> Config:
     """The paper config of ``system`` with the reproduction's data, size, budget and seed."""
-    path = repository_root() / system.config
+    # Always the built-in copy (the checkout's configs/ or the installed package's), never a
+    # file of the same name under the current directory.
+    path = configs_dir() / system.config.removeprefix("configs/")
     if not path.is_file():
         raise UserError(f"{system.name}: paper config not found: {system.config}")
     tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
