@@ -114,6 +114,7 @@ class TrainConfig:
     threads: Optional[int] = None  # torch intra-op threads; None keeps torch's default
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N
     progress: bool = True
+    tensorboard: bool = False  # also write the log as TensorBoard events to OUT/tensorboard
 
 
 @dataclass

@@ -8,6 +8,7 @@ Output directory layout:
     OUT/best.safetensors     the checkpoint with the best dev BLEU (what `translate` loads)
     OUT/train_state.pt       optimiser, step, data position and random state (for --resume)
     OUT/log.jsonl            one JSON object per logging interval and per validation
+    OUT/tensorboard/         the same as TensorBoard events (train.tensorboard: true)
 
 Resume is exact: the model, the optimiser moments, the learning-rate schedule (a pure
 function of the step), the position in the epoch's batch order and the random generator
@@ -130,6 +131,11 @@ class Trainer:
         cfg.model.tgt_vocab_size = self.tgt_vocab.size
         if self.is_main:
             (self.out / "config.yaml").write_text(cfg.dump(), encoding="utf-8")
+        self.tensorboard = None
+        if tc.tensorboard and self.is_main:
+            from rnmt.train.tensorboard import TensorBoardLog
+
+            self.tensorboard = TensorBoardLog(self.out / "tensorboard")
 
         train_src, train_tgt = corpus_files(cfg.data.train, cfg, "train")
         cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else self.out / "cache"
@@ -355,6 +361,8 @@ class Trainer:
     def _write_log(self, record: Dict[str, Any]) -> None:
         with open(self.out / "log.jsonl", "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
+        if self.tensorboard is not None:
+            self.tensorboard.write(record)
 
     def _next_batches(self, it) -> List[List[int]]:
         """The index lists of the next update (``accumulate`` batches, crossing epochs)."""
@@ -506,7 +514,8 @@ class Trainer:
                 (self.best_bleu, self.bad_validations, bleu, improved))
         self.save(dev_bleu=bleu, improved=improved)
         if self.is_main:
-            record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu}
+            record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu,
+                      "train_seconds": round(self.train_seconds, 2)}
             self._write_log(record)
             self.log(f"step {self.step:>6}  dev loss {metrics['dev_loss']:.3f}  BLEU {bleu:.2f}  "
                      f"chrF {metrics['dev_chrf']:.2f}" + ("  (best)" if improved else ""))
