@@ -131,13 +131,14 @@ def test_installed_wheel_counts_trains_translates_with_kernels(venv, capsys):
     kernel_file = _in_venv(venv, venv["python"], "-c", KERNEL_CHECK).stdout.strip()
     assert Path(kernel_file).is_relative_to(venv["env"]["TORCH_EXTENSIONS_DIR"])
 
+    # Two updates of the built-in paper config, shrunk, on a corpus outside the checkout.
     prefix = write_corpus(venv["work"] / "corpus", "train", 60)
     run = venv["work"] / "run"
     tiny = ["data.vocab.size=120", "data.dev=null", "data.test=null", "data.batch_tokens=400",
             "model.emb_size=8", "model.hidden_size=8", "train.max_steps=2", "train.log_every=1",
-            "train.max_minutes=null", "train.threads=1", "train.progress=false"]
+            "train.threads=1", "train.progress=false", "search.beam=2"]
     sets = [a for s in [f"data.train={prefix}", *tiny] for a in ("--set", s)]
-    train = _in_venv(venv, venv["bin"] / "rnmt", "train", "quickstart", "--out", run, *sets)
+    train = _in_venv(venv, venv["bin"] / "rnmt", "train", "atr/rnnsearch-atr", "--out", run, *sets)
     assert "kernels unavailable" not in train.stderr
     assert [json.loads(line)["step"] for line in (run / "log.jsonl").read_text().splitlines()] == [1, 2]
 
