@@ -13,6 +13,7 @@ import time
 import torch
 
 from rnmt.data import read_lines
+from rnmt.errors import UserError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,6 +36,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import load
 
+    for name in ("beam", "nbest", "batch_tokens"):  # before the model loads, in option terms
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load(args.model, args.device)  # several paths: an ensemble
