@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN := runs/quickstart
 
-.PHONY: quickstart test lint venv clean
+.PHONY: quickstart test lint venv dist clean
 
 venv: $(STAMP)
 
@@ -29,5 +29,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The sdist and, built from it, the wheel (C++ kernel sources and built-in configs included).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -c "from setuptools import build_meta; build_meta.build_sdist('dist')"
+	$(BIN)/pip wheel dist/rnmt-*.tar.gz --no-deps --no-build-isolation -w dist
+
 clean:
-	rm -rf $(VENV) runs
+	rm -rf $(VENV) runs dist build

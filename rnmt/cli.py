@@ -27,6 +27,7 @@ COMMANDS = {
     "reproduce": ("reproduce", "train and compare a paper's systems at a reduced size (results/<paper>/)"),
     "average": ("average", "average the weights of several checkpoints of one model"),
     "lr-schedule": ("lr_schedule", "plot a config's learning-rate schedule"),
+    "plot": ("plot", "training loss and dev BLEU of runs against updates and training minutes"),
 }
 
 

@@ -118,6 +118,7 @@ class TrainConfig:
     threads: Optional[int] = None  # torch intra-op threads; None keeps torch's default
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N
     progress: bool = True
+    tensorboard: bool = False  # also write the log as TensorBoard events to OUT/tensorboard
 
 
 @dataclass
@@ -236,10 +237,11 @@ def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
-    """Read a YAML config file, apply ``--set`` overrides and validate everything."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"config file not found: {path}")
+    """Read a YAML config file (or a built-in config by name, see `rnmt.resources`),
+    apply ``--set`` overrides and validate everything."""
+    from rnmt.resources import resolve_config
+
+    path = resolve_config(path)
     try:
         tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:

@@ -1,6 +1,7 @@
 """The command-line contract and its one-line errors (exit code 2, no traceback)."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -55,6 +56,41 @@ def test_params_json_has_an_integer_total(tmp_path, capsys):
     assert main(["params", str(cfg), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["total"] == 89_673_261 and isinstance(data["total"], int)
+
+
+def _params_total(capsys, *args):
+    assert main(["params", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["total"]
+
+
+def test_params_takes_vocab_sizes_from_the_data_vocab(capsys):
+    # The quickstart names no model vocab sizes: its joint 4,000-piece vocabulary decides.
+    explicit = _params_total(capsys, "configs/quickstart.yaml", "--set", "model.src_vocab_size=4000",
+                             "--set", "model.tgt_vocab_size=4000")
+    assert _params_total(capsys, "configs/quickstart.yaml") == explicit
+    separate = ["--set", "data.vocab.joint=false", "--set", "data.vocab.src_size=1000",
+                "--set", "data.vocab.tgt_size=2000"]
+    assert _params_total(capsys, "configs/quickstart.yaml", *separate) == _params_total(
+        capsys, "configs/quickstart.yaml", "--set", "model.src_vocab_size=1000", "--set", "model.tgt_vocab_size=2000")
+
+
+def test_params_takes_vocab_sizes_from_a_sentencepiece_model(tiny_run, capsys):
+    spm = tiny_run / "spm.model"
+    assert _params_total(capsys, "configs/quickstart.yaml", "--set", f"data.vocab.model={spm}") == _params_total(
+        capsys, "configs/quickstart.yaml", "--set", "model.src_vocab_size=300", "--set", "model.tgt_vocab_size=300")
+    result = rnmt("params", "configs/quickstart.yaml", "--set", "data.vocab.model=missing.model")
+    assert_one_line_error(result, "missing.model")
+
+
+def test_builtin_configs_by_name_from_any_directory(tmp_path, capsys):
+    by_path = _params_total(capsys, "configs/papers/atr/rnnsearch-atr.yaml")
+    assert _params_total(capsys, "atr/rnnsearch-atr") == by_path
+    elsewhere = subprocess.run([sys.executable, "-m", "rnmt", "params", "atr/rnnsearch-atr", "--json"],
+                               capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert elsewhere.returncode == 0 and json.loads(elsewhere.stdout)["total"] == by_path
+    assert_one_line_error(rnmt("params", "atr/rnnsearch-atrr"), "atr/rnnsearch-atrr",
+                          "did you mean the built-in config 'atr/rnnsearch-atr'")
 
 
 def test_unequal_line_counts_name_both_files(tmp_path):

@@ -29,13 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rnmt.analysis.align import word_alignment
     from rnmt.analysis.words import format_pharaoh, word_index_of_pieces
+    from rnmt.api import load
     from rnmt.data import read_lines
-    from rnmt.device import pick_device
     from rnmt.evaluate.textfiles import check_same_length
-    from rnmt.models import load_model
-    from rnmt.search.forced import forced_decode
 
     if args.batch_tokens < 1:
         raise UserError(f"--batch-tokens must be at least 1, got {args.batch_tokens}")
@@ -43,23 +40,21 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     src_lines, tgt_lines = read_lines(args.src), read_lines(args.tgt)
     check_same_length(args.src, src_lines, args.tgt, tgt_lines)
-    device = pick_device(args.device)
-    loaded = load_model(args.model, device)
-    todo = [k for k, (s, t) in enumerate(zip(src_lines, tgt_lines)) if s.strip() and t.strip()]
-    src_ids = [loaded.src_vocab.encode(src_lines[k]) for k in todo]
-    tgt_ids = [loaded.tgt_vocab.encode(tgt_lines[k]) for k in todo]
-    decoded = forced_decode(loaded.model, src_ids, tgt_ids, args.batch_tokens, device)
-    out_lines = [""] * len(src_lines)
-    for k, s_ids, t_ids, fd in zip(todo, src_ids, tgt_ids, decoded):
-        src_pieces = [loaded.src_vocab.id_to_piece(i) for i in s_ids]
-        tgt_pieces = [loaded.tgt_vocab.id_to_piece(i) for i in t_ids]
-        for name, pieces, text in (("--src", src_pieces, src_lines[k]), ("--tgt", tgt_pieces, tgt_lines[k])):
+    model = load(args.model, args.device)
+    links = model.align(src_lines, tgt_lines, source=args.source, threshold=args.threshold,
+                        batch_tokens=args.batch_tokens)
+    vocabs = {"--src": model.loaded.src_vocab, "--tgt": model.loaded.tgt_vocab}
+    for k, (s, t) in enumerate(zip(src_lines, tgt_lines)):
+        if not (s.strip() and t.strip()):
+            continue
+        for name, text in (("--src", s), ("--tgt", t)):
+            vocab = vocabs[name]
+            pieces = [vocab.id_to_piece(i) for i in vocab.encode(text)]
             n = max(word_index_of_pieces(pieces), default=-1) + 1
             if n != len(text.split()):
                 print(f"warning: {name} line {k + 1}: the subword pieces give {n} words but the line "
                       f"has {len(text.split())} whitespace words; positions may be shifted", file=sys.stderr)
-        out_lines[k] = format_pharaoh(word_alignment(fd, src_pieces, tgt_pieces, args.source, args.threshold))
-    text = "".join(line + "\n" for line in out_lines)
+    text = "".join(format_pharaoh(line) + "\n" for line in links)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)

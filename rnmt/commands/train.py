@@ -9,13 +9,10 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from pathlib import Path
-
-from rnmt.config import load_config
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("config", help="YAML config file")
+    p.add_argument("config", help="YAML config file or built-in config name (quickstart, atr/rnnsearch-atr)")
     p.add_argument("--out", help="output directory (default: runs/<config name>)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.max_steps=100 (repeatable)")
@@ -29,9 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rnmt.api import train
     from rnmt.errors import UserError
-    from rnmt.train.distributed import shutdown
-    from rnmt.train.trainer import Trainer  # heavy imports only when training
 
     if args.accumulate is not None and args.accumulate < 1:
         raise UserError(f"--accumulate must be at least 1, got {args.accumulate}")
@@ -39,20 +35,11 @@ def run(args: argparse.Namespace) -> int:
     if args.accumulate is not None:
         overrides.append(f"train.accumulate={args.accumulate}")
 
-    cfg = load_config(args.config, overrides)
-    out = Path(args.out) if args.out else Path("runs") / Path(args.config).stem
-    if args.resume:
-        # The run's own config wins; --set may still change e.g. max_steps.
-        saved = out / "config.yaml"
-        if saved.is_file():
-            cfg = load_config(saved, overrides)
-    trainer = Trainer(cfg, out, resume=args.resume, log=lambda msg: print(msg, file=sys.stderr, flush=True),
-                      corpus_changed_ok=args.corpus_changed_ok)
-    trainer.run()
-    shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
-    if trainer.stop_signal:
+    summary = train(args.config, overrides, out=args.out, resume=args.resume,
+                    corpus_changed_ok=args.corpus_changed_ok)
+    if summary["stop_signal"]:
         # Stopped by SIGTERM/SIGINT with everything saved: say so and exit as the signal would.
-        print(f"stopped by {trainer.stop_signal} at step {trainer.step}; checkpoint saved in {out}, "
-              f"continue with --resume", file=sys.stderr, flush=True)
-        return 128 + int(getattr(signal, trainer.stop_signal, signal.SIGTERM))
+        print(f"stopped by {summary['stop_signal']} at step {summary['step']}; checkpoint saved in "
+              f"{summary['out']}, continue with --resume", file=sys.stderr, flush=True)
+        return 128 + int(getattr(signal, summary["stop_signal"], signal.SIGTERM))
     return 0

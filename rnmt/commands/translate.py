@@ -34,38 +34,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rnmt.device import pick_device
-    from rnmt.search.ensemble import load_ensemble
-    from rnmt.search.translator import Translator
+    from rnmt.api import load
 
-    for name in ("beam", "nbest", "batch_tokens"):
+    for name in ("beam", "nbest", "batch_tokens"):  # before the model loads, in option terms
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = pick_device(args.device)
-    loaded = load_ensemble(args.model, device)  # one model is loaded as itself
+    model = load(args.model, args.device)  # several paths: an ensemble
     lines = read_lines(args.input)
-    translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search, device)
+    nbest = args.nbest or 1
     start = time.perf_counter()
-    results = translator.translate(lines, greedy=args.greedy, beam=args.beam, alpha=args.alpha,
-                                   normalize=args.normalize, nbest=args.nbest,
-                                   max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens)
+    results = model.translate(lines, beam=args.beam, nbest=nbest, alpha=args.alpha, greedy=args.greedy,
+                              normalize=args.normalize, max_len_ratio=args.max_len_ratio,
+                              batch_tokens=args.batch_tokens)
     seconds = time.perf_counter() - start
+    best = [hyps[0].text for hyps in results] if nbest > 1 else results
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
-        for i, nbest in enumerate(results):
-            if args.nbest and args.nbest > 1:
-                for t in nbest:
-                    out.write(f"{i} ||| {t.text} ||| {t.score:.4f}\n")
+        for i, result in enumerate(results):
+            if nbest > 1:
+                for h in result:
+                    out.write(f"{i} ||| {h.text} ||| {h.score:.4f}\n")
             else:
-                out.write(nbest[0].text + "\n")
+                out.write(result + "\n")
     finally:
         if out is not sys.stdout:
             out.close()
     if args.speed:
-        words = sum(len(n[0].text.split()) for n in results)
+        words = sum(len(text.split()) for text in best)
         print(f"translated {len(lines)} sentences, {words} words in {seconds:.2f} s: "
               f"{len(lines) / max(seconds, 1e-9):.1f} sentences/s, {words / max(seconds, 1e-9):.1f} words/s",
               file=sys.stderr)

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import yaml
 
 from rnmt.errors import UserError
+from rnmt.resources import configs_dir
 
 PAPERS = ("atr", "cseq2seq", "dtmt")  # the order of `rnmt reproduce all`: smaller tables first
 CLAIM_KINDS = ("better", "about", "faster")
@@ -30,7 +31,7 @@ def repository_root() -> Path:
 class SystemSpec:
     name: str  # file-name-safe identifier, e.g. "rnnsearch-atr"
     label: str  # the row name of the paper's table
-    config: str  # paper config, relative to the repository root
+    config: str  # paper config, ``configs/papers/...`` (resolved by rnmt.resources)
     paper_params: str = ""
     paper_bleu: Optional[float] = None
     paper_speed: str = ""
@@ -108,9 +109,9 @@ def _recipe(tree: Any, where: str) -> Dict[str, Any]:
 
 
 def load_paper(paper: str, root: Optional[Path] = None) -> PaperSpec:
-    """Read ``configs/reproduce/<paper>.yaml`` from the repository (or ``root``)."""
-    root = root or repository_root()
-    path = root / "configs" / "reproduce" / f"{paper}.yaml"
+    """Read ``configs/reproduce/<paper>.yaml`` from the built-in configs (or from ``root``,
+    a directory holding ``configs/``)."""
+    path = (root / "configs" if root else configs_dir()) / "reproduce" / f"{paper}.yaml"
     if not path.is_file():
         raise UserError(f"unknown paper '{paper}'; choose one of {', '.join(PAPERS)} or all")
     tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

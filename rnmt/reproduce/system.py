@@ -24,7 +24,8 @@ import yaml
 from rnmt.config import Config, config_from_dict, load_config
 from rnmt.errors import UserError
 from rnmt.reproduce.corpus import Corpus, display_path
-from rnmt.reproduce.spec import PaperSpec, SystemSpec, repository_root
+from rnmt.reproduce.spec import PaperSpec, SystemSpec
+from rnmt.resources import configs_dir
 
 TRAINED = "trained.json"
 
@@ -87,7 +88,9 @@ def miniature_config(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Pat
     system's own recipe entries, then the reproduction's data, size, updates and seed,
     then ``--set``."""
     system = run.system
-    path = repository_root() / system.config
+    # Always the built-in copy (the checkout's configs/ or the installed package's), never a
+    # file of the same name under the current directory.
+    path = configs_dir() / system.config.removeprefix("configs/")
     if not path.is_file():
         raise UserError(f"{system.name}: paper config not found: {system.config}")
     tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

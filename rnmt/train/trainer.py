@@ -9,6 +9,7 @@ Output directory layout:
                              there is no dev set (what `translate` and `serve` load)
     OUT/train_state.pt       optimiser, step, data position and random state (for --resume)
     OUT/log.jsonl            one JSON object per logging interval and per validation
+    OUT/tensorboard/         the same as TensorBoard events (train.tensorboard: true)
 
 Resume is exact: the model, the optimiser moments, the learning-rate schedule (a pure
 function of the step), the position in the epoch's batch order and the random generator
@@ -137,6 +138,11 @@ class Trainer:
             config_changes = check_resume_config(saved, cfg, str(self.out / "config.yaml"))
         if self.is_main and not resume:
             atomic_write_text(self.out / "config.yaml", cfg.dump())
+        self.tensorboard = None
+        if tc.tensorboard and self.is_main:
+            from rnmt.train.tensorboard import TensorBoardLog
+
+            self.tensorboard = TensorBoardLog(self.out / "tensorboard")
 
         train_src, train_tgt = corpus_files(cfg.data.train, cfg, "train")
         cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else self.out / "cache"
@@ -408,6 +414,8 @@ class Trainer:
                 raise UserError(f"{self.out / 'log.jsonl'}: no space left on device; the checkpoints in "
                                 f"{self.out} are intact: free some space and resume") from None
             raise
+        if self.tensorboard is not None:
+            self.tensorboard.write(record)
 
     def _next_batches(self, it) -> List[List[int]]:
         """The index lists of the next update (``accumulate`` batches, crossing epochs)."""
@@ -623,7 +631,8 @@ class Trainer:
                 (self.best_bleu, self.bad_validations, bleu, improved))
         self.save(dev_bleu=bleu, improved=improved)
         if self.is_main:
-            record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu}
+            record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu,
+                      "train_seconds": round(self.train_seconds, 2)}
             self._write_log(record)
             self.log(f"step {self.step:>6}  dev loss {metrics['dev_loss']:.3f}  BLEU {bleu:.2f}  "
                      f"chrF {metrics['dev_chrf']:.2f}" + ("  (best)" if improved else ""))

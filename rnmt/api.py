@@ -1,0 +1,214 @@
+"""The Python interface: load a model and translate, score or align with it; train; evaluate.
+
+    import rnmt
+    model = rnmt.load("runs/quickstart")          # a run directory or a checkpoint file
+    model.translate(["Y dijo Dios: sea la luz."]) # -> ["And God said, Let there be light."]
+
+The ``rnmt`` commands are thin wrappers over these functions, so both behave the same; user
+errors raise `rnmt.errors.UserError` (the commands print it as ``error: ...``).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
+
+from rnmt.errors import UserError
+
+if TYPE_CHECKING:  # the heavy modules are imported only when a function runs
+    import torch
+
+    from rnmt.models.loading import LoadedModel
+
+PathLike = Union[str, Path]
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One translation of an n-best list: its text and its (length-normalised) score."""
+
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Score:
+    """Forced decoding of one pair: log p(target | source) and its parts per token.
+
+    ``tokens`` are the target's subword pieces followed by ``</s>``; ``token_log_probs``
+    has one natural-log probability per token, and ``log_prob`` is their sum.
+    """
+
+    log_prob: float
+    tokens: List[str]
+    token_log_probs: List[float]
+
+
+Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
+SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens"}  # beyond beam, nbest, alpha
+
+
+class Model:
+    """A trained model (or an ensemble) with its vocabularies and search settings."""
+
+    def __init__(self, loaded: LoadedModel, device: torch.device) -> None:
+        from rnmt.search.translator import Translator
+
+        self.loaded = loaded
+        self.device = device
+        self.config = loaded.config
+        self._translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search, device)
+
+    @overload
+    def translate(self, lines: str, beam: Optional[int] = ..., nbest: int = ..., alpha: Optional[float] = ...,
+                  **options: Any) -> Union[str, List[Hypothesis]]: ...
+
+    @overload
+    def translate(self, lines: Sequence[str], beam: Optional[int] = ..., nbest: int = ...,
+                  alpha: Optional[float] = ..., **options: Any) -> Union[List[str], List[List[Hypothesis]]]: ...
+
+    def translate(self, lines, beam=None, nbest=1, alpha=None, **options):
+        """Translate one line or a list of lines.
+
+        ``nbest=1`` gives strings; ``nbest > 1`` gives, per line, the best ``nbest``
+        `Hypothesis` objects, best first. ``beam`` and ``alpha`` (GNMT length penalty)
+        default to the model's config; ``beam=1`` is greedy search. Further options:
+        ``greedy``, ``normalize`` (gnmt | length | none), ``max_len_ratio``,
+        ``batch_tokens``. Blank lines give empty translations.
+        """
+        single = isinstance(lines, str)
+        batch = [lines] if single else list(lines)
+        unknown = sorted(set(options) - SEARCH_OPTIONS)
+        if unknown:
+            raise UserError(f"unknown translate option(s) {', '.join(unknown)}; "
+                            f"known: beam, nbest, alpha, {', '.join(sorted(SEARCH_OPTIONS))}")
+        for name, value in (("beam", beam), ("nbest", nbest), ("batch_tokens", options.get("batch_tokens"))):
+            if value is not None and value < 1:
+                raise UserError(f"{name} must be at least 1, got {value}")
+        greedy = bool(options.pop("greedy", False))
+        results = self._translator.translate(batch, greedy=greedy, beam=beam, nbest=nbest, alpha=alpha, **options)
+        if nbest > 1:
+            out: list = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
+        else:
+            out = [hyps[0].text for hyps in results]
+        return out[0] if single else out
+
+    def _forced(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int) -> list:
+        from rnmt.search.forced import forced_decode
+
+        _check_pairs(src, tgt)
+        if batch_tokens < 1:
+            raise UserError(f"batch_tokens must be at least 1, got {batch_tokens}")
+        v = self.loaded
+        src_ids = [v.src_vocab.encode(s) for s in src]
+        tgt_ids = [v.tgt_vocab.encode(t) for t in tgt]
+        return forced_decode(v.model, src_ids, tgt_ids, batch_tokens, self.device)
+
+    def score(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int = 4000) -> List[Score]:
+        """Force-decode each (source, target) pair: log-probabilities per sentence and token."""
+        tgt_vocab = self.loaded.tgt_vocab
+        return [Score(fd.score, [tgt_vocab.id_to_piece(i) for i in fd.tgt_ids] + ["</s>"],
+                      [float(x) for x in fd.token_log_probs])
+                for fd in self._forced(src, tgt, batch_tokens)]
+
+    def align(self, src: Sequence[str], tgt: Sequence[str], source: str = "attention",
+              threshold: Optional[float] = None, batch_tokens: int = 4000) -> List[List[Link]]:
+        """Word alignments of each pair from forced decoding: ``(source word, target word)``
+        links between whitespace words. ``source``: ``attention`` (summed over a word's
+        pieces) or ``update-gate`` (a cyclic model's per-source update gates). Without
+        ``threshold`` each target word links to its best source word; with it, to every
+        source word scoring at least ``threshold``. A blank side gives no links."""
+        from rnmt.analysis.align import word_alignment
+
+        if source not in ("attention", "update-gate"):
+            raise UserError(f"source must be attention or update-gate, got {source!r}")
+        _check_pairs(src, tgt)
+        v = self.loaded
+        keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
+        decoded = self._forced([src[k] for k in keep], [tgt[k] for k in keep], batch_tokens)
+        links: List[List[Link]] = [[] for _ in src]
+        for k, fd in zip(keep, decoded):
+            src_pieces = [v.src_vocab.id_to_piece(i) for i in fd.src_ids]
+            tgt_pieces = [v.tgt_vocab.id_to_piece(i) for i in fd.tgt_ids]
+            links[k] = [tuple(link) for link in word_alignment(fd, src_pieces, tgt_pieces, source, threshold)]
+        return links
+
+
+def _check_pairs(src: Sequence[str], tgt: Sequence[str]) -> None:
+    if isinstance(src, str) or isinstance(tgt, str):
+        raise UserError("score() and align() take lists of sentences")
+    if len(src) != len(tgt):
+        raise UserError(f"{len(src)} source sentences but {len(tgt)} target sentences")
+
+
+def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto") -> Model:
+    """Load a run directory (its best checkpoint) or a checkpoint file, in eval mode.
+
+    ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``. Several
+    paths load an ensemble that averages the members' log-probabilities at every step.
+    """
+    from rnmt.search.ensemble import load_ensemble
+    from rnmt.train.trainer import pick_device
+
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    if not paths:
+        raise UserError("load() needs at least one model path")
+    dev = pick_device(device)
+    if dev.type == "cpu":  # build or load the C++ kernels now rather than in the first call
+        from rnmt import kernels
+
+        kernels.extension()
+    return Model(load_ensemble(paths, dev), dev)
+
+
+def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = (), out: Optional[PathLike] = None,
+          resume: bool = False, log: Optional[Callable[[str], None]] = None,
+          corpus_changed_ok: bool = False) -> Dict[str, Any]:
+    """Train a model and return the run's summary (steps, stop reason, best dev BLEU, ...).
+
+    ``config``: a YAML file, a built-in config name (``quickstart``, ``atr/rnnsearch-atr``)
+    or a dict with the file's sections. ``overrides`` are ``key.path=value`` strings as for
+    ``--set``. ``out`` defaults to ``runs/<config name>``; ``resume`` continues the run in
+    ``out`` (its saved config wins, the overrides still apply). ``log`` receives the
+    progress lines (default: standard error). ``corpus_changed_ok`` lets a resumed run
+    continue on a training corpus whose content changed. The summary's ``stop_signal`` names
+    the signal (SIGTERM, SIGINT) that stopped the run with a checkpoint, or is None.
+    """
+    from rnmt.config import config_from_dict, load_config
+    from rnmt.train.distributed import shutdown
+    from rnmt.train.trainer import Trainer
+
+    if isinstance(config, dict):
+        if out is None:
+            raise UserError("train() needs out= when the config is a dict")
+        cfg = config_from_dict(config, overrides)
+    else:
+        cfg = load_config(config, overrides)
+    out_dir = Path(out) if out is not None else Path("runs") / Path(str(config)).stem
+    if resume and (out_dir / "config.yaml").is_file():
+        cfg = load_config(out_dir / "config.yaml", overrides)
+    if log is None:
+        def log(message: str) -> None:
+            print(message, file=sys.stderr, flush=True)
+    trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok)
+    summary = trainer.run()
+    shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
+    return {**summary, "out": str(out_dir), "stop_signal": trainer.stop_signal, "step": trainer.step}
+
+
+def evaluate(hyps: Sequence[str], refs: Union[Sequence[str], Sequence[Sequence[str]]], tokenize: str = "13a",
+             lowercase: bool = False, metrics: Sequence[str] = ("bleu", "chrf")) -> Dict[str, float]:
+    """Corpus scores of ``hyps`` against one reference list or several: ``{"bleu": ..,
+    "chrf": ..}`` (sacrebleu; ``metrics`` may add ``ter``)."""
+    from rnmt.evaluate.metrics import corpus_score
+
+    hyps = list(hyps)
+    if not hyps:
+        raise UserError("evaluate() needs at least one hypothesis")
+    streams = [list(refs)] if refs and isinstance(list(refs)[0], str) else [list(r) for r in refs]
+    for k, stream in enumerate(streams):
+        if len(stream) != len(hyps):
+            raise UserError(f"{len(hyps)} hypotheses but {len(stream)} lines in reference {k + 1}")
+    return {name: corpus_score(name, hyps, streams, tokenize, lowercase).score for name in metrics}
