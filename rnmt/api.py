@@ -149,8 +149,8 @@ def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto") -> Mod
     ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``. Several
     paths load an ensemble that averages the members' log-probabilities at every step.
     """
+    from rnmt.device import pick_device
     from rnmt.search.ensemble import load_ensemble
-    from rnmt.train.trainer import pick_device
 
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:

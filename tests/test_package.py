@@ -83,7 +83,7 @@ def _dependencies_dir(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def venv(built, request, tmp_path_factory) -> dict:
-    cache = request.config.cache
+    cache = getattr(request.config, "cache", None)  # absent with -p no:cacheprovider
     root = Path(cache.mkdir("rnmt-wheel")) if cache is not None else tmp_path_factory.mktemp("wheel")
     env_dir = root / "env"
     shutil.rmtree(env_dir, ignore_errors=True)
