@@ -14,12 +14,12 @@ from pathlib import Path
 
 from rnmt.errors import UserError
 
-PAPER_CHOICES = ("atr", "cseq2seq", "dtmt", "all")
+PAPER_CHOICES = ("atr", "cseq2seq", "dtmt", "survey", "all")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paper", choices=PAPER_CHOICES,
-                   help="whose tables to reproduce; 'all' runs atr, cseq2seq, dtmt in that order")
+                   help="whose tables to reproduce; 'all' runs atr, cseq2seq, dtmt, survey in that order")
     p.add_argument("--updates", type=int, default=2000, metavar="N",
                    help="training updates of every system (default 2000): the papers compare at equal updates")
     p.add_argument("--seeds", default="1,2", metavar="S,S,...",
