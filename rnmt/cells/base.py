@@ -187,6 +187,15 @@ class Cell(nn.Module):
         )
 
 
+def interpolate(start: Tensor, end: Tensor, weight: Tensor) -> Tensor:
+    """``(1 - weight) * start + weight * end`` (``torch.lerp``) in the widest of the three
+    dtypes. Under bf16 autocast a unit's products come out in bf16 while its layer
+    normalisations come out in fp32, and ``torch.lerp`` refuses mixed dtypes; in full
+    precision the casts are no-ops."""
+    dtype = torch.promote_types(torch.promote_types(start.dtype, end.dtype), weight.dtype)
+    return torch.lerp(start.to(dtype), end.to(dtype), weight.to(dtype))
+
+
 def split_columns(weight: Tensor, names: Tuple[str, ...], size: int) -> Dict[str, Tensor]:
     """Views of consecutive column blocks of width ``size`` of a fused ``[in, k*size]`` matrix."""
     return {name: weight[:, i * size : (i + 1) * size] for i, name in enumerate(names)}

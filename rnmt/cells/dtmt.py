@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.cells import ln_gates
-from rnmt.cells.base import Cell, GateNorm, split_columns
+from rnmt.cells.base import Cell, GateNorm, interpolate, split_columns
 from rnmt.cells.lau import _ThreeGateLinearCell
 from rnmt.cells.registry import build, register, registered_names
 from rnmt.errors import UserError
@@ -51,7 +51,7 @@ class LGRU(_ThreeGateLinearCell):
             return ln_gates.ln_gates(self, px, self.recurrent_product(state), state, linear=True)
         r, z, l, nonlinear, linear = self._parts(px, state)
         candidate = self.drop_candidate(torch.addcmul(nonlinear, l, linear))  # eq. 15
-        new = torch.lerp(state, candidate, z)  # eq. 14
+        new = interpolate(state, candidate, z)  # eq. 14
         if return_gates:
             return new, {"r": r, "z": z, "l": l}
         return new
@@ -89,7 +89,7 @@ class TGRU(Cell):
             rec_h = rec_h + self.bias
         r, z = gates.chunk(2, dim=1)
         candidate = self.drop_candidate(torch.tanh(r * rec_h))  # eq. 11
-        new = torch.lerp(state, candidate, z)  # eq. 10
+        new = interpolate(state, candidate, z)  # eq. 10
         if return_gates:
             return new, {"r": r, "z": z}
         return new

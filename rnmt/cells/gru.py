@@ -34,7 +34,7 @@ from torch.autograd import Function
 
 from rnmt import kernels
 from rnmt.cells import ln_gates
-from rnmt.cells.base import Cell, GateNorm, split_columns
+from rnmt.cells.base import Cell, GateNorm, interpolate, split_columns
 from rnmt.cells.registry import register
 from rnmt.deferred_grads import pair_product, step_product
 
@@ -87,7 +87,7 @@ class GRU(Cell):
             rec_h = rec_h + self.bias
         r, z = gates.chunk(2, dim=1)
         candidate = self.drop_candidate(torch.tanh(torch.addcmul(px_h, r, rec_h)))
-        new = torch.lerp(state, candidate, z)  # (1 - z) * h + z * h~, eq. 6
+        new = interpolate(state, candidate, z)  # (1 - z) * h + z * h~, eq. 6
         if return_gates:
             return new, {"r": r, "z": z}
         return new

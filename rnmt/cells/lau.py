@@ -19,7 +19,7 @@ from typing import Dict
 import torch
 from torch import Tensor, nn
 
-from rnmt.cells.base import Cell, GateNorm, split_columns
+from rnmt.cells.base import Cell, GateNorm, interpolate, split_columns
 from rnmt.cells.registry import register
 from rnmt.deferred_grads import step_product
 
@@ -85,8 +85,8 @@ class LAU(_ThreeGateLinearCell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         r, z, g, candidate, linear = self._parts(px, state)
-        gru_out = torch.lerp(state, self.drop_candidate(candidate), z)
-        new = torch.lerp(gru_out, linear, g)  # gru_out * (1 - g) + g * H(x)
+        gru_out = interpolate(state, self.drop_candidate(candidate), z)
+        new = interpolate(gru_out, linear, g)  # gru_out * (1 - g) + g * H(x)
         if return_gates:
             return new, {"r": r, "z": z, "g": g}
         return new
