@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -122,7 +122,8 @@ class _SegmentReader:
 
     def __init__(self, entry: Path, arrays: Dict[str, np.ndarray]) -> None:
         self.entry = entry
-        self._data_start = {name: arrays[name].offset for name in ("src", "tgt", "src_offsets", "tgt_offsets")}
+        names = ("src", "tgt", "src_offsets", "tgt_offsets")
+        self._data_start = {name: cast(np.memmap, arrays[name]).offset for name in names}
         self._files: Dict[str, BinaryIO] = {}
 
     def _fd(self, name: str) -> int:
@@ -296,7 +297,7 @@ def encode_corpus(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
     try:
-        meta = _encode_into(tmp, src_path, tgt_path, src_vocab, tgt_vocab, max_len)
+        meta: Dict[str, Any] = dict(_encode_into(tmp, src_path, tgt_path, src_vocab, tgt_vocab, max_len))
         meta.update(format=CACHE_FORMAT, key=key, max_len=max_len or 0,
                     src_file=Path(src_path).name, tgt_file=Path(tgt_path).name)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

@@ -161,23 +161,24 @@ class TokenBatchSampler:
     # -- pure functions of the epoch -------------------------------------------------
     def epoch_batches(self, epoch: int) -> BatchList:
         """All batches of `epoch` in order, before sharding (the last epoch is cached)."""
-        if self._cached_epoch != epoch:
+        cached = self._cached
+        if self._cached_epoch != epoch or cached is None:
             self._cached = None  # free the previous epoch before building the next
-            self._cached = self._build(epoch)
+            cached = self._cached = self._build(epoch)
             self._cached_epoch = epoch
-        return self._cached
+        return cached
 
     def _build(self, epoch: int) -> BatchList:
         n = len(self.src_lens)
         dtype = _index_dtype(n)
         if not self.shuffle:
-            order = np.lexsort((self.tgt_lens, self.src_lens)).astype(dtype)
+            order: np.ndarray = np.lexsort((self.tgt_lens, self.src_lens)).astype(dtype)
             bounds = np.concatenate([[0], _pack_bounds(order, self.src_lens, self.tgt_lens,
                                                        self.max_tokens, self.max_sentences)])
             return BatchList(order, bounds.astype(np.int64))
         rng = np.random.default_rng([self.seed, epoch])
         # rng.permutation(n), drawn in place in the index dtype (same numbers, half the memory).
-        perm = np.arange(n, dtype=dtype)
+        perm: np.ndarray = np.arange(n, dtype=dtype)
         rng.shuffle(perm)
         ends = [np.zeros(1, dtype=np.int64)]
         for start in range(0, n, self.chunk_size):

@@ -131,7 +131,7 @@ class Vocab:
         return {"bytes": self._bytes, "path": self.path}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["bytes"], state["path"])
+        Vocab.__init__(self, state["bytes"], state["path"])
 
 
 def load_vocab(path: PathLike) -> Vocab:
@@ -258,14 +258,16 @@ def train_vocabs(
     src_paths, tgt_paths = _as_paths(src_files), _as_paths(tgt_files)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    common = dict(model_type=model_type, character_coverage=character_coverage, seed=seed,
-                  max_sentences=max_sentences, byte_fallback=byte_fallback)
+    def train(lines: Iterable[str], size: int, name: str) -> Vocab:
+        return train_spm(lines, size, model_type=model_type, character_coverage=character_coverage, seed=seed,
+                         max_sentences=max_sentences, byte_fallback=byte_fallback, name=name)
+
     if joint:
-        vocab = train_spm(_nonblank_lines(src_paths + tgt_paths), src_size, name="joint vocabulary", **common)
+        vocab = train(_nonblank_lines(src_paths + tgt_paths), src_size, "joint vocabulary")
         vocab.save(out / "spm.model")
         return vocab, vocab
-    src_vocab = train_spm(_nonblank_lines(src_paths), src_size, name="source vocabulary", **common)
-    tgt_vocab = train_spm(_nonblank_lines(tgt_paths), tgt_size, name="target vocabulary", **common)
+    src_vocab = train(_nonblank_lines(src_paths), src_size, "source vocabulary")
+    tgt_vocab = train(_nonblank_lines(tgt_paths), tgt_size, "target vocabulary")
     src_vocab.save(out / "spm.src.model")
     tgt_vocab.save(out / "spm.tgt.model")
     return src_vocab, tgt_vocab

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import FrozenSet, List, Optional, Tuple
+from typing import FrozenSet, List, Optional, Set, Tuple
 
 from rnmt.errors import UserError
 from rnmt.evaluate.textfiles import check_same_length, read_lines
@@ -80,7 +80,8 @@ class AlignmentScores:
 
 def parse_links(line: str, where: str = "<input>") -> SentenceAlignment:
     """Parse one line of Pharaoh links; ``where`` (``file:line``) names it in errors."""
-    sure, possible = set(), set()
+    sure: Set[Tuple[int, int]] = set()
+    possible: Set[Tuple[int, int]] = set()
     for token in line.split():
         match = _SURE_OR_MARKED.fullmatch(token)
         if match:

@@ -38,7 +38,7 @@ def plot_by_length(rows: Sequence[BucketScore], systems: Sequence[str], form: st
     try:
         markers = "osD^v<>ph*"
         for k, name in enumerate(systems):
-            ys = [float("nan") if r.bleu[name] is None else r.bleu[name] for r in rows]
+            ys = [float("nan") if (bleu := r.bleu[name]) is None else bleu for r in rows]
             ax.plot(xs, ys, marker=markers[k % len(markers)], label=name)
         ax.set_xticks(xs)
         ax.set_xticklabels([f"{r.bucket.label}\n(n={r.count})" for r in rows])

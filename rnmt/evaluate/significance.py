@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 
 from sacrebleu.significance import PairedTest
 
@@ -87,7 +87,7 @@ def paired_bootstrap(systems: Sequence[Tuple[str, Sequence[str]]], references: R
     refs = [list(r) for r in references]
     metric_objects = {key: make_metric(key, tokenize, lowercase, references=refs)
                       for key in metrics}
-    named = [(name, list(hyps)) for name, hyps in systems]
+    named: List[Tuple[str, Sequence[str]]] = [(name, list(hyps)) for name, hyps in systems]
     with _sacrebleu_seed(seed):
         # references=None: each metric already caches the reference statistics.
         test = PairedTest(named, metric_objects, references=None, test_type="bs",
@@ -101,7 +101,7 @@ def paired_bootstrap(systems: Sequence[Tuple[str, Sequence[str]]], references: R
         if metric_name == "System":
             continue
         key = names_to_keys[metric_name]
-        for (name, hyps), res in zip(named, column):
+        for (name, hyps), res in zip(named, cast(List[Any], column)):  # sacrebleu's Result objects
             p_value = res.p_value
             if p_value is not None and hyps == baseline:
                 p_value = 1.0  # see the module docstring

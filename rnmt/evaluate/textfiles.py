@@ -8,7 +8,7 @@ the same files.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Sequence
+from typing import List, Sized
 
 from rnmt.errors import UserError
 
@@ -41,8 +41,8 @@ def read_lines(path: str | Path) -> List[str]:
     return [line.rstrip() for line in lines]
 
 
-def check_same_length(first: str | Path, first_lines: Sequence[str],
-                      other: str | Path, other_lines: Sequence[str]) -> None:
+def check_same_length(first: str | Path, first_lines: Sized,
+                      other: str | Path, other_lines: Sized) -> None:
     """Raise `UserError` naming both files if their line counts differ."""
     if len(first_lines) != len(other_lines):
         raise UserError(

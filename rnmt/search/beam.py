@@ -153,7 +153,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
             rows = (torch.arange(b, device=device).unsqueeze(1) * K + top_beam)[finalize]
             sents = torch.nonzero(finalize)[:, 0]
             for row, sent, logp in zip(rows.tolist(), sents.tolist(), top_scores[finalize].tolist()):
-                hyp_attn = attn_history[row].cpu() if return_attention else None
+                hyp_attn = attn_history[row].cpu() if attn_history is not None else None
                 finished[int(sent_ids[sent])].append(
                     Hypothesis(history[row].tolist(), logp / lp, logp, hyp_attn))
 
@@ -163,7 +163,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
         alive_tok = top_tok.gather(1, pick)
         rows = (torch.arange(b, device=device).unsqueeze(1) * K + alive_beam).view(-1)
         history = torch.cat([history.index_select(0, rows), alive_tok.view(-1, 1)], 1)
-        if return_attention:
+        if attn_history is not None:
             attn_history = attn_history.index_select(0, rows)
         state = select(state, rows)
         scores, prev = alive_scores, alive_tok.view(-1)
@@ -180,7 +180,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
             sent_ids, max_len, scores = sent_ids[keep], max_len[keep], scores[keep]
             memory, state = select(memory, keep if shared else keep_rows), select(state, keep_rows)
             history, prev = history.index_select(0, keep_rows), prev[keep_rows]
-            if return_attention:
+            if attn_history is not None:
                 attn_history = attn_history.index_select(0, keep_rows)
         t += 1
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]

@@ -14,7 +14,7 @@ since one source encoding feeds them all, the source vocabulary as well.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import List, Sequence, Tuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -47,15 +47,20 @@ class Ensemble(TranslationModel):
         self.pad_id, self.bos_id, self.eos_id = first.pad_id, first.bos_id, first.eos_id
         self.beam_shares_memory = all(m.beam_shares_memory for m in members)
 
+    @property
+    def models(self) -> List[TranslationModel]:
+        """The members with their type (an nn.ModuleList holds them as plain modules)."""
+        return cast(List[TranslationModel], list(self.members))
+
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         memory: TensorDict = {}
-        for i, m in enumerate(self.members):
+        for i, m in enumerate(self.models):
             memory.update(_prefixed(m.encode(src, src_mask), i))
         return memory
 
     def init_state(self, memory: TensorDict) -> TensorDict:
         state: TensorDict = {}
-        for i, m in enumerate(self.members):
+        for i, m in enumerate(self.models):
             state.update(_prefixed(m.init_state(_member(memory, i)), i))
         return state
 
@@ -63,7 +68,7 @@ class Ensemble(TranslationModel):
         log_probs: List[Tensor] = []
         extras: List[TensorDict] = []
         new_state: TensorDict = {}
-        for i, m in enumerate(self.members):
+        for i, m in enumerate(self.models):
             lp, st, ex = m.step(prev_tokens, _member(state, i), _member(memory, i))
             log_probs.append(lp)
             extras.append(ex or {})
@@ -84,8 +89,9 @@ def _mean_extras(extras: List[TensorDict]) -> TensorDict:
     out: TensorDict = {}
     for key in extras[0]:
         values = [ex.get(key) for ex in extras]
-        if all(isinstance(v, Tensor) and v.shape == values[0].shape for v in values):
-            out[key] = torch.stack([v.float() for v in values]).mean(0).to(values[0].dtype)
+        tensors = [v for v in values if isinstance(v, Tensor)]
+        if len(tensors) == len(values) and all(v.shape == tensors[0].shape for v in tensors):
+            out[key] = torch.stack([v.float() for v in tensors]).mean(0).to(tensors[0].dtype)
     return out
 
 

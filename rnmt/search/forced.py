@@ -57,7 +57,7 @@ def forced_decode(model: TranslationModel, sources: Sequence[Sequence[int]], tar
     # Cyclic models report their re-reading unit's gates per source position only on request.
     had_gates = getattr(model, "report_source_gates", None)
     if had_gates is not None:
-        model.report_source_gates = True
+        model.report_source_gates = True  # type: ignore[assignment]  # a plain bool attribute
     batch_indices, batch_results = [], []
     try:
         for idx, src, mask in make_translation_batches(sources, batch_tokens):
@@ -67,7 +67,9 @@ def forced_decode(model: TranslationModel, sources: Sequence[Sequence[int]], tar
             tgt_out = torch.from_numpy(pad_sequences(tgts, suffix=EOS_ID)).to(device)
             memory = model.encode(src, mask)
             state = model.init_state(memory)
-            logps, attn, gates = [], [], {}
+            logps: List[torch.Tensor] = []
+            attn: List[torch.Tensor] = []
+            gates: Dict[str, List[torch.Tensor]] = {}
             for j in range(tgt_in.size(1)):
                 log_probs, state, extras = model.step(tgt_in[:, j], state, memory)
                 logps.append(log_probs.gather(1, tgt_out[:, j:j + 1]).squeeze(1))
