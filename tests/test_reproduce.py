@@ -72,6 +72,7 @@ def test_tiny_reproduction_writes_records_translations_and_readme(tiny_reproduct
             assert record["steps"] == 3 and record["seed"] == seed  # equal updates, not minutes
             assert record["command"].startswith("rnmt reproduce atr --updates 3")
             assert record["recipe"]["train.init_scale"] == 0.15  # the family recipe was applied
+            assert record["machine"]["precision"] == "fp32"  # train.amp auto is fp32 on the CPU
             assert record["beam"] == 10 and record["normalize"] == "length"  # the ATR paper's search
             hyps = (out / "hyp" / f"{name}.seed{seed}.en").read_text(encoding="utf-8").splitlines()
             assert len(hyps) == 10

@@ -46,5 +46,6 @@ def machine_line(info: dict) -> str:
     where = f"GPU {info['gpu']}, " if info.get("gpu") else ""
     jobs = info.get("jobs", 1)
     side_by_side = f" per run, {jobs} runs side by side" if jobs > 1 else ""
+    precision = f", {info['precision']}" if info.get("precision") else ""
     return (f"{where}{info['cpu']}, {info['cores']} cores available, {info['threads']} torch threads"
-            f"{side_by_side}, PyTorch {info['torch']}, {info['date']}")
+            f"{side_by_side}, PyTorch {info['torch']}{precision}, {info['date']}")

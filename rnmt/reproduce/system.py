@@ -249,6 +249,11 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
     steps = summary.get("steps")
     seconds = float(summary.get("train_seconds", 0.0))
     validation = last_validation(run_dir / "log.jsonl")
+    from rnmt.device import pick_device
+    from rnmt.train.trainer import amp_dtype
+
+    # train.amp auto means bf16 autocast on CUDA and fp32 on the CPU: the record says which.
+    precision = "bf16 autocast" if amp_dtype(cfg.train.amp, pick_device(settings.device)) else "fp32"
     record = {
         "system": run.system.name, "run": run.name, "label": run.system.label, "config": run.system.config,
         "seed": run.seed, **provenance,
@@ -262,7 +267,7 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
         "dev_ppl": validation.get("dev_ppl"), "dev_loss": validation.get("dev_loss"),
         "dev_sentences": settings.dev_sentences,
         "train_tokens_per_s": summary.get("train_tokens_per_s"),
-        **metrics, "machine": machine, "overrides": list(settings.overrides),
+        **metrics, "machine": {**machine, "precision": precision}, "overrides": list(settings.overrides),
     }
     hyp_file.parent.mkdir(parents=True, exist_ok=True)
     hyp_file.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
