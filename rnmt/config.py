@@ -80,6 +80,9 @@ class ModelConfig:
     positional_encoding: bool = False
     context: str = "mean"  # Cseq2seq context: mean | last
     encoder: str = "recurrent"  # rnnsearch, dtmt: recurrent (their own) | transformer (rnmt/models/encoders.py)
+    # encoder: transformer only: post (Vaswani et al.) | pre (layer norm before each sub-layer and a
+    # final one, as tensor2tensor and Sockeye, whose encoders the survey's hybrids used)
+    encoder_norm: str = "post"
     cell_options: Dict[str, Any] = field(default_factory=dict)
     options: Dict[str, Any] = field(default_factory=dict)  # architecture-specific extras
 

@@ -59,3 +59,13 @@ def test_hybrid_encoder_keys_are_checked():
     hybrid = build_model(ModelConfig(arch="dtmt", encoder="transformer", enc_layers=2, attention_heads=2,
                                      emb_size=8, hidden_size=8), 20, 20)
     assert hybrid.source is not None and not hasattr(hybrid, "encoder")
+    with pytest.raises(UserError, match="model.encoder_norm is read by arch 'rnnsearch' only with model.encoder"):
+        build_model(ModelConfig(arch="rnnsearch", encoder_norm="pre", emb_size=8, hidden_size=8), 20, 20)
+    with pytest.raises(UserError, match="model.encoder_norm must be one of post, pre"):
+        build_model(ModelConfig(arch="rnnsearch", encoder="transformer", encoder_norm="sandwich",
+                                attention_heads=2, emb_size=8, hidden_size=8), 20, 20)
+    post = build_model(ModelConfig(arch="rnnsearch", encoder="transformer", attention_heads=2, emb_size=8,
+                                   hidden_size=8), 20, 20)
+    pre = build_model(ModelConfig(arch="rnnsearch", encoder="transformer", encoder_norm="pre", attention_heads=2,
+                                  emb_size=8, hidden_size=8), 20, 20)
+    assert post.source.final_norm is None and pre.source.final_norm is not None  # pre-norm ends with an LN

@@ -147,6 +147,6 @@ class DTMTOptions:
 
 @register("dtmt", options=DTMTOptions,
           reads=(*UNIT_KEYS, "enc_depth", "query_depth", "dec_depth", "attention_heads", "positional_encoding",
-                 "encoder", "enc_layers"))
+                 "encoder", "enc_layers", "encoder_norm"))
 def build_dtmt(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: DTMTOptions) -> DTMT:
     return DTMT(cfg, src_vocab, tgt_vocab, options)

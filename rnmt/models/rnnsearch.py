@@ -167,6 +167,6 @@ class RNNSearch(ConditionalDecoderModel):
         return trace
 
 
-@register("rnnsearch", reads=(*UNIT_KEYS, "encoder", "enc_layers", "attention_heads"))
+@register("rnnsearch", reads=(*UNIT_KEYS, "encoder", "enc_layers", "encoder_norm", "attention_heads"))
 def build_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> RNNSearch:
     return RNNSearch(cfg, src_vocab, tgt_vocab)
