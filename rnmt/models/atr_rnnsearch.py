@@ -142,29 +142,6 @@ class ATRRNNSearch(ConditionalDecoderModel):
             return {f"fwd.{k}": v for k, v in gates.items()}
         return self.encoder(x, src_mask, return_gates=True)[3]
 
-    def decoder_trace(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> TensorDict:
-        """Teacher-forced decoder internals (the computation of `forward`, eq. 13): ``s0``;
-        for ``u`` in unit1, unit2 ``u.p``, ``u.state`` and ``u.<gate>``, [B, J, .]; and
-        ``attention`` [B, J, S]. Unit 1 reads E y_{j-1}, unit 2 the context c_j."""
-        memory = self.encode(src, src_mask)
-        s = self.init_state(memory)["s"]
-        trace = {"s0": s}
-        px1 = self.unit1.project_inputs(self.dropout(self.tgt_embed(tgt_in)))
-        steps = []
-        for px1_j in time_steps(px1):
-            s_tilde, gates1 = self.unit1.step(px1_j, s, True)
-            context, alpha = self.attention(self.unit1.output(s_tilde), memory["keys"], memory["annotations"],
-                                            memory["src_mask"])
-            px2 = self.unit2.project_inputs(context)
-            s, gates2 = self.unit2.step(px2, s_tilde, True)
-            row = {"unit1.state": s_tilde, "unit2.p": px2, "unit2.state": s, "attention": alpha}
-            row.update({f"unit1.{k}": v for k, v in gates1.items()})
-            row.update({f"unit2.{k}": v for k, v in gates2.items()})
-            steps.append(row)
-        for key in (steps[0] if steps else {}):
-            trace[key] = torch.stack([r[key] for r in steps], 1)
-        trace["unit1.p"] = px1
-        return trace
 
 
 @dataclass(frozen=True)

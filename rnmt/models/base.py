@@ -168,6 +168,37 @@ class ConditionalDecoderModel(RecurrentTranslationModel):
         s = unit2.step(self.second_input(context, memory), s_tilde)
         return self.next_state(state, s), {"s": unit2.output(s), "context": context}, extras
 
+    def decoder_trace(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> TensorDict:
+        """Teacher-forced decoder internals, for analysis (`rnmt.models.reports`): the
+        computation of `forward` with every intermediate kept.
+
+        Returns ``s0`` [B, d_state] (the initial state), and for ``u`` in unit1, unit2:
+        ``u.p`` (the unit's projected inputs), ``u.state`` (its state after each step) and
+        ``u.<gate>`` (its gates), all [B, J, .]; plus the context's extras per step (e.g.
+        ``attention`` [B, J, S]). Unit 1 at step j reads y_{j-1}, unit 2 the context c_j.
+        """
+        unit1, unit2 = self.first_unit, self.second_unit
+        memory = self.encode(src, src_mask)
+        state = self.init_state(memory)
+        trace = {"s0": state["s"]}
+        positions = torch.arange(tgt_in.size(1), device=tgt_in.device).expand_as(tgt_in)
+        px1 = self.target_inputs(tgt_in, positions)["px1"]
+        rows = []
+        for px1_j in time_steps(px1):
+            s_tilde, gates1 = unit1.step(px1_j, state["s"], True)
+            context, extras = self.context(unit1.output(s_tilde), state, memory)
+            px2 = self.second_input(context, memory)
+            s, gates2 = unit2.step(px2, s_tilde, True)
+            state = self.next_state(state, s)
+            row = {"unit1.state": s_tilde, "unit2.p": px2, "unit2.state": s, **extras}
+            row.update({f"unit1.{k}": v for k, v in gates1.items()})
+            row.update({f"unit2.{k}": v for k, v in gates2.items()})
+            rows.append(row)
+        for key in (rows[0] if rows else {}):
+            trace[key] = torch.stack([r[key] for r in rows], 1)
+        trace["unit1.p"] = px1
+        return trace
+
     @staticmethod
     def next_state(state: TensorDict, s: Tensor) -> TensorDict:
         """The new state: s_j, and the position advanced when the state keeps one."""

@@ -137,34 +137,6 @@ class RNNSearch(ConditionalDecoderModel):
         _, _, _, gates = self.encoder(self.encoder_inputs(src), src_mask, return_gates=True)
         return gates
 
-    def decoder_trace(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> TensorDict:
-        """Teacher-forced decoder internals, for analysis: the same computation as `forward`
-        with every intermediate kept.
-
-        Returns ``s0`` [B, d_state] (the initial state), and for ``u`` in unit1, unit2:
-        ``u.p`` (the unit's projected inputs), ``u.state`` (its state after each step) and
-        ``u.<gate>`` (its gates), all [B, J, .]; plus ``attention`` [B, J, S]. Unit 1 at
-        step j reads E y_{j-1}, unit 2 reads the context c_j (Cseq2seq eq. 3-6).
-        """
-        memory = self.encode(src, src_mask)
-        s = self.init_state(memory)["s"]
-        trace = {"s0": s}
-        px1 = self.unit1.project_inputs(self.dropout(self.tgt_embed(tgt_in)))
-        steps = []
-        for j in range(tgt_in.size(1)):
-            s_tilde, gates1 = self.unit1.step(px1[:, j], s, True)
-            context, alpha = self.attention(self.unit1.output(s_tilde), memory["keys"],
-                                            memory["annotations"], memory["src_mask"])
-            px2 = self.unit2.project_inputs(context)
-            s, gates2 = self.unit2.step(px2, s_tilde, True)
-            row = {"unit1.state": s_tilde, "unit2.p": px2, "unit2.state": s, "attention": alpha}
-            row.update({f"unit1.{k}": v for k, v in gates1.items()})
-            row.update({f"unit2.{k}": v for k, v in gates2.items()})
-            steps.append(row)
-        for key in (steps[0] if steps else {}):
-            trace[key] = torch.stack([r[key] for r in steps], 1)
-        trace["unit1.p"] = px1
-        return trace
 
 
 @register("rnnsearch", reads=(*UNIT_KEYS, "encoder", "enc_layers", "encoder_norm", "attention_heads"))
