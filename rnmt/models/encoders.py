@@ -33,7 +33,7 @@ class TransformerEncoder(nn.Module):
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, pad_id: int, ffn_size: Optional[int] = None) -> None:
         super().__init__()
-        from rnmt.models.transformer import EncoderLayer  # the Transformer's own layer
+        from rnmt.models.transformer import EncoderLayer  # the Transformer's own layers
 
         d, heads = cfg.emb_size, cfg.attention_heads
         if d % heads:
@@ -48,20 +48,12 @@ class TransformerEncoder(nn.Module):
         self.final_norm = nn.LayerNorm(d) if cfg.encoder_norm == "pre" else None
 
     def forward(self, src: Tensor, src_mask: Tensor) -> Tensor:
+        from rnmt.models.transformer import encoder_stack, padding_bias
+
         positions = torch.arange(src.size(1), device=src.device).expand_as(src)
         x = self.embed(src) * math.sqrt(self.output_size)
         x = self.dropout(x + positional_encoding(positions, self.output_size).to(x.dtype))
-        bias = torch.zeros(src_mask.shape, dtype=x.dtype, device=x.device).masked_fill(~src_mask, -1e9)
-        bias = bias[:, None, None, :]
-        for layer in self.layers:
-            if self.final_norm is None:  # post-norm
-                attended = layer.self_attn(x, *layer.self_attn.keys_values(x), bias)[0]
-                x = layer.norms[0](x + self.dropout(attended))
-                x = layer.norms[1](x + self.dropout(layer.ffn(x)))
-            else:  # pre-norm
-                normed = layer.norms[0](x)
-                x = x + self.dropout(layer.self_attn(normed, *layer.self_attn.keys_values(normed), bias)[0])
-                x = x + self.dropout(layer.ffn(layer.norms[1](x)))
+        x = encoder_stack(self.layers, x, padding_bias(src_mask, x.dtype), self.dropout, self.final_norm is not None)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return x * src_mask.unsqueeze(-1).to(x.dtype)

@@ -84,6 +84,29 @@ class DecoderLayer(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(3))
 
 
+def sublayer(x: Tensor, norm: nn.LayerNorm, fn, dropout: nn.Module, pre_norm: bool) -> Tensor:
+    """LN(x + Dropout(fn(x))) (post-norm), or x + Dropout(fn(LN(x))) (pre-norm)."""
+    if pre_norm:
+        return x + dropout(fn(norm(x)))
+    return norm(x + dropout(fn(x)))
+
+
+def padding_bias(src_mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """[B, 1, 1, S] additive attention bias: 0 on real tokens, -1e9 on padding."""
+    bias = torch.zeros(src_mask.shape, dtype=dtype, device=src_mask.device).masked_fill(~src_mask, -1e9)
+    return bias[:, None, None, :]
+
+
+def encoder_stack(layers: nn.ModuleList, x: Tensor, bias: Tensor, dropout: nn.Module, pre_norm: bool) -> Tensor:
+    """The encoder's self-attention and FFN sub-layers over ``x`` [B, S, d] (without the
+    final LN of the pre-norm form); the Transformer and the hybrids' encoder both run it."""
+    for layer in layers:
+        x = sublayer(x, layer.norms[0], lambda y: layer.self_attn(y, *layer.self_attn.keys_values(y), bias)[0],
+                     dropout, pre_norm)
+        x = sublayer(x, layer.norms[1], layer.ffn, dropout, pre_norm)
+    return x
+
+
 class Transformer(TranslationModel):
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: TransformerOptions) -> None:
         super().__init__()
@@ -110,9 +133,7 @@ class Transformer(TranslationModel):
         self.dropout = nn.Dropout(cfg.dropout)
 
     def _sublayer(self, x: Tensor, norm: nn.LayerNorm, fn) -> Tensor:
-        if self.pre_norm:
-            return x + self.dropout(fn(norm(x)))
-        return norm(x + self.dropout(fn(x)))
+        return sublayer(x, norm, fn, self.dropout, self.pre_norm)
 
     def _embed(self, table: Embedding, tokens: Tensor, positions: Tensor) -> Tensor:
         emb = table(tokens) * math.sqrt(self.d_model)
@@ -121,11 +142,7 @@ class Transformer(TranslationModel):
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         positions = torch.arange(src.size(1), device=src.device).expand_as(src)
         x = self._embed(self.src_embed, src, positions)
-        bias = torch.zeros(src_mask.shape, dtype=x.dtype, device=x.device).masked_fill(~src_mask, -1e9)
-        bias = bias[:, None, None, :]
-        for layer in self.encoder:
-            x = self._sublayer(x, layer.norms[0], lambda y: layer.self_attn(y, *layer.self_attn.keys_values(y), bias)[0])
-            x = self._sublayer(x, layer.norms[1], layer.ffn)
+        x = encoder_stack(self.encoder, x, padding_bias(src_mask, x.dtype), self.dropout, self.pre_norm)
         if self.pre_norm:
             x = self.final_norms[0](x)
         memory: TensorDict = {"src_mask": src_mask}
@@ -144,8 +161,7 @@ class Transformer(TranslationModel):
 
     def _decode(self, x: Tensor, memory: TensorDict, self_kv, self_bias: Tensor | None):
         """Runs the decoder stack; ``self_kv(k, y)`` gives layer k's self-attention keys/values."""
-        cross_bias = torch.zeros(memory["src_mask"].shape, dtype=x.dtype, device=x.device)
-        cross_bias = cross_bias.masked_fill(~memory["src_mask"], -1e9)[:, None, None, :]
+        cross_bias = padding_bias(memory["src_mask"], x.dtype)
         weights = None
         for k, layer in enumerate(self.decoder):
             x = self._sublayer(x, layer.norms[0], lambda y: layer.self_attn(y, *self_kv(k, y), self_bias)[0])
