@@ -143,11 +143,12 @@ def _check_pairs(src: Sequence[str], tgt: Sequence[str]) -> None:
         raise UserError(f"{len(src)} source sentences but {len(tgt)} target sentences")
 
 
-def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto") -> Model:
+def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: bool = False) -> Model:
     """Load a run directory (its best checkpoint) or a checkpoint file, in eval mode.
 
     ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``. Several
     paths load an ensemble that averages the members' log-probabilities at every step.
+    ``int8``: decode with int8 matrix products (CPU only; `rnmt.int8`).
     """
     from rnmt.device import pick_device
     from rnmt.search.ensemble import load_ensemble
@@ -155,12 +156,19 @@ def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto") -> Mod
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
         raise UserError("load() needs at least one model path")
-    dev = pick_device(device)
+    dev = pick_device("cpu" if int8 and device == "auto" else device)
+    if int8 and dev.type != "cpu":
+        raise UserError(f"int8 decoding runs on the CPU, not {dev}")
     if dev.type == "cpu":  # build or load the C++ kernels now rather than in the first call
         from rnmt import kernels
 
         kernels.extension()
-    return Model(load_ensemble(paths, dev), dev)
+    loaded = load_ensemble(paths, dev)
+    if int8:
+        from rnmt.int8 import quantize_for_decoding
+
+        quantize_for_decoding(loaded.model)
+    return Model(loaded, dev)
 
 
 def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = (), out: Optional[PathLike] = None,

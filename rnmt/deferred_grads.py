@@ -230,8 +230,11 @@ def pair_product(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Te
     return scope.product(x, weight, None, bias, False)
 
 
-def linear_step(x: Tensor, layer: torch.nn.Linear) -> Tensor:
-    """``layer(x)`` for one time step, through `step_product`."""
+def linear_step(x: Tensor, layer: torch.nn.Module) -> Tensor:
+    """``layer(x)`` for one time step, through `step_product`; a layer that is not a float
+    ``nn.Linear`` (an int8 one, `rnmt.int8`) is simply called."""
+    if not isinstance(layer, torch.nn.Linear):
+        return layer(x)
     return step_product(x, layer.weight, layer.bias, transposed=True)
 
 

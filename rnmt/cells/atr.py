@@ -23,7 +23,6 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm
 from rnmt.cells.registry import register
-from rnmt.deferred_grads import step_product
 
 
 @register("atr")
@@ -44,7 +43,7 @@ class ATR(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        p = step_product(x, self.weight_x)
+        p = self.input_product(x)
         return p if self.norm_p is None else self.norm_p(p)
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):

@@ -24,12 +24,13 @@ Shared options of every unit:
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from rnmt import int8
 from rnmt.deferred_grads import step_product
 from rnmt.errors import UserError
 
@@ -155,12 +156,24 @@ class Cell(nn.Module):
         raise NotImplementedError
 
     # ----------------------------------------------------------------- helpers
+    # Packed int8 twins of weight_h / weight_x for decoding (rnmt/int8.py); None otherwise.
+    int8_h: Optional[Any] = None
+    int8_x: Optional[Any] = None
+
     def recurrent_product(self, state: Tensor, bias: Optional[Tensor] = None) -> Tensor:
         """``state @ weight_h (+ bias)``: the step's one fused product with all recurrent matrices.
 
         ``bias`` is a vector or a ``[B, k*d]`` addend (e.g. the step's projected input).
         """
+        if self.int8_h is not None:
+            return int8.product(state, self.int8_h, bias)
         return step_product(state, self.weight_h, bias)
+
+    def input_product(self, x: Tensor) -> Tensor:
+        """``x @ weight_x``: the input-side product of one step or of all steps at once."""
+        if self.int8_x is not None:
+            return int8.product(x, self.int8_x)
+        return step_product(x, self.weight_x)
 
     def drop_candidate(self, candidate: Tensor) -> Tensor:
         """Dropout on the candidate activation with a fresh mask per call (training only)."""

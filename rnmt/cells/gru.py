@@ -36,7 +36,7 @@ from rnmt import kernels
 from rnmt.cells import ln_gates
 from rnmt.cells.base import Cell, GateNorm, interpolate, split_columns
 from rnmt.cells.registry import register
-from rnmt.deferred_grads import pair_product, step_product
+from rnmt.deferred_grads import pair_product
 
 
 @register("gru")
@@ -60,7 +60,7 @@ class GRU(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        px = step_product(x, self.weight_x)
+        px = self.input_product(x)
         # The bias in the product's dtype: under bf16 autocast an fp32 bias would promote px.
         return px + self.bias.to(px.dtype) if self.input_bias else px
 

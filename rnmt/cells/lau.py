@@ -21,7 +21,6 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, interpolate, split_columns
 from rnmt.cells.registry import register
-from rnmt.deferred_grads import step_product
 
 
 class _ThreeGateLinearCell(Cell):
@@ -43,7 +42,7 @@ class _ThreeGateLinearCell(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        return step_product(x, self.weight_x)
+        return self.input_product(x)
 
     def _parts(self, px: Tensor, state: Tensor):
         """The three gates, tanh(W_xh x + r * (W_hh h + b_h)) and H(x)."""

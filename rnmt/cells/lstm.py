@@ -23,7 +23,6 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
-from rnmt.deferred_grads import step_product
 
 
 @register("lstm")
@@ -47,7 +46,7 @@ class LSTM(Cell):
     def project_inputs(self, x: Tensor) -> Tensor:
         # The biases are added here once for all steps (with layer_norm only b_c remains).
         bias = self.bias if self.gate_norm is None else F.pad(self.bias, (3 * self.hidden_size, 0))
-        return step_product(x, self.weight_x) + bias
+        return self.input_product(x) + bias
 
     def output(self, state: Tensor) -> Tensor:
         return state[..., : self.hidden_size]

@@ -22,7 +22,6 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm, split_columns
 from rnmt.cells.registry import register
-from rnmt.deferred_grads import step_product
 from rnmt.errors import UserError
 
 ACTIVATIONS = ("identity", "tanh")
@@ -57,7 +56,7 @@ class RAN(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        px = step_product(x, self.weight_x)
+        px = self.input_product(x)
         # b_i, b_f added once for all steps (c~ has no bias).
         return px if self.bias is None else px + F.pad(self.bias, (self.hidden_size, 0))
 

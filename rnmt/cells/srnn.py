@@ -15,7 +15,6 @@ from torch import Tensor, nn
 
 from rnmt.cells.base import Cell, GateNorm
 from rnmt.cells.registry import register
-from rnmt.deferred_grads import step_product
 
 
 @register("srnn")
@@ -35,7 +34,7 @@ class SRNN(Cell):
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
-        px = step_product(x, self.weight_x)
+        px = self.input_product(x)
         return px if self.bias is None else px + self.bias  # b added once for all steps
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):

@@ -20,6 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--int8", action="store_true",
+                   help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
     p.add_argument("--threads", type=int, help="CPU threads of the model (default: torch's)")
     b = p.add_argument_group("dynamic batching")
     b.add_argument("--no-batching", dest="batching", action="store_false",
@@ -118,6 +120,12 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(settings.threads)
     device = pick_device(args.device)
     loaded = load_model(args.model, device)  # a bad path fails here, before anything listens
+    if args.int8:
+        from rnmt.int8 import quantize_for_decoding
+
+        if device.type != "cpu":
+            raise UserError("--int8 decodes on the CPU; add --device cpu")
+        quantize_for_decoding(loaded.model)
     if device.type == "cpu":  # build or load the C++ kernels now, not during the first request
         from rnmt import kernels
 

@@ -29,6 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len-ratio", type=float, help="output length limit as a multiple of the input length")
     p.add_argument("--batch-tokens", type=int, help="source tokens per decoding batch")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    p.add_argument("--int8", action="store_true",
+                   help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
     p.add_argument("--threads", type=int, help="CPU threads")
     p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
 
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
     if args.threads:
         torch.set_num_threads(args.threads)
-    model = load(args.model, args.device)  # several paths: an ensemble
+    model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
     lines = read_lines(args.input)
     nbest = args.nbest or 1
     start = time.perf_counter()

@@ -1,0 +1,66 @@
+"""int8 decoding: the products of a model that only translates, in dynamic int8.
+
+`quantize_for_decoding(model)` turns a loaded model's matrix products into int8 ones on the
+CPU: every ``nn.Linear`` with more than one output (readouts, the output layer, attention
+projections, initial-state layers) and every recurrent unit's input and recurrent matrices
+(``weight_x``, ``weight_h``). Weights are quantised once, per output channel; activations
+are quantised at each call with their own range (dynamic quantisation, fbgemm's int8
+GEMM), and results come back in fp32, so everything else (gates, layer norms, softmax, the
+search) is unchanged. Attention score vectors (one output) and embeddings stay fp32.
+
+The units read their packed twins through `Cell.recurrent_product` / `Cell.input_product`
+(``int8_h`` / ``int8_x``, None unless quantised); a quantised model is for decoding only.
+PyTorch 2.13 marks its quantised-tensor API as deprecated; this module is the one place
+that uses it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional
+
+import torch
+from torch import Tensor, nn
+
+
+def pack(weight: Tensor) -> Any:
+    """Packed int8 twin of ``weight`` [in, out] (a unit's layout, x @ weight), quantised per
+    output channel with a symmetric range."""
+    w = weight.detach().t().contiguous().float()  # [out, in], the layout fbgemm packs
+    scales = (w.abs().amax(dim=1) / 127.0).clamp_min(1e-8).double()
+    zero_points = torch.zeros(w.size(0), dtype=torch.long)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the deprecation notices of the quantised API
+        q = torch.quantize_per_channel(w, scales, zero_points, 0, torch.qint8)
+        return torch.ops.quantized.linear_prepack(q, None)
+
+
+def product(x: Tensor, packed: Any, addend: Optional[Tensor] = None) -> Tensor:
+    """``x @ weight (+ addend)`` with the int8 twin of ``weight``; x [..., in] in fp32."""
+    out = torch.ops.quantized.linear_dynamic(x.contiguous(), packed)
+    return out if addend is None else out + addend
+
+
+def quantize_for_decoding(model: nn.Module) -> nn.Module:
+    """Quantise ``model``'s products to int8 in place (see the module docstring); returns it
+    in eval mode. CPU only: the int8 kernels are fbgemm's."""
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        raise ValueError("int8 decoding runs on the CPU; load the model with device cpu")
+    model.eval()
+    linears = {name: torch.ao.quantization.per_channel_dynamic_qconfig
+               for name, module in model.named_modules()
+               if isinstance(module, nn.Linear) and module.out_features > 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.ao.quantization.quantize_dynamic(model, linears, dtype=torch.qint8, inplace=True)
+    for module in model.modules():
+        for name in ("h", "x"):
+            weight = getattr(module, f"weight_{name}", None)
+            if isinstance(weight, nn.Parameter) and hasattr(module, f"int8_{name}"):
+                setattr(module, f"int8_{name}", pack(weight))
+    return model
+
+
+def is_quantized(module: nn.Module) -> bool:
+    """Whether any unit inside ``module`` multiplies with int8 twins."""
+    return any(getattr(m, "int8_h", None) is not None for m in module.modules())
