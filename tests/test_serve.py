@@ -226,11 +226,12 @@ def test_bad_settings_and_taken_port_fail_with_one_line(tiny_run):
 
 
 @pytest.mark.system
-def test_rnmt_serve_runs_end_to_end(tiny_run):
+@pytest.mark.parametrize("extra", [[], ["--int8", "--device", "cpu"]], ids=["fp32", "int8"])
+def test_rnmt_serve_runs_end_to_end(tiny_run, extra):
     import httpx
 
     proc = subprocess.Popen([sys.executable, "-m", "rnmt", "serve", "--model", str(tiny_run), "--port", "0",
-                             "--threads", "1", "--log-level", "warning"],
+                             "--threads", "1", "--log-level", "warning", *extra],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=REPO)
     try:
         line = proc.stderr.readline()  # "serving ... on http://127.0.0.1:PORT/ ..."
