@@ -151,22 +151,19 @@ def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: 
     ``int8``: decode with int8 matrix products (CPU only; `rnmt.int8`).
     """
     from rnmt.device import pick_device
+    from rnmt.int8 import decoding_device, quantize_for_decoding
     from rnmt.search.ensemble import load_ensemble
 
     paths = [path] if isinstance(path, (str, Path)) else list(path)
     if not paths:
         raise UserError("load() needs at least one model path")
-    dev = pick_device("cpu" if int8 and device == "auto" else device)
-    if int8 and dev.type != "cpu":
-        raise UserError(f"int8 decoding runs on the CPU, not {dev}")
+    dev = decoding_device(device) if int8 else pick_device(device)
     if dev.type == "cpu":  # build or load the C++ kernels now rather than in the first call
         from rnmt import kernels
 
         kernels.extension()
     loaded = load_ensemble(paths, dev)
     if int8:
-        from rnmt.int8 import quantize_for_decoding
-
         quantize_for_decoding(loaded.model)
     return Model(loaded, dev)
 

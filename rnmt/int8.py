@@ -41,6 +41,18 @@ def product(x: Tensor, packed: Any, addend: Optional[Tensor] = None) -> Tensor:
     return out if addend is None else out + addend
 
 
+def decoding_device(requested: str) -> torch.device:
+    """The device an int8 model decodes on: the CPU, also for ``auto`` on a machine with a
+    GPU; any other device is a `UserError`."""
+    from rnmt.device import pick_device
+    from rnmt.errors import UserError
+
+    device = pick_device("cpu" if requested == "auto" else requested)
+    if device.type != "cpu":
+        raise UserError(f"int8 decoding runs on the CPU, not {device}")
+    return device
+
+
 def quantize_for_decoding(model: nn.Module) -> nn.Module:
     """Quantise ``model``'s products to int8 in place (see the module docstring); returns it
     in eval mode. CPU only: the int8 kernels are fbgemm's."""

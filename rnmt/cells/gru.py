@@ -120,7 +120,8 @@ class GRU(Cell):
         one after the other (docs/performance.md). With layer norm: `ln_gates.lockstep`."""
         if self.gate_norm is not None:
             return ln_gates.lockstep(self, other, like)
-        if not (type(other) is GRU and other.hidden_size == self.hidden_size and other.dropout == self.dropout
+        if not (type(other) is GRU and self.int8_h is None and other.int8_h is None  # int8: unit by unit
+                and other.hidden_size == self.hidden_size and other.dropout == self.dropout
                 and other.input_bias == self.input_bias and other.training == self.training
                 and self._kernel_applies(like) and other._kernel_applies(like)):
             return None

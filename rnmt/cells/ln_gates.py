@@ -57,9 +57,10 @@ def lockstep(first, second, like: Tensor, linear: bool = False,
     """`Cell.lockstep` of the layer-normalised units: a step of ``first`` and ``second`` (same
     kind, sizes, dropout and mode) on stacked inputs (px [2, B, P], ignored when the units
     read no input, state [2, B, d]), their recurrent matrices and LN parameters stacked once,
-    one batched product and one sweep per step; None where the units differ or the kernel
-    does not apply to tensors like ``like``."""
-    if not (type(first) is type(second) and first.hidden_size == second.hidden_size
+    one batched product and one sweep per step; None where the units differ, multiply in int8
+    (`rnmt.int8`: they step one by one) or the kernel does not apply to tensors like ``like``."""
+    if not (type(first) is type(second) and first.int8_h is None and second.int8_h is None  # int8: unit by unit
+            and first.hidden_size == second.hidden_size
             and first.input_size == second.input_size and first.dropout == second.dropout
             and first.training == second.training and second.gate_norm is not None
             and applies(first, None, like)):

@@ -16,7 +16,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt import int8
 from rnmt.cells.base import Cell, OptionalGates
 
 
@@ -132,8 +131,7 @@ class Bidirectional(nn.Module):
     ) -> Tuple[Tensor, Tensor, Tensor, OptionalGates]:
         """Returns (outputs [B, T, H_fwd + H_bwd], forward last state, backward last state
         (its state at position 0), gates keyed ``fwd.<name>`` / ``bwd.<name>`` or None)."""
-        # int8 decoding multiplies unit by unit (rnmt/int8.py); the lockstep products are fp32.
-        if not return_gates and x.dim() == 3 and x.size(0) > 0 and x.size(1) > 0 and not int8.is_quantized(self):
+        if not return_gates and x.dim() == 3 and x.size(0) > 0 and x.size(1) > 0:
             step = self.fwd.lockstep(self.bwd, x)
             if step is not None:
                 return (*_run_lockstep(self.fwd, self.bwd, step, x, mask), None)

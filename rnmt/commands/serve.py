@@ -113,18 +113,15 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise UserError(f"rnmt serve needs the 'serve' extra (pip install 'rnmt[serve]'): {exc}") from None
     from rnmt.device import pick_device
+    from rnmt.int8 import decoding_device, quantize_for_decoding
     from rnmt.models import load_model
 
     settings = settings_from_args(args)
     if settings.threads:
         torch.set_num_threads(settings.threads)
-    device = pick_device(args.device)
+    device = decoding_device(args.device) if args.int8 else pick_device(args.device)
     loaded = load_model(args.model, device)  # a bad path fails here, before anything listens
     if args.int8:
-        from rnmt.int8 import quantize_for_decoding
-
-        if device.type != "cpu":
-            raise UserError("--int8 decodes on the CPU; add --device cpu")
         quantize_for_decoding(loaded.model)
     if device.type == "cpu":  # build or load the C++ kernels now, not during the first request
         from rnmt import kernels
