@@ -43,23 +43,15 @@ def _overrides(corpus: Path, arch: str) -> list:
     return sets
 
 
+@pytest.mark.parametrize("amp", ["auto", "bf16"])
 @pytest.mark.parametrize("path", PAPER_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_paper_config_trains_a_few_steps(path, tiny_corpus, tmp_path):
+def test_paper_config_trains_a_few_steps(path, amp, tiny_corpus, tmp_path):
+    """In full precision (train.amp auto on the CPU) and under bf16 autocast, what CUDA runs
+    by default: products in bf16, layer norms and the loss in fp32. Units must accept the
+    mixed dtypes this gives (e.g. a bf16 state beside an fp32 layer-normalised candidate)."""
     cfg = load_config(path)
-    cfg = load_config(path, _overrides(tiny_corpus, cfg.model.arch))
+    cfg = load_config(path, _overrides(tiny_corpus, cfg.model.arch) + [f"train.amp={amp}"])
     summary = Trainer(cfg, tmp_path / "run", log=lambda *_: None).run()
     assert summary["steps"] == 2
     assert math.isfinite(summary["loss"])
     assert (tmp_path / "run" / "train_state.pt").exists()
-
-
-@pytest.mark.parametrize("path", PAPER_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_paper_config_trains_under_bf16_autocast(path, tiny_corpus, tmp_path):
-    """What CUDA runs by default (train.amp auto): products in bf16, layer norms and the loss
-    in fp32. Units must accept the mixed dtypes this gives (e.g. a bf16 state beside an
-    fp32 layer-normalised candidate)."""
-    cfg = load_config(path)
-    cfg = load_config(path, _overrides(tiny_corpus, cfg.model.arch) + ["train.amp=bf16"])
-    summary = Trainer(cfg, tmp_path / "run", log=lambda *_: None).run()
-    assert summary["steps"] == 2
-    assert math.isfinite(summary["loss"])
