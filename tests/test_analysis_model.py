@@ -288,3 +288,23 @@ def test_models_without_recurrent_reports_declare_none():
 
     model = build_model(ModelConfig(arch="transformer", emb_size=8, hidden_size=8, options={"ffn_size": 16}), 30, 30)
     assert model.reports().encoder == {} and model.reports().decoder == {}
+
+
+def test_conditional_decoders_declare_their_bidirectional_encoder_and_units():
+    """The declaration comes from the shared base: a hybrid RNNSearch (Transformer encoder)
+    reports only its decoder units; Cseq2seq-I with ATR units reports its encoder's gates."""
+    from rnmt.config import ModelConfig
+    from rnmt.models import build_model
+
+    hybrid = build_model(ModelConfig(arch="rnnsearch", cell="atr", emb_size=8, hidden_size=12, encoder="transformer",
+                                     attention_heads=2, enc_layers=1), 30, 30)
+    assert hybrid.reports().encoder == {} and hybrid.reports().decoder == {"unit1": "atr", "unit2": "atr"}
+    cyclic = build_model(ModelConfig(arch="cseq2seq1", cell="atr", emb_size=8, hidden_size=12), 30, 30).eval()
+    assert cyclic.reports().encoder == {"fwd": "atr", "bwd": "atr"}
+    src, mask = torch.randint(4, 30, (2, 5)), torch.ones(2, 5, dtype=torch.bool)
+    with torch.no_grad():
+        gates = cyclic.encoder_gates(src, mask)
+        annotations = cyclic.encoder(cyclic.encoder_inputs(src), mask)[0]
+    assert set(gates) == {"fwd.i", "fwd.f", "bwd.i", "bwd.f"}
+    dep = dependency_weights(cyclic.encoder.fwd, cyclic.encoder_inputs(src), mask)
+    torch.testing.assert_close(dep.states, annotations[..., :12])

@@ -38,7 +38,7 @@ from rnmt.models.base import ConditionalDecoderModel, TensorDict, time_steps
 from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
 from rnmt.models.reports import Reports
-from rnmt.models.rnnsearch import build_cell
+from rnmt.models.units import bidirectional, build_cell, decoder_unit, encoder_unit
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.embedding import Embedding
 
@@ -69,22 +69,29 @@ class ContextAwareEncoder(nn.Module):
         return torch.stack(outputs, 1), self.backward_context.output(state)
 
 
+@dataclass(frozen=True)
+class ATROptions:
+    tanh_states: bool = False  # attention over tanh(h_i), readout of tanh(s_j) (appendix eq. 12)
+    context_aware: bool = False  # the CA encoder of "RNNSearch+ATR+CA"
+
+
+@register("atr-rnnsearch", options=ATROptions, reads=UNIT_KEYS)
 class ATRRNNSearch(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: ATROptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
-        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        dec_cell = decoder_unit(cfg)
         self.tanh_states = options.tanh_states
         self.context_aware = options.context_aware
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id, bias=True)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id, bias=True)
         if self.context_aware:
-            self.encoder = ContextAwareEncoder(cfg, enc_cell, E, d)
+            self.encoder = ContextAwareEncoder(cfg, encoder_unit(cfg), E, d)
             ann = d
         else:
-            self.encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+            self.encoder = bidirectional(cfg, E, d)
             ann = 2 * d
         self.unit1 = build_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
         self.unit2 = build_cell(cfg, dec_cell, ann, d)  # reads c_j
@@ -97,7 +104,7 @@ class ATRRNNSearch(ConditionalDecoderModel):
         self.dropout = nn.Dropout(cfg.dropout)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        x = self.dropout(self.src_embed(src))
+        x = self.encoder_inputs(src)
         if self.context_aware:
             annotations, final = self.encoder(x, src_mask)
         else:
@@ -111,45 +118,22 @@ class ATRRNNSearch(ConditionalDecoderModel):
     def init_state(self, memory: TensorDict) -> TensorDict:
         return {"s": torch.tanh(self.init_layer(memory["final"]))}
 
-    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
-        emb = self.dropout(self.tgt_embed(tokens))
-        return {"emb": emb, "px1": self.unit1.project_inputs(emb)}
-
-    def context(self, query: Tensor, state: TensorDict, memory: TensorDict):
-        context, alpha = self.attention(query, memory["keys"], memory["annotations"], memory["src_mask"])
-        return context, {"attention": alpha}
-
     def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
         """o_j = tanh(W_o [tanh(s_j); c_j; E y_{j-1}] + b_o) (eq. 12), logits o_j E_y^T."""
         s_out = torch.tanh(outputs["s"]) if self.tanh_states else outputs["s"]
         o = torch.tanh(self.readout(torch.cat([s_out, outputs["context"], inputs["emb"]], -1)))
         return self.output(self.dropout(o))
 
-    # -- analysis (not used by training or search; rnmt.models.reports) -------------------
+    # -- analysis: the context-aware encoder's backward pass is a two-unit chain per
+    # position, so only its forward unit is reported.
     def reports(self) -> Reports:
-        if self.context_aware:  # the backward pass is a two-unit chain per position: not reported
-            encoder = {"fwd": self.encoder.forward_unit.unit_name}
-        else:
-            encoder = {"fwd": self.encoder.fwd.unit_name, "bwd": self.encoder.bwd.unit_name}
-        return Reports(encoder=encoder, decoder={"unit1": self.unit1.unit_name, "unit2": self.unit2.unit_name})
+        reports = super().reports()
+        if self.context_aware:
+            reports.encoder = {"fwd": self.encoder.forward_unit.unit_name}
+        return reports
 
     def encoder_gates(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        """Gates of the encoder directions in `reports`, [B, S, d] each, keyed ``fwd.<gate>``
-        (and ``bwd.<gate>``); zero at padded positions."""
-        x = self.dropout(self.src_embed(src))
-        if self.context_aware:
-            _, _, gates = cells.run_cell(self.encoder.forward_unit, x, src_mask, return_gates=True)
-            return {f"fwd.{k}": v for k, v in gates.items()}
-        return self.encoder(x, src_mask, return_gates=True)[3]
-
-
-
-@dataclass(frozen=True)
-class ATROptions:
-    tanh_states: bool = False  # attention over tanh(h_i), readout of tanh(s_j) (appendix eq. 12)
-    context_aware: bool = False  # the CA encoder of "RNNSearch+ATR+CA"
-
-
-@register("atr-rnnsearch", options=ATROptions, reads=UNIT_KEYS)
-def build_atr_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: ATROptions) -> ATRRNNSearch:
-    return ATRRNNSearch(cfg, src_vocab, tgt_vocab, options)
+        if not self.context_aware:
+            return super().encoder_gates(src, src_mask)
+        _, _, gates = cells.run_cell(self.encoder.forward_unit, self.encoder_inputs(src), src_mask, return_gates=True)
+        return {f"fwd.{k}": v for k, v in gates.items()}

@@ -25,29 +25,33 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models.base import RecurrentTranslationModel, TensorDict, masked_mean
 from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
-from rnmt.models.rnnsearch import build_cell
+from rnmt.models.units import bidirectional, build_cell, decoder_unit
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
 
 
+@dataclass(frozen=True)
+class RNNSearchMinusOptions:
+    readout_size: Optional[int] = None  # l of the maxout deep output (Bahdanau et al.: 500); default E
+
+
+@register("rnnsearch-minus", options=RNNSearchMinusOptions, reads=(*UNIT_KEYS, "readout"))
 class RNNSearchMinus(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: RNNSearchMinusOptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
-        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
-        self.encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+        self.encoder = bidirectional(cfg, E, d)
         ann = self.encoder.hidden_size
-        self.unit = build_cell(cfg, dec_cell, E + ann, d)  # reads [E y_{j-1}; c_j]
+        self.unit = build_cell(cfg, decoder_unit(cfg), E + ann, d)  # reads [E y_{j-1}; c_j]
         self.init_layer = nn.Linear(ann, self.unit.state_size)
         self.attention = AdditiveAttention(d, ann)
         self.readout = DeepOutput(d, E, ann, tgt_vocab, kind=cfg.readout,
@@ -77,14 +81,3 @@ class RNNSearchMinus(RecurrentTranslationModel):
 
     def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
         return self.readout(outputs["s"], inputs["emb"], outputs["context"])
-
-
-@dataclass(frozen=True)
-class RNNSearchMinusOptions:
-    readout_size: Optional[int] = None  # l of the maxout deep output (Bahdanau et al.: 500); default E
-
-
-@register("rnnsearch-minus", options=RNNSearchMinusOptions, reads=(*UNIT_KEYS, "readout"))
-def build_rnnsearch_minus(cfg: ModelConfig, src_vocab: int, tgt_vocab: int,
-                          options: RNNSearchMinusOptions) -> RNNSearchMinus:
-    return RNNSearchMinus(cfg, src_vocab, tgt_vocab, options)

@@ -25,7 +25,7 @@ from typing import Dict, Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt import deferred_grads
+from rnmt import cells, deferred_grads
 from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rnmt.models.reports import Reports
 
@@ -140,9 +140,14 @@ class ConditionalDecoderModel(RecurrentTranslationModel):
         c_j  = context(s~_j, memory)          attention, a re-reading RNN, a fixed summary
         s_j  = Unit_2(s~_j, c_j)              the second unit reads the context
 
-    A subclass supplies ``context``; ``target_inputs`` must give ``px1``, the first unit's
-    projected input. ``outputs`` are ``s`` (Unit_2's output) and ``context``.
+    A subclass supplies ``context`` (attention by default). ``target_inputs`` gives ``emb`` (the dropped-out
+    ``tgt_embed`` of y_{j-1}) and ``px1``, the first unit's projection of it; a model that
+    embeds differently overrides it. ``outputs`` are ``s`` (Unit_2's output) and ``context``.
     """
+
+    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
+        emb = self.dropout(self.tgt_embed(tokens))
+        return {"emb": emb, "px1": self.first_unit.project_inputs(emb)}
 
     @property
     def first_unit(self) -> nn.Module:
@@ -153,8 +158,10 @@ class ConditionalDecoderModel(RecurrentTranslationModel):
         return self.unit2
 
     def context(self, query: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[Tensor, TensorDict]:
-        """c_j and the step's extras (e.g. ``attention``) from s~_j's output."""
-        raise NotImplementedError
+        """c_j and the step's extras from s~_j's output. By default the model's ``attention``
+        over the memory's ``keys`` and ``annotations``, which reports alpha_j as ``attention``."""
+        context, alpha = self.attention(query, memory["keys"], memory["annotations"], memory["src_mask"])
+        return context, {"attention": alpha}
 
     def second_input(self, context: Tensor, memory: TensorDict) -> Tensor:
         """Unit_2's projected input: the projection of c_j (a model whose context is fixed
@@ -198,6 +205,26 @@ class ConditionalDecoderModel(RecurrentTranslationModel):
             trace[key] = torch.stack([r[key] for r in rows], 1)
         trace["unit1.p"] = px1
         return trace
+
+    # -- analysis (`rnmt.models.reports`; not used by training or search) ----------------
+    def reports(self) -> Reports:
+        """Both directions of a bidirectional recurrent ``encoder`` (none otherwise) and the
+        two decoder units."""
+        encoder = getattr(self, "encoder", None)
+        directions = ({"fwd": encoder.fwd.unit_name, "bwd": encoder.bwd.unit_name}
+                      if isinstance(encoder, cells.Bidirectional) else {})
+        return Reports(encoder=directions,
+                       decoder={"unit1": self.first_unit.unit_name, "unit2": self.second_unit.unit_name})
+
+    def encoder_inputs(self, src: Tensor) -> Tensor:
+        """The vectors the encoder units read, as `encode` computes them: the source
+        embeddings [B, S, E] (dropout applies in training mode only)."""
+        return self.dropout(self.src_embed(src))
+
+    def encoder_gates(self, src: Tensor, src_mask: Tensor) -> TensorDict:
+        """Gates of both directions of the encoder in `reports`, [B, S, d] each, keyed
+        ``fwd.<gate>`` and ``bwd.<gate>`` (``fwd.i``, ``fwd.f`` for ATR); zero at padding."""
+        return self.encoder(self.encoder_inputs(src), src_mask, return_gates=True)[3]
 
     @staticmethod
     def next_state(state: TensorDict, s: Tensor) -> TensorDict:

@@ -46,9 +46,9 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean, time_steps
-from rnmt.models.options import UNIT_KEYS, NoOptions
+from rnmt.models.options import NO_OPTIONS, UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
-from rnmt.models.rnnsearch import dl4mt_cell
+from rnmt.models.units import bidirectional, decoder_unit, dl4mt_cell, encoder_unit
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
 
@@ -143,7 +143,7 @@ class _CyclicDecoder(ConditionalDecoderModel):
 
     def _build_decoder(self, cfg: ModelConfig, tgt_vocab: int, unit1: cells.Cell | None = None) -> None:
         E, d = cfg.emb_size, cfg.hidden_size
-        dec_cell = cfg.dec_cell or cfg.cell
+        dec_cell = decoder_unit(cfg)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
         self.unit1 = unit1 if unit1 is not None else dl4mt_cell(cfg, dec_cell, E, d)  # GRU_1
         self.unit2 = dl4mt_cell(cfg, dec_cell, d, d, conditional=True)  # GRU_2 reads c_j (d-dim)
@@ -155,10 +155,6 @@ class _CyclicDecoder(ConditionalDecoderModel):
     # Set by analysis (forced decoding) to get the re-reading unit's gates per source
     # position in step's extras; off by default so decoding pays nothing for them.
     report_source_gates: bool = False
-
-    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
-        emb = self.dropout(self.tgt_embed(tokens))
-        return {"emb": emb, "px1": self.unit1.project_inputs(emb)}
 
     def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
         """Eq. 2: W_p tanh(W_1 s_j + W_2 E y_{j-1} + W_3 c_j + b)."""
@@ -172,25 +168,24 @@ class _CyclicDecoder(ConditionalDecoderModel):
         return {"source_gates": {k: torch.stack(v, 1) for k, v in gates.items()}} if gates else {}
 
 
+@register("cseq2seq1", reads=(*UNIT_KEYS, "readout", "context"))
 class Cseq2seqI(_CyclicDecoder):
     """Cseq2seq-I: an RNN over the annotations replaces the attention (eq. 7)."""
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions = NO_OPTIONS) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
-        enc_cell = cfg.enc_cell or cfg.cell
         self.context_mode = _context_mode(cfg)
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
-        self.encoder = cells.Bidirectional(dl4mt_cell(cfg, enc_cell, E, d), dl4mt_cell(cfg, enc_cell, E, d))
+        self.encoder = bidirectional(cfg, E, d, dl4mt_cell)
         ann = self.encoder.hidden_size
         self._build_decoder(cfg, tgt_vocab)
         self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_init, b_init
-        self.reader = dl4mt_cell(cfg, cfg.dec_cell or cfg.cell, ann, d)  # GRU_c of eq. 7
+        self.reader = dl4mt_cell(cfg, decoder_unit(cfg), ann, d)  # GRU_c of eq. 7
         self.reader_init = nn.Linear(self.unit1.hidden_size, self.reader.state_size)  # V, b_0
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        x = self.dropout(self.src_embed(src))
-        annotations, _, _, _ = self.encoder(x, src_mask)
+        annotations, _, _, _ = self.encoder(self.encoder_inputs(src), src_mask)
         return {
             "annotation_mean": masked_mean(annotations, src_mask),
             "reader_px": self.reader.project_inputs(annotations),  # GRU_c's W h_i, once per sentence
@@ -209,26 +204,37 @@ class Cseq2seqI(_CyclicDecoder):
         return context, self._extras(gates)
 
 
+@dataclass(frozen=True)
+class Cseq2seqIIOptions:
+    cyclic_query: str = "previous"  # eq. 9's phi(s~_{j-1}), or "current": phi(s~_j)
+    share_gru: bool = False  # SGRU: GRU_1 is the encoder GRU
+
+    def __post_init__(self) -> None:
+        if self.cyclic_query not in ("previous", "current"):
+            raise UserError(f"model.options.cyclic_query must be 'previous' or 'current', got {self.cyclic_query!r}")
+
+
+@register("cseq2seq2", options=Cseq2seqIIOptions, reads=(*UNIT_KEYS, "readout", "context"))
 class Cseq2seqII(_CyclicDecoder):
     """Cseq2seq-II: the encoder itself re-reads the source at every step (eq. 9-10)."""
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: Cseq2seqIIOptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
-        enc_cell = cfg.enc_cell or cfg.cell
+        enc_cell = encoder_unit(cfg)
         self.context_mode = _context_mode(cfg)
         self.cyclic_query = options.cyclic_query
         share_gru = options.share_gru
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.encoder = dl4mt_cell(cfg, enc_cell, E, d)  # f_enc, both directions and every re-run
-        if share_gru and (cfg.dec_cell or cfg.cell) != enc_cell:
+        if share_gru and decoder_unit(cfg) != enc_cell:
             raise UserError("model.options.share_gru needs the same unit in encoder and decoder")
         self._build_decoder(cfg, tgt_vocab, unit1=self.encoder if share_gru else None)
         self.init_layer = nn.Linear(d, self.unit1.state_size)  # phi_0 of eq. 10
         self.phi = nn.Linear(self.unit1.hidden_size, self.encoder.state_size)  # phi of eq. 9
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        x = self.dropout(self.src_embed(src))
+        x = self.encoder_inputs(src)
         _, backward_last, _ = cells.run_cell(self.encoder, x, src_mask, reverse=True)  # <-h_1, eq. 10
         return {
             "backward_last": self.encoder.output(backward_last),
@@ -257,23 +263,3 @@ class Cseq2seqII(_CyclicDecoder):
         s = self.unit2.step(self.unit2.project_inputs(context), s_tilde)
         return ({"s": s, "s_tilde": s_tilde}, {"s": self.unit2.output(s), "context": context},
                 self._extras(gates))
-
-
-@register("cseq2seq1", reads=(*UNIT_KEYS, "readout", "context"))
-def build_cseq2seq1(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> Cseq2seqI:
-    return Cseq2seqI(cfg, src_vocab, tgt_vocab)
-
-
-@dataclass(frozen=True)
-class Cseq2seqIIOptions:
-    cyclic_query: str = "previous"  # eq. 9's phi(s~_{j-1}), or "current": phi(s~_j)
-    share_gru: bool = False  # SGRU: GRU_1 is the encoder GRU
-
-    def __post_init__(self) -> None:
-        if self.cyclic_query not in ("previous", "current"):
-            raise UserError(f"model.options.cyclic_query must be 'previous' or 'current', got {self.cyclic_query!r}")
-
-
-@register("cseq2seq2", options=Cseq2seqIIOptions, reads=(*UNIT_KEYS, "readout", "context"))
-def build_cseq2seq2(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: Cseq2seqIIOptions) -> Cseq2seqII:
-    return Cseq2seqII(cfg, src_vocab, tgt_vocab, options)

@@ -43,7 +43,7 @@ from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
 from rnmt.models.encoders import check_recurrent_encoder_keys, source_encoder
 from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
-from rnmt.models.rnnsearch import build_cell
+from rnmt.models.units import build_cell, decoder_unit, encoder_unit
 from rnmt.modules.embedding import Embedding, positional_encoding
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
 
@@ -56,15 +56,23 @@ def transition_module(cfg: ModelConfig, bottom: str, depth: int, input_size: int
                        dropout=cfg.rnn_dropout, bottom=bottom, depth=depth)
 
 
+@dataclass(frozen=True)
+class DTMTOptions:
+    query_cell: Optional[str] = None  # the query transition's bottom unit (default model.cell)
+    context_projection: bool = False  # the released code's projection of c_t to d
+    per_head_v: bool = False  # one scoring vector per attention head
+
+
+@register("dtmt", options=DTMTOptions,
+          reads=(*UNIT_KEYS, "enc_depth", "query_depth", "dec_depth", "attention_heads", "positional_encoding",
+                 "encoder", "enc_layers", "encoder_norm"))
 class DTMT(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: DTMTOptions) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
-        enc_cell = cfg.enc_cell or cfg.cell
-        query_cell = options.query_cell or cfg.cell
-        dec_cell = cfg.dec_cell or cfg.cell
+        enc_cell, query_cell, dec_cell = encoder_unit(cfg), options.query_cell or cfg.cell, decoder_unit(cfg)
         self.positional = cfg.positional_encoding
         self.pe_scale = 1.0 / math.sqrt(E)  # the paper's 1/sqrt(d_k) scaling
         check_recurrent_encoder_keys(cfg, "dtmt", own=("attention_heads",))
@@ -99,12 +107,14 @@ class DTMT(ConditionalDecoderModel):
                 emb = emb.masked_fill((tokens == table.padding_idx).unsqueeze(-1), 0.0)
         return self.dropout(emb)
 
+    def encoder_inputs(self, src: Tensor) -> Tensor:
+        return self._embed(self.src_embed, src, torch.arange(src.size(1), device=src.device).expand_as(src))
+
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         if self.source is not None:
             annotations = self.source(src, src_mask)
         else:
-            positions = torch.arange(src.size(1), device=src.device).expand_as(src)
-            annotations, _, _, _ = self.encoder(self._embed(self.src_embed, src, positions), src_mask)
+            annotations, _, _, _ = self.encoder(self.encoder_inputs(src), src_mask)
         return {"annotations": annotations, "keys": self.attention.precompute(annotations),
                 "values": self.attention.head_major(annotations), "src_mask": src_mask}
 
@@ -136,17 +146,3 @@ class DTMT(ConditionalDecoderModel):
         """o_t = tanh(W_r [y_{t-1}; s_t; c_t] + b_r), logits W_V o_t + b_V (eq. 1)."""
         o = torch.tanh(self.readout(torch.cat([inputs["emb"], outputs["s"], outputs["context"]], -1)))
         return self.output(self.dropout(o))
-
-
-@dataclass(frozen=True)
-class DTMTOptions:
-    query_cell: Optional[str] = None  # the query transition's bottom unit (default model.cell)
-    context_projection: bool = False  # the released code's projection of c_t to d
-    per_head_v: bool = False  # one scoring vector per attention head
-
-
-@register("dtmt", options=DTMTOptions,
-          reads=(*UNIT_KEYS, "enc_depth", "query_depth", "dec_depth", "attention_heads", "positional_encoding",
-                 "encoder", "enc_layers", "encoder_norm"))
-def build_dtmt(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: DTMTOptions) -> DTMT:
-    return DTMT(cfg, src_vocab, tgt_vocab, options)

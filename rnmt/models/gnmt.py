@@ -26,25 +26,26 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import RecurrentTranslationModel, TensorDict, masked_mean
-from rnmt.models.options import UNIT_KEYS, NoOptions
+from rnmt.models.options import NO_OPTIONS, UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
-from rnmt.models.rnnsearch import build_cell
+from rnmt.models.units import bidirectional, build_cell, decoder_unit, encoder_unit
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.embedding import Embedding
 
 
+@register("deep-rnnsearch", reads=(*UNIT_KEYS, "enc_layers", "dec_layers"))
 class DeepRNNSearch(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions = NO_OPTIONS) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         if cfg.enc_layers < 1 or cfg.dec_layers < 1:
             raise UserError("deep-rnnsearch: model.enc_layers and model.dec_layers must be at least 1")
-        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        enc_cell, dec_cell = encoder_unit(cfg), decoder_unit(cfg)
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id, bias=True)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id, bias=True)
-        self.bottom_encoder = cells.Bidirectional(build_cell(cfg, enc_cell, E, d), build_cell(cfg, enc_cell, E, d))
+        self.bottom_encoder = bidirectional(cfg, E, d)
         self.encoder = nn.ModuleList(build_cell(cfg, enc_cell, 2 * d if k == 0 else d, d)
                                      for k in range(cfg.enc_layers - 1))
         ann = d if cfg.enc_layers > 1 else 2 * d
@@ -91,8 +92,3 @@ class DeepRNNSearch(RecurrentTranslationModel):
     def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
         o = torch.tanh(self.readout(torch.cat([outputs["top"], outputs["context"], inputs["emb"]], -1)))
         return self.output(self.dropout(o))
-
-
-@register("deep-rnnsearch", reads=(*UNIT_KEYS, "enc_layers", "dec_layers"))
-def build_deep_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> DeepRNNSearch:
-    return DeepRNNSearch(cfg, src_vocab, tgt_vocab)

@@ -25,11 +25,18 @@ from rnmt.errors import UserError
 from rnmt.models.base import RecurrentTranslationModel, TensorDict
 from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
-from rnmt.models.rnnsearch import build_cell
+from rnmt.models.units import build_cell, decoder_unit, encoder_unit
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.luong import SCORES, LuongAttention
 
 
+@dataclass(frozen=True)
+class LuongOptions:
+    reverse_source: bool = True  # the encoder reads the source reversed
+    window: int = 10  # D of local-p attention
+
+
+@register("luong", options=LuongOptions, reads=(*UNIT_KEYS, "attention", "enc_layers", "dec_layers"))
 class LuongNMT(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
@@ -41,7 +48,7 @@ class LuongNMT(RecurrentTranslationModel):
                             "(each decoder layer starts from the matching encoder layer)")
         if cfg.attention not in SCORES:
             raise UserError(f"luong: model.attention must be one of {', '.join(SCORES)}, got {cfg.attention!r}")
-        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        enc_cell, dec_cell = encoder_unit(cfg), decoder_unit(cfg)
         self.reverse_source = options.reverse_source
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
@@ -89,14 +96,3 @@ class LuongNMT(RecurrentTranslationModel):
 
     def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
         return self.output(self.dropout(outputs["attentional"]))
-
-
-@dataclass(frozen=True)
-class LuongOptions:
-    reverse_source: bool = True  # the encoder reads the source reversed
-    window: int = 10  # D of local-p attention
-
-
-@register("luong", options=LuongOptions, reads=(*UNIT_KEYS, "attention", "enc_layers", "dec_layers"))
-def build_luong(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: LuongOptions) -> LuongNMT:
-    return LuongNMT(cfg, src_vocab, tgt_vocab, options)

@@ -14,13 +14,16 @@ from rnmt.errors import UserError
 # model.* keys every architecture reads.
 COMMON_KEYS = ("arch", "emb_size", "hidden_size", "src_vocab_size", "tgt_vocab_size", "dropout",
                "tie_target_embeddings", "options")
-# ... and every recurrent one, through its units (`rnmt.models.rnnsearch.build_cell`).
+# ... and every recurrent one, through its units (`rnmt.models.units.build_cell`).
 UNIT_KEYS = ("cell", "enc_cell", "dec_cell", "rnn_dropout", "layer_norm", "cell_options")
 
 
 @dataclasses.dataclass(frozen=True)
 class NoOptions:
     """An architecture without extras."""
+
+
+NO_OPTIONS = NoOptions()
 
 
 def _closest(name: str, valid: Iterable[str]) -> str:

@@ -45,7 +45,9 @@ _MODEL_MODULES = (
 
 
 def register(*names: str, options: type = NoOptions, reads: Sequence[str] = ()):
-    """Register a builder under ``names`` with its options dataclass and read keys."""
+    """Register a builder under ``names`` with its options dataclass and read keys. The
+    builder is usually the model class itself, constructed as
+    ``Model(cfg, src_vocab, tgt_vocab, options)``."""
 
     def wrap(builder):
         for name in names:

@@ -22,40 +22,24 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
 from rnmt.models.encoders import check_recurrent_encoder_keys, source_encoder
-from rnmt.models.options import UNIT_KEYS, NoOptions
+from rnmt.models.options import NO_OPTIONS, UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
-from rnmt.models.reports import Reports
+from rnmt.models.units import bidirectional, decoder_unit, dl4mt_cell
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.token_table import TokenTable
 
 
-def build_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int, **unit_options) -> cells.Cell:
-    """A unit from the model config's shared unit options (``model.cell_options`` win over
-    ``unit_options``)."""
-    return cells.build(name, input_size, hidden_size, layer_norm=cfg.layer_norm,
-                       dropout=cfg.rnn_dropout, **{**unit_options, **cfg.cell_options})
-
-
-def dl4mt_cell(cfg: ModelConfig, name: str, input_size: int, hidden_size: int,
-               conditional: bool = False) -> cells.Cell:
-    """A unit as dl4mt builds its GRUs: ``gru_layer`` (encoder, the decoder's first unit)
-    adds b_h outside the reset gate, only the conditional second unit inside
-    (`rnmt.cells.gru`); other units are built as usual."""
-    return build_cell(cfg, name, input_size, hidden_size, **({"reset_bias": conditional} if name == "gru" else {}))
-
-
+@register("rnnsearch", reads=(*UNIT_KEYS, "encoder", "enc_layers", "encoder_norm", "attention_heads"))
 class RNNSearch(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions = NO_OPTIONS) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
-        enc_cell = cfg.enc_cell or cfg.cell
-        dec_cell = cfg.dec_cell or cfg.cell
+        dec_cell = decoder_unit(cfg)
         check_recurrent_encoder_keys(cfg, "rnnsearch")
         self.source = source_encoder(cfg, src_vocab, self.pad_id)  # a hybrid's Transformer encoder
         # (Modules are created in the same order as before hybrids existed: the uniform
@@ -65,7 +49,7 @@ class RNNSearch(ConditionalDecoderModel):
         # The BOS row is the zero vector E y_0 of dl4mt and never trained.
         self.tgt_embed = nn.Embedding(tgt_vocab, E, padding_idx=self.bos_id)
         if self.source is None:
-            self.encoder = cells.Bidirectional(dl4mt_cell(cfg, enc_cell, E, d), dl4mt_cell(cfg, enc_cell, E, d))
+            self.encoder = bidirectional(cfg, E, d, dl4mt_cell)
         ann = 2 * d if self.source is None else self.source.output_size
         self.unit1 = dl4mt_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
         self.unit2 = dl4mt_cell(cfg, dec_cell, ann, d, conditional=True)  # reads c_j
@@ -85,7 +69,7 @@ class RNNSearch(ConditionalDecoderModel):
         if self.source is not None:
             annotations = self.source(src, src_mask)
         else:
-            annotations, _, _, _ = self.encoder(self.dropout(self.src_embed(src)), src_mask)
+            annotations, _, _, _ = self.encoder(self.encoder_inputs(src), src_mask)
         return {
             "annotations": annotations,
             "keys": self.attention.precompute(annotations),
@@ -97,11 +81,6 @@ class RNNSearch(ConditionalDecoderModel):
         return {"s": torch.tanh(self.init_layer(mean))}
 
     # -- decoder -----------------------------------------------------------------------
-    def context(self, query: Tensor, state: TensorDict, memory: TensorDict):
-        """c_j, alpha_j: additive attention queried with s~_j."""
-        context, alpha = self.attention(query, memory["keys"], memory["annotations"], memory["src_mask"])
-        return context, {"attention": alpha}
-
     def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
         """Unit 1's projected input and the readout's term ``W_2 E y_{j-1} + b_2``; when
         decoding, looked up in a per-vocabulary table (`rnmt.modules.token_table`)."""
@@ -120,25 +99,3 @@ class RNNSearch(ConditionalDecoderModel):
         """t_j = tanh(W_1 s_j + b_1 + W_2 E y_{j-1} + b_2 + W_3 c_j + b_3), logits W_o t_j + b_o."""
         t = torch.tanh(self.readout_state(outputs["s"]) + inputs["prev_term"] + self.readout_ctx(outputs["context"]))
         return self.output(self.dropout(t))
-
-    # -- analysis (not used by training or search) ---------------------------------------
-    def reports(self) -> Reports:
-        return Reports(encoder={"fwd": self.encoder.fwd.unit_name, "bwd": self.encoder.bwd.unit_name},
-                       decoder={"unit1": self.unit1.unit_name, "unit2": self.unit2.unit_name})
-
-    def encoder_inputs(self, src: Tensor) -> Tensor:
-        """The vectors the encoder units read: source embeddings [B, S, E] (dropout applies
-        in training mode only, as in `encode`)."""
-        return self.dropout(self.src_embed(src))
-
-    def encoder_gates(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        """Gate activations of both encoder directions, [B, S, d] each, keyed ``fwd.<gate>``
-        and ``bwd.<gate>`` (e.g. ``fwd.i``, ``fwd.f`` for ATR); zero at padded positions."""
-        _, _, _, gates = self.encoder(self.encoder_inputs(src), src_mask, return_gates=True)
-        return gates
-
-
-
-@register("rnnsearch", reads=(*UNIT_KEYS, "encoder", "enc_layers", "encoder_norm", "attention_heads"))
-def build_rnnsearch(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> RNNSearch:
-    return RNNSearch(cfg, src_vocab, tgt_vocab)

@@ -29,20 +29,21 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, TranslationModel
-from rnmt.models.options import UNIT_KEYS, NoOptions
+from rnmt.models.options import NO_OPTIONS, UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
-from rnmt.models.rnnsearch import build_cell, dl4mt_cell
+from rnmt.models.units import build_cell, decoder_unit, dl4mt_cell, encoder_unit
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
 
 
+@register("seq2seq", reads=(*UNIT_KEYS, "readout"))
 class Seq2seq(ConditionalDecoderModel):
     """Cho et al. (2014) encoder-decoder with the dl4mt decoder (Cseq2seq Table 1 "Seq2seq")."""
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions = NO_OPTIONS) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
-        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        enc_cell, dec_cell = encoder_unit(cfg), decoder_unit(cfg)
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
         self.encoder = dl4mt_cell(cfg, enc_cell, E, d)
@@ -55,17 +56,12 @@ class Seq2seq(ConditionalDecoderModel):
         self.dropout = nn.Dropout(cfg.dropout)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        x = self.dropout(self.src_embed(src))
-        _, last, _ = cells.run_cell(self.encoder, x, src_mask)
+        _, last, _ = cells.run_cell(self.encoder, self.encoder_inputs(src), src_mask)
         summary = self.encoder.output(last)  # c = h_n, eq. 8
         return {"summary": summary, "summary_px": self.unit2.project_inputs(summary), "src_mask": src_mask}
 
     def init_state(self, memory: TensorDict) -> TensorDict:
         return {"s": torch.tanh(self.init_layer(memory["summary"]))}
-
-    def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
-        emb = self.dropout(self.tgt_embed(tokens))
-        return {"emb": emb, "px1": self.unit1.project_inputs(emb)}
 
     def context(self, query: Tensor, state: TensorDict, memory: TensorDict):
         return memory["summary"], {}  # c = h_n at every step
@@ -77,6 +73,7 @@ class Seq2seq(ConditionalDecoderModel):
         return self.readout(outputs["s"], inputs["emb"], outputs["context"])
 
 
+@register("seq2seq-sutskever", reads=(*UNIT_KEYS, "enc_layers", "dec_layers"))
 class SutskeverSeq2seq(TranslationModel):
     """Sutskever et al. (2014): stacked units, reversed source, decoder started from the
     encoder's final states, softmax over the top decoder state.
@@ -85,13 +82,13 @@ class SutskeverSeq2seq(TranslationModel):
     recurrence, so teacher forcing runs each decoder layer over all positions before the
     next one (one sequence run per layer) instead of a step loop over the whole stack."""
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions = NO_OPTIONS) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         if cfg.enc_layers != cfg.dec_layers:
             raise UserError("seq2seq-sutskever: model.enc_layers and model.dec_layers must be equal "
                             "(each decoder layer starts from the matching encoder layer's final state)")
-        enc_cell, dec_cell = cfg.enc_cell or cfg.cell, cfg.dec_cell or cfg.cell
+        enc_cell, dec_cell = encoder_unit(cfg), decoder_unit(cfg)
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id)
         self.encoder = nn.ModuleList(build_cell(cfg, enc_cell, E if k == 0 else d, d) for k in range(cfg.enc_layers))
@@ -132,13 +129,3 @@ class SutskeverSeq2seq(TranslationModel):
         for k, cell in enumerate(self.decoder):
             x, _, _ = cells.run_cell(cell, x, None, state0=memory[f"final{k}"])
         return self.output(self.dropout(x))
-
-
-@register("seq2seq", reads=(*UNIT_KEYS, "readout"))
-def build_seq2seq(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> Seq2seq:
-    return Seq2seq(cfg, src_vocab, tgt_vocab)
-
-
-@register("seq2seq-sutskever", reads=(*UNIT_KEYS, "enc_layers", "dec_layers"))
-def build_sutskever(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions) -> SutskeverSeq2seq:
-    return SutskeverSeq2seq(cfg, src_vocab, tgt_vocab)

@@ -107,6 +107,14 @@ def encoder_stack(layers: nn.ModuleList, x: Tensor, bias: Tensor, dropout: nn.Mo
     return x
 
 
+@dataclass(frozen=True)
+class TransformerOptions:
+    ffn_size: Optional[int] = None  # inner size of the feed-forward layers (default 4 d_model)
+    pre_norm: bool = False  # layer norm before each sub-layer instead of after
+
+
+@register("transformer", options=TransformerOptions,
+          reads=("attention_heads", "enc_layers", "dec_layers", "tie_all_embeddings"))
 class Transformer(TranslationModel):
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: TransformerOptions) -> None:
         super().__init__()
@@ -200,15 +208,3 @@ class Transformer(TranslationModel):
         causal = torch.full((T, T), -1e9, dtype=x.dtype, device=x.device).triu(1)
         logits, _ = self._decode(x, memory, lambda k, y: self.decoder[k].self_attn.keys_values(y), causal)
         return logits
-
-
-@dataclass(frozen=True)
-class TransformerOptions:
-    ffn_size: Optional[int] = None  # inner size of the feed-forward layers (default 4 d_model)
-    pre_norm: bool = False  # layer norm before each sub-layer instead of after
-
-
-@register("transformer", options=TransformerOptions,
-          reads=("attention_heads", "enc_layers", "dec_layers", "tie_all_embeddings"))
-def build_transformer(cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: TransformerOptions) -> Transformer:
-    return Transformer(cfg, src_vocab, tgt_vocab, options)
