@@ -17,7 +17,9 @@ Every toolkit in the comparison reads the same pairs cut into the same pieces:
 Layout written under ``OUT``::
 
     spm.model  spm.vocab  vocab.txt  stats.json
-    raw/{train,dev}.{src,tgt}      pieces/{train,dev}.{src,tgt}
+    raw/{train,dev,test}.{src,tgt}      pieces/{train,dev,test}.{src,tgt}
+
+(test only where the corpus has one).
 
 The language suffixes are replaced by ``src`` / ``tgt`` so the peers need no language
 options. Run as ``python benchmarks/prepare.py --data ../shared/data --out DIR``; ``run.py``
@@ -67,12 +69,14 @@ def prepare(data_dir: Path, out: Path, corpus: str = "bible-es-en", src: str = "
     from rnmt.data import load_vocab, train_vocabs
 
     base = Path(data_dir) / corpus
+    # the test split is optional (a corpus may have only train and dev)
+    splits = ("train", "dev", "test") if (base / f"test.{src}").is_file() else ("train", "dev")
     inputs = {f"{split}.{side}": base / f"{split}.{lang}"
-              for split in ("train", "dev") for side, lang in (("src", src), ("tgt", tgt))}
+              for split in splits for side, lang in (("src", src), ("tgt", tgt))}
     for path in inputs.values():
         if not path.is_file():
             raise SystemExit(f"prepare: file not found: {path} (set --data to the shared data directory)")
-    key = _fingerprint(list(inputs.values()), f"{vocab_size}/{max_len}/v2")
+    key = _fingerprint(list(inputs.values()), f"{vocab_size}/{max_len}/v3")
     stats_file = out / "stats.json"
     if stats_file.is_file():
         stats = json.loads(stats_file.read_text())
@@ -91,7 +95,7 @@ def prepare(data_dir: Path, out: Path, corpus: str = "bible-es-en", src: str = "
     stats: Dict = {"key": key, "corpus": corpus, "src": src, "tgt": tgt, "vocab_size": vocab.size,
                    "max_len": max_len}
     counts: collections.Counter = collections.Counter()
-    for split in ("train", "dev"):
+    for split in splits:
         s_lines, t_lines = _read(inputs[f"{split}.src"]), _read(inputs[f"{split}.tgt"])
         if len(s_lines) != len(t_lines):
             raise SystemExit(f"prepare: {split}: {len(s_lines)} source lines but {len(t_lines)} target lines")
