@@ -174,7 +174,7 @@ def test_command_line_rejects_bad_dims(capsys):
 
 
 def test_every_paper_names_existing_configs_and_systems():
-    for paper in PAPERS:
+    for paper in (*PAPERS, "bf16"):
         spec = load_paper(paper)
         assert spec.baseline in [s.name for s in spec.systems]
         for s in spec.systems + spec.optional_systems:
@@ -342,3 +342,30 @@ def test_recorded_atr_gates_match_the_models_own_trace():
     assert torch.allclose(bwd_f[0], enc["bwd.f"].mean(-1)[0], atol=1e-6)
     assert torch.allclose(unit1_i, trace["unit1.i"].mean(-1), atol=1e-6)
     assert "step" not in vars(model.unit1)  # the wrapper is gone after the block
+
+
+def test_same_claims_hold_only_when_no_seed_sets_the_two_apart():
+    close = [r.replace("there", "theer") if i % 9 == 0 else r for i, r in enumerate(REFS)]  # a few words off
+    records = _runs(a=[(1, 96.0, 10, {}), (2, 96.0, 10, {})], b=[(1, 97.0, 10, {}), (2, 95.0, 10, {})])
+    same = judge_claim(Claim("same", "a", "b", "a same as b"), records, {"a": [close, close], "b": [GOOD, close]},
+                       REFS, 200)
+    assert same["held"] is None and same["status"].startswith("undecided: significantly apart in some seeds")
+    same = judge_claim(Claim("same", "a", "b", "a same as b"), records, {"a": [close, GOOD], "b": [close, GOOD]},
+                       REFS, 200)
+    assert same["held"] and same["spread_b"] == pytest.approx(2.0)
+    assert same["status"] == "held; mean difference +0.00, b's seed-to-seed spread 2.00"
+    worse = judge_claim(Claim("same", "a", "b", "a same as b"),
+                        _runs(a=[(1, 40.0, 10, {}), (2, 40.0, 10, {})], b=[(1, 90.0, 10, {}), (2, 90.0, 10, {})]),
+                        {"a": [WORSE, WORSE], "b": [GOOD, GOOD]}, REFS, 200)
+    assert worse["held"] is False and worse["status"].startswith("reversed: significantly worse in every seed")
+
+
+def test_the_bf16_protocol_pairs_each_system_with_itself_in_fp32():
+    spec = load_paper("bf16")
+    assert [c.kind for c in spec.claims] == ["same", "same"]
+    for claim in spec.claims:
+        a, b = spec.system(claim.a), spec.system(claim.b)
+        assert a.config == b.config and a.recipe["train.amp"] == "bf16" and b.recipe["train.amp"] == "none"
+        assert {k: v for k, v in a.recipe.items() if k != "train.amp"} == \
+            {k: v for k, v in b.recipe.items() if k != "train.amp"}
+    assert set(spec.seeded) == {s.name for s in spec.systems}

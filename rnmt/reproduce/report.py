@@ -121,7 +121,9 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
     both systems were trained with are compared. ``better`` is "held" when a beats b at
     p < 0.05 in every common seed, "reversed" when b beats a at p < 0.05 in every one, and
     "undecided" otherwise; ``about`` (a, with fewer parameters, about as good as b) is
-    "held" when no seed shows a significantly worse and "reversed" when every seed does.
+    "held" when no seed shows a significantly worse and "reversed" when every seed does;
+    ``same`` is "held" when no seed shows either significantly ahead, "reversed" when every
+    seed shows a significantly worse, with b's seed-to-seed spread reported beside.
     Either is "undecided" when a run fails the sanity check (`sanity_problem`). ``faster``
     is judged from ``speeds["a|b"]``, the controlled side-by-side timing (`_judge_speed`).
     """
@@ -166,6 +168,17 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
             out.update(held=False, status="reversed")
         else:
             out.update(status=f"undecided: not significant in every seed ({per_seed})")
+    elif claim.kind == "same":
+        spread = [r.get(claim.metric) for r in records[claim.b]]
+        out["spread_b"] = max(spread) - min(spread) if len(spread) > 1 else None
+        shown = (f"; mean difference {out['value_a'] - out['value_b']:+.2f}" +
+                 (f", {claim.b}'s seed-to-seed spread {out['spread_b']:.2f}" if out["spread_b"] is not None else ""))
+        if not any(a_wins) and not any(b_wins):
+            out.update(held=True, status="held" + shown)
+        elif all(b_wins):
+            out.update(held=False, status="reversed: significantly worse in every seed" + shown)
+        else:
+            out.update(status=f"undecided: significantly apart in some seeds ({per_seed})")
     else:  # about: a has fewer parameters and is not significantly worse
         fewer = all(records[claim.a][i]["params"] < records[claim.b][j]["params"] for i, j, _ in pairs)
         if not fewer:
@@ -332,9 +345,11 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
     lines.append("- **Machine**: " + ("; ".join(machines) if machines else "-") + ".")
     if missing:
         lines.append(f"- **Not finished yet**: {', '.join(missing)} (rerun the command to continue).")
+    paper_column = ("This protocol has no paper, so the paper's columns are empty. " if spec.paper_metric == "none"
+                    else f"The paper's column is its {spec.paper_metric}: a different language pair, corpus and "
+                    "scale, quoted for the ordering, not for the value. ")
     lines += ["", "## Results", "",
-              f"The paper's column is its {spec.paper_metric}: a different language pair, corpus and scale, "
-              "quoted for the ordering, not for the value. Where a system was trained with several seeds, a cell "
+              paper_column + "Where a system was trained with several seeds, a cell "
               "gives the mean and each seed's value. s/update is the wall-clock time of a training update "
               "(validation excluded); train speed is target subword tokens per second of training; decoding speed "
               "is output words per second over the whole test set.", ""]
@@ -377,7 +392,8 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
                   f"trained with, and both pass the sanity check (at least {SANE_BLEU:g} BLEU, output/reference "
                   f"length within {SANE_LENGTH_RATIO[0]:g}-{SANE_LENGTH_RATIO[1]:g}); otherwise it is "
                   "**undecided**, with the reason. An \"about\" claim holds when the first system has fewer "
-                  "parameters and no seed shows it significantly worse. Speed claims "
+                  "parameters and no seed shows it significantly worse; a \"same\" claim when no seed shows either "
+                  "system significantly ahead. Speed claims "
                   "are timed side by side (`speed.json`: both systems' models train the same batches in alternating "
                   "rounds in one process) and need every round to agree; the table's tok/s and s/update are the "
                   "runs' own, measured under whatever load the machine had.", "",

@@ -17,7 +17,7 @@ from rnmt.errors import UserError
 from rnmt.resources import configs_dir
 
 PAPERS = ("atr", "cseq2seq", "dtmt", "survey")  # the order of `rnmt reproduce all`
-CLAIM_KINDS = ("better", "about", "faster")
+CLAIM_KINDS = ("better", "about", "same", "faster")
 
 
 def repository_root() -> Path:
@@ -43,7 +43,9 @@ class Claim:
     """An ordering the paper reports between systems ``a`` and ``b``.
 
     ``better``: a has higher test BLEU than b. ``about``: a is not significantly worse than
-    b (and has fewer parameters). ``faster``: a is higher on ``metric`` (a speed).
+    b (and has fewer parameters). ``same``: a and b are not significantly apart (a change of
+    precision or implementation that must not change quality). ``faster``: a is higher on
+    ``metric`` (a speed).
     """
 
     kind: str
@@ -113,7 +115,8 @@ def load_paper(paper: str, root: Optional[Path] = None) -> PaperSpec:
     a directory holding ``configs/``)."""
     path = (root / "configs" if root else configs_dir()) / "reproduce" / f"{paper}.yaml"
     if not path.is_file():
-        raise UserError(f"unknown paper '{paper}'; choose one of {', '.join(PAPERS)} or all")
+        raise UserError(f"unknown paper '{paper}'; choose one of {', '.join(PAPERS)}, all, or a protocol "
+                        f"of configs/reproduce/ (bf16)")
     tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     where = f"configs/reproduce/{paper}.yaml"
     try:
