@@ -2,7 +2,7 @@
 autocast path leaves out.
 
     python benchmarks/amp_products.py [--config benchmarks/configs/rnnsearch-gru.yaml]
-        [--batch 40] [--src-len 30] [--tgt-len 30] [--vocab 8000]
+        [--batch 40] [--src-len 30] [--tgt-len 30] [--vocab 8000] [--time ROUNDS]
 
 One training step (forward, label-smoothed loss, backward) of the config's model on a random
 batch runs under bf16 autocast on the CPU inside a dispatch mode that sees every aten
@@ -108,6 +108,9 @@ def main(argv=None) -> int:
     p.add_argument("--src-len", type=int, default=30)
     p.add_argument("--tgt-len", type=int, default=30)
     p.add_argument("--vocab", type=int, default=8000)
+    p.add_argument("--time", type=int, default=0, metavar="ROUNDS",
+                   help="also time fp32 and bf16 training steps (with Adam) in ROUNDS alternating rounds of 3, "
+                        "one thread, by the process's CPU time")
     args = p.parse_args(argv)
 
     from rnmt.config import load_config
@@ -152,6 +155,27 @@ def main(argv=None) -> int:
     print("rnmt's fast training paths, calls in one step:")
     for label, counted in paths.items():
         print(f"  {label:<14} " + ", ".join(f"{k} {v}" for k, v in sorted(counted.calls.items())) or "none")
+    if args.time:
+        import time
+
+        torch.set_num_threads(1)
+        optimiser = torch.optim.Adam(model.parameters(), lr=1e-5)
+
+        def update(amp: bool) -> None:
+            optimiser.zero_grad(set_to_none=True)
+            step(amp)
+            optimiser.step()
+
+        best = {False: float("inf"), True: float("inf")}
+        for _ in range(args.time):
+            for amp in best:
+                update(amp)
+                t0 = time.process_time()
+                for _ in range(3):
+                    update(amp)
+                best[amp] = min(best[amp], (time.process_time() - t0) / 3)
+        print(f"training step, CPU time, 1 thread (best of {args.time} rounds): fp32 {best[False]:.3f} s, "
+              f"bf16 autocast {best[True]:.3f} s, bf16 / fp32 speed {best[False] / best[True]:.2f}x")
     return 0
 
 
