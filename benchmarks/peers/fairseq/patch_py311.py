@@ -8,7 +8,8 @@ nested configs that way, e.g. ``common: CommonConfig = CommonConfig()`` or
 
 One reader has to follow: fairseq's ``hydra_init`` registers each field's ``.default``,
 which is unset for a ``default_factory`` field, so it is made to call the factory
-(``REPLACEMENTS``).
+(``REPLACEMENTS``). ``REPLACEMENTS`` also turns off the Transformer encoder layer's fused
+inference path (layer and encoder), which fails under torch 2.13 (see there).
 
 Usage: python patch_py311.py SITE_PACKAGES_DIR [PACKAGE ...]   (default: fairseq hydra)
 Idempotent: a second run finds nothing left to change.
@@ -32,6 +33,18 @@ REPLACEMENTS = [
      "        f = FairseqConfig.__dataclass_fields__[k]\n"
      "        v = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()\n"),
     ("fairseq/dataclass/initialize.py", "import logging\n", "import dataclasses\nimport logging\n"),
+    # Not a Python 3.11 matter: fairseq 0.12.2's Transformer encoder layer hands inference to
+    # torch's fused BetterTransformer kernel without the mask type newer torch requires ("Mask
+    # Type should be defined"); the layer's ordinary path (the one training uses) is kept.
+    ("fairseq/modules/transformer_layer.py",
+     "        if (\n            self.BT_version\n            and x.dim() == 3\n",
+     "        if (\n            False  # fused path off (benchmarks/peers/fairseq/patch_py311.py)\n"
+     "            and self.BT_version\n            and x.dim() == 3\n"),
+    # ... and the encoder that turns its states batch-first for that path
+    ("fairseq/models/transformer/transformer_encoder.py",
+     "        if (\n            BT_version\n            and x.dim() == 3\n",
+     "        if (\n            False  # fused path off (benchmarks/peers/fairseq/patch_py311.py)\n"
+     "            and BT_version\n            and x.dim() == 3\n"),
 ]
 BLOCK = re.compile(r"^(\s*)(class|def|async\s+def)\b")
 
