@@ -3,24 +3,15 @@ its path counter sees rnmt's fp32 fast paths."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import torch
+from support import load_benchmark
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("amp_products", REPO / "benchmarks" / "amp_products.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["amp_products"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-amp = load_script()
+amp = load_benchmark("amp_products")
 
 
 def test_census_counts_flops_by_operand_dtype():

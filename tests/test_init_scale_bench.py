@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from support import load_benchmark
 
 from rnmt.data import train_vocabs
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def load_script():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("init_scale", REPO / "benchmarks" / "init_scale.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return module
 
 
 def test_unigram_perplexity_counts_pieces_and_end_of_sentence(tmp_path):
@@ -37,7 +25,7 @@ def test_unigram_perplexity_counts_pieces_and_end_of_sentence(tmp_path):
     assert len(set(pieces)) == len(pieces)
     # Every line the same: each distinct piece and </s> equally frequent.
     (tmp_path / "same.en").write_text("the dog eats\n" * 7, encoding="utf-8")
-    script = load_script()
+    script = load_benchmark("init_scale")
     assert script.unigram_perplexity(model, tmp_path / "same.en") == pytest.approx(len(pieces) + 1)
     # Two lines sharing "the": a skewed distribution has a lower perplexity than its support.
     ppl = script.unigram_perplexity(model, tmp_path / "a.en")

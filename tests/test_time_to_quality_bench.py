@@ -3,28 +3,15 @@ rnmt system timed and scored end to end."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from support import load_benchmark
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def load_script():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("time_to_quality", REPO / "benchmarks" / "time_to_quality.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["time_to_quality"] = module  # its dataclasses look their module up
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return module
-
-
-ttq = load_script()
+ttq = load_benchmark("time_to_quality")
 
 
 def test_each_mark_takes_the_last_checkpoint_saved_before_it():
