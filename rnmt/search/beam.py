@@ -56,6 +56,37 @@ def _force_eos(log_probs: Tensor, rows: Tensor, eos_id: int) -> None:
         log_probs[rows, eos_id] = eos
 
 
+BLOCK = 64  # vocabulary entries per block of `best_extensions`' pre-selection
+
+
+def best_extensions(scores: Tensor, log_probs: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """The ``k`` best one-word extensions of each sentence's beam: (score, beam, token), each
+    ``[b, k]`` sorted by score, where extending hypothesis ``(s, i)`` (score ``scores[s, i]``)
+    with token ``w`` scores ``scores[s, i] + log_probs[s * K + i, w]``.
+
+    Exact, and faster than one `topk` over all ``K * V`` candidates of a sentence
+    (docs/performance.md, "Beam search"): the candidates are cut into blocks of `BLOCK` words, and the ``k`` best lie in
+    the ``k`` blocks with the highest maxima (a candidate outside them is beaten by the ``k``
+    block maxima), so `topk` runs over the block maxima and then over ``k`` blocks only.
+    """
+    b, K = scores.shape
+    V = log_probs.size(1)
+    if K * V <= 4 * k * BLOCK:  # too few blocks to pay: one topk over all candidates
+        top_scores, flat = (scores.reshape(-1, 1) + log_probs).view(b, K * V).topk(k, dim=-1)
+        return top_scores, flat // V, flat % V
+    Vp = -(-V // BLOCK) * BLOCK  # each hypothesis's row padded to whole blocks
+    cand = log_probs.new_empty(b * K, Vp)
+    torch.add(log_probs, scores.reshape(-1, 1), out=cand[:, :V])
+    cand[:, V:] = float("-inf")
+    blocks = cand.view(b, K * Vp // BLOCK, BLOCK)
+    _, top_blocks = blocks.amax(-1).topk(k, dim=-1)  # [b, k]
+    inside = blocks.gather(1, top_blocks.unsqueeze(-1).expand(-1, -1, BLOCK)).view(b, k * BLOCK)
+    top_scores, pos = inside.topk(k, dim=-1)
+    flat = top_blocks.gather(1, pos // BLOCK) * BLOCK + pos % BLOCK  # index into K * Vp
+    # A -inf candidate (fewer than k finite ones) may sit in the padding: any real token will do.
+    return top_scores, flat // Vp, (flat % Vp).clamp_max(V - 1)
+
+
 class SearchStopped(Exception):
     """Raised by a search whose ``should_stop`` callback said so (e.g. its request expired)."""
 
@@ -140,11 +171,9 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
         if return_attention:
             step_attn = extras["attention"].unsqueeze(1)
             attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
-        cand = (scores.view(-1, 1) + log_probs).view(b, K * V)
-        top_scores, top_idx = cand.topk(min(2 * K, K * V), dim=-1)
-        top_beam, top_tok = top_idx // V, top_idx % V
+        top_scores, top_beam, top_tok = best_extensions(scores, log_probs, min(2 * K, K * V))
         is_eos = top_tok == model.eos_id
-        rank = torch.arange(top_idx.size(1), device=device).expand_as(top_idx)
+        rank = torch.arange(top_scores.size(1), device=device).expand_as(top_scores)
         finalize = is_eos & (rank < K) & torch.isfinite(top_scores)
 
         # Finished hypotheses: one transfer to the host per step.
