@@ -65,3 +65,19 @@ def test_matrix_and_parameter_counts(name, dx, d):
     # The named matrices account for every weight; the rest are vectors (biases, LN).
     vectors = sum(p.numel() for p in cell.parameters() if p.dim() == 1)
     assert sum(m.numel() for m in mats.values()) + vectors == plain(dx, d)
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm", "ran", "lau", "lgru", "tgru"])
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_named_biases_cover_the_bias_vector(name, layer_norm):
+    """`biases()` names every block of the fused bias, and with gate layer norm only the
+    candidate's bias remains (RAN, which has no candidate bias, then has none)."""
+    cell = build(name, 5, 4, layer_norm=layer_norm)
+    biases = cell.biases()
+    if cell.bias is None:
+        assert biases == {}
+        return
+    assert sum(b.numel() for b in biases.values()) == cell.bias.numel()
+    assert all(b.shape == (4,) for b in biases.values())
+    if layer_norm:
+        assert list(biases) == [cell.bias_names[-1]]

@@ -16,8 +16,6 @@ drops p in the input term i * p (p plays the candidate's role, the paper's secti
 
 from __future__ import annotations
 
-from typing import Dict
-
 import torch
 from torch import Tensor, nn
 
@@ -30,6 +28,8 @@ class ATR(Cell):
     """ATR, eq. 6-9 of the ATR paper."""
 
     gate_names = ("i", "f")
+    input_names = ("W_x",)
+    recurrent_names = ("W_h",)
 
     def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
@@ -57,6 +57,3 @@ class ATR(Cell):
         if return_gates:
             return new, {"i": i, "f": f}
         return new
-
-    def matrices(self) -> Dict[str, Tensor]:
-        return {"W_x": self.weight_x, "W_h": self.weight_h}

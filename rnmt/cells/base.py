@@ -82,6 +82,10 @@ class Cell(nn.Module):
         state_size: size of the carried state (``hidden_size`` for all units but LSTM).
         proj_size: size of ``project_inputs``' output per time step.
         gate_names: names of the gates returned by ``step(..., return_gates=True)``.
+        input_names, recurrent_names: the papers' names of the matrices stored side by side
+            in ``weight_x`` and ``weight_h`` (``hidden_size`` columns each), for `matrices`.
+        bias_names: the same for the blocks of ``bias``; with gate layer norm only the last
+            (the candidate's) is left, the gates' biases being the norms' own.
     """
 
     input_size: int
@@ -89,6 +93,9 @@ class Cell(nn.Module):
     state_size: int
     proj_size: int
     gate_names: Tuple[str, ...] = ()
+    input_names: Tuple[str, ...] = ()
+    recurrent_names: Tuple[str, ...] = ()
+    bias_names: Tuple[str, ...] = ()
 
     def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
         super().__init__()
@@ -153,7 +160,22 @@ class Cell(nn.Module):
         the fused storage back to the equations, for tests and analysis. Every matrix is
         ``[in, out]``: it is applied as ``x @ W``.
         """
-        raise NotImplementedError
+        if not (self.input_names or self.recurrent_names):
+            raise NotImplementedError(f"{type(self).__name__} names no matrices")
+        d = self.hidden_size
+        mats = split_columns(self.weight_x, self.input_names, d) if self.input_names else {}
+        return {**mats, **split_columns(self.weight_h, self.recurrent_names, d)}
+
+    def biases(self) -> Dict[str, Tensor]:
+        """The unit's bias vectors under the papers' names (`bias_names`), as views."""
+        bias = getattr(self, "bias", None)
+        if bias is None:
+            return {}
+        if not self.bias_names:
+            raise NotImplementedError(f"{type(self).__name__} names no biases")
+        names = self.bias_names[-1:] if getattr(self, "gate_norm", None) is not None else self.bias_names
+        d = self.hidden_size
+        return {name: bias[i * d : (i + 1) * d] for i, name in enumerate(names)}
 
     # ----------------------------------------------------------------- helpers
     # Packed int8 twins of weight_h / weight_x for decoding (rnmt/int8.py); None otherwise.

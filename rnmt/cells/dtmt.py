@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.cells import ln_gates
-from rnmt.cells.base import Cell, GateNorm, interpolate, split_columns
+from rnmt.cells.base import Cell, GateNorm, interpolate
 from rnmt.cells.lau import _ThreeGateLinearCell
 from rnmt.cells.registry import build, register, registered_names
 from rnmt.errors import UserError
@@ -42,6 +42,7 @@ class LGRU(_ThreeGateLinearCell):
     gate_names = ("r", "z", "l")
     input_names = ("W_xr", "W_xz", "W_xl", "W_xh", "W_x")
     recurrent_names = ("W_hr", "W_hz", "W_hl", "W_hh")
+    bias_names = ("b_r", "b_z", "b_l", "b_h")
 
     def lockstep(self, other: Cell, like: Tensor):
         return ln_gates.lockstep(self, other, like, linear=True)
@@ -63,6 +64,8 @@ class TGRU(Cell):
     ``project_inputs`` returns an empty projection and ``step`` ignores ``px``."""
 
     gate_names = ("r", "z")
+    recurrent_names = ("W_hr", "W_hz", "W_hh")
+    bias_names = ("b_r", "b_z", "b_h")
 
     def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
@@ -96,15 +99,6 @@ class TGRU(Cell):
 
     def lockstep(self, other: Cell, like: Tensor):
         return ln_gates.lockstep(self, other, like, reads_input=False)
-
-    def matrices(self) -> Dict[str, Tensor]:
-        return split_columns(self.weight_h, ("W_hr", "W_hz", "W_hh"), self.hidden_size)
-
-    def biases(self) -> Dict[str, Tensor]:
-        d = self.hidden_size
-        if self.gate_norm is not None:
-            return {"b_h": self.bias}
-        return {"b_r": self.bias[:d], "b_z": self.bias[d : 2 * d], "b_h": self.bias[2 * d :]}
 
 
 # T-GRUs read no input, a nested block is never meant, and an LSTM's [h; c] state cannot be

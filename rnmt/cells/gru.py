@@ -26,7 +26,7 @@ Conventions:
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -34,7 +34,7 @@ from torch.autograd import Function
 
 from rnmt import kernels
 from rnmt.cells import ln_gates
-from rnmt.cells.base import Cell, GateNorm, interpolate, split_columns
+from rnmt.cells.base import Cell, GateNorm, interpolate
 from rnmt.cells.registry import register
 from rnmt.deferred_grads import pair_product
 
@@ -44,6 +44,9 @@ class GRU(Cell):
     """GRU, DTMT eq. 6-9 (see the module docstring for the conventions)."""
 
     gate_names = ("r", "z")
+    input_names = ("W_r", "W_z", "W_h")
+    recurrent_names = ("U_r", "U_z", "U_h")
+    bias_names = ("b_r", "b_z", "b_h")
 
     def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0,
                  reset_bias: bool = True) -> None:
@@ -136,19 +139,6 @@ class GRU(Cell):
 
         return step
 
-    def matrices(self) -> Dict[str, Tensor]:
-        d = self.hidden_size
-        return {
-            **split_columns(self.weight_x, ("W_r", "W_z", "W_h"), d),
-            **split_columns(self.weight_h, ("U_r", "U_z", "U_h"), d),
-        }
-
-    def biases(self) -> Dict[str, Tensor]:
-        """b_r, b_z (absent with layer_norm) and b_h."""
-        d = self.hidden_size
-        if self.gate_norm is not None:
-            return {"b_h": self.bias}
-        return {"b_r": self.bias[:d], "b_z": self.bias[d : 2 * d], "b_h": self.bias[2 * d :]}
 
 
 class _FusedGates(Function):

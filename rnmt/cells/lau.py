@@ -14,22 +14,16 @@ normalises r, z and g (one LN each, no gate biases); ``dropout`` drops h~.
 
 from __future__ import annotations
 
-from typing import Dict
-
 import torch
 from torch import Tensor, nn
 
-from rnmt.cells.base import Cell, GateNorm, interpolate, split_columns
+from rnmt.cells.base import Cell, GateNorm, interpolate
 from rnmt.cells.registry import register
 
 
 class _ThreeGateLinearCell(Cell):
     """Parameter layout shared by LAU and L-GRU: three gates, a candidate and a linear
     input term H(x) = W_x x, i.e. 5 input-side and 4 recurrent-side matrices."""
-
-    gate_names: tuple = ()
-    input_names: tuple = ()
-    recurrent_names: tuple = ()
 
     def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
@@ -59,20 +53,6 @@ class _ThreeGateLinearCell(Cell):
         nonlinear = torch.tanh(torch.addcmul(px_h, r, rec_h))
         return r, z, third, nonlinear, linear
 
-    def matrices(self) -> Dict[str, Tensor]:
-        d = self.hidden_size
-        return {
-            **split_columns(self.weight_x, self.input_names, d),
-            **split_columns(self.weight_h, self.recurrent_names, d),
-        }
-
-    def biases(self) -> Dict[str, Tensor]:
-        d = self.hidden_size
-        if self.gate_norm is not None:
-            return {"b_h": self.bias}
-        names = [f"b_{g}" for g in self.gate_names] + ["b_h"]
-        return {k: self.bias[i * d : (i + 1) * d] for i, k in enumerate(names)}
-
 
 @register("lau")
 class LAU(_ThreeGateLinearCell):
@@ -81,6 +61,7 @@ class LAU(_ThreeGateLinearCell):
     gate_names = ("r", "z", "g")
     input_names = ("W_xr", "W_xz", "W_xg", "W_xh", "W_x")
     recurrent_names = ("W_hr", "W_hz", "W_hg", "W_hh")
+    bias_names = ("b_r", "b_z", "b_g", "b_h")
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         r, z, g, candidate, linear = self._parts(px, state)

@@ -15,13 +15,11 @@ biases); the candidate keeps its bias b_c, as the GRU's candidate does.
 
 from __future__ import annotations
 
-from typing import Dict
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rnmt.cells.base import Cell, GateNorm, split_columns
+from rnmt.cells.base import Cell, GateNorm
 from rnmt.cells.registry import register
 
 
@@ -30,6 +28,9 @@ class LSTM(Cell):
     """LSTM, survey section 2.3; state = [h; c]."""
 
     gate_names = ("i", "f", "o")
+    input_names = ("W_i", "W_f", "W_o", "W_c")
+    recurrent_names = ("U_i", "U_f", "U_o", "U_c")
+    bias_names = ("b_i", "b_f", "b_o", "b_c")
 
     def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
@@ -64,16 +65,3 @@ class LSTM(Cell):
         if return_gates:
             return new, {"i": i, "f": f, "o": o}
         return new
-
-    def matrices(self) -> Dict[str, Tensor]:
-        d = self.hidden_size
-        return {
-            **split_columns(self.weight_x, ("W_i", "W_f", "W_o", "W_c"), d),
-            **split_columns(self.weight_h, ("U_i", "U_f", "U_o", "U_c"), d),
-        }
-
-    def biases(self) -> Dict[str, Tensor]:
-        d = self.hidden_size
-        if self.gate_norm is not None:
-            return {"b_c": self.bias}
-        return {k: self.bias[i * d : (i + 1) * d] for i, k in enumerate(("b_i", "b_f", "b_o", "b_c"))}

@@ -14,13 +14,11 @@ carried state is c; ``output(state)`` and the next step's recurrent input are g(
 
 from __future__ import annotations
 
-from typing import Dict
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rnmt.cells.base import Cell, GateNorm, split_columns
+from rnmt.cells.base import Cell, GateNorm
 from rnmt.cells.registry import register
 from rnmt.errors import UserError
 
@@ -32,6 +30,9 @@ class RAN(Cell):
     """RAN (Lee et al. 2017); state = c, output = g(c)."""
 
     gate_names = ("i", "f")
+    input_names = ("W_cx", "W_ix", "W_fx")
+    recurrent_names = ("W_ih", "W_fh")
+    bias_names = ("b_i", "b_f")
 
     def __init__(
         self,
@@ -75,16 +76,6 @@ class RAN(Cell):
             return new, {"i": i, "f": f}
         return new
 
-    def matrices(self) -> Dict[str, Tensor]:
-        d = self.hidden_size
-        return {
-            **split_columns(self.weight_x, ("W_cx", "W_ix", "W_fx"), d),
-            **split_columns(self.weight_h, ("W_ih", "W_fh"), d),
-        }
-
-    def biases(self) -> Dict[str, Tensor]:
-        d = self.hidden_size
-        return {} if self.bias is None else {"b_i": self.bias[:d], "b_f": self.bias[d:]}
 
     def extra_repr(self) -> str:
         return super().extra_repr() + f", activation={self.activation}"

@@ -8,8 +8,6 @@ replaces b); ``dropout`` drops the new state, which is this unit's candidate.
 
 from __future__ import annotations
 
-from typing import Dict
-
 import torch
 from torch import Tensor, nn
 
@@ -22,6 +20,8 @@ class SRNN(Cell):
     """Elman RNN, survey eq. 1."""
 
     gate_names = ()
+    input_names = ("W",)
+    recurrent_names = ("U",)
 
     def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
@@ -45,6 +45,3 @@ class SRNN(Cell):
         if return_gates:
             return new, {}
         return new
-
-    def matrices(self) -> Dict[str, Tensor]:
-        return {"W": self.weight_x, "U": self.weight_h}
