@@ -23,14 +23,6 @@ import rnmt
 from rnmt.search import beam as beam_module
 
 
-def one_topk(scores, log_probs, k):
-    """The selection before blocks: every candidate of a sentence in one `topk`."""
-    b, K = scores.shape
-    V = log_probs.size(1)
-    top, flat = (scores.reshape(-1, 1) + log_probs).view(b, K * V).topk(k, dim=-1)
-    return top, flat // V, flat % V
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True)
@@ -49,7 +41,7 @@ def main() -> None:
     seconds: dict[str, list[float]] = {"one topk": [], "blocks": []}
     outputs = {}
     for _ in range(args.rounds):
-        for name, select in (("one topk", one_topk), ("blocks", blocks)):
+        for name, select in (("one topk", beam_module.one_topk_extensions), ("blocks", blocks)):
             beam_module.best_extensions = select
             start = time.perf_counter()
             outputs[name] = model.translate(src)

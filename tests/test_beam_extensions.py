@@ -3,14 +3,7 @@
 import pytest
 import torch
 
-from rnmt.search.beam import BLOCK, best_extensions
-
-
-def plain(scores, log_probs, k):
-    b, K = scores.shape
-    V = log_probs.size(1)
-    top, flat = (scores.reshape(-1, 1) + log_probs).view(b, K * V).topk(k, dim=-1)
-    return top, flat // V, flat % V
+from rnmt.search.beam import BLOCK, best_extensions, one_topk_extensions
 
 
 @pytest.mark.parametrize("b,K,V", [(1, 5, 8000), (7, 5, 1000), (3, 4, 8003), (2, 1, 3 * BLOCK + 1), (4, 2, 6)])
@@ -18,7 +11,8 @@ def test_block_selection_equals_one_topk(b, K, V):
     torch.manual_seed(V)
     scores = torch.randn(b, K) * 3
     log_probs = torch.randn(b * K, V).log_softmax(-1)
-    got, want = best_extensions(scores, log_probs, min(2 * K, K * V)), plain(scores, log_probs, min(2 * K, K * V))
+    k = min(2 * K, K * V)
+    got, want = best_extensions(scores, log_probs, k), one_topk_extensions(scores, log_probs, k)
     for g, w in zip(got, want):
         assert torch.equal(g, w)
 

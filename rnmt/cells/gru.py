@@ -140,7 +140,6 @@ class GRU(Cell):
         return step
 
 
-
 class _FusedGates(Function):
     """Eq. 6-9's element-wise part as one autograd node: ``h'`` from the projected input
     ``px``, the recurrent product ``rec`` (with b) and ``h``; the backward returns the

@@ -76,6 +76,5 @@ class RAN(Cell):
             return new, {"i": i, "f": f}
         return new
 
-
     def extra_repr(self) -> str:
         return super().extra_repr() + f", activation={self.activation}"

@@ -59,21 +59,29 @@ def _force_eos(log_probs: Tensor, rows: Tensor, eos_id: int) -> None:
 BLOCK = 64  # vocabulary entries per block of `best_extensions`' pre-selection
 
 
+def one_topk_extensions(scores: Tensor, log_probs: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
+    """`best_extensions` by one `topk` over all ``K * V`` candidates of each sentence (what it
+    does for small vocabularies, and the reference it is tested and timed against)."""
+    b, K = scores.shape
+    V = log_probs.size(1)
+    top_scores, flat = (scores.reshape(-1, 1) + log_probs).view(b, K * V).topk(k, dim=-1)
+    return top_scores, flat // V, flat % V
+
+
 def best_extensions(scores: Tensor, log_probs: Tensor, k: int) -> tuple[Tensor, Tensor, Tensor]:
     """The ``k`` best one-word extensions of each sentence's beam: (score, beam, token), each
     ``[b, k]`` sorted by score, where extending hypothesis ``(s, i)`` (score ``scores[s, i]``)
     with token ``w`` scores ``scores[s, i] + log_probs[s * K + i, w]``.
 
-    Exact, and faster than one `topk` over all ``K * V`` candidates of a sentence
-    (docs/performance.md, "Beam search"): the candidates are cut into blocks of `BLOCK` words, and the ``k`` best lie in
-    the ``k`` blocks with the highest maxima (a candidate outside them is beaten by the ``k``
-    block maxima), so `topk` runs over the block maxima and then over ``k`` blocks only.
+    Exact, and faster than `one_topk_extensions` (docs/performance.md, "Decoding"): the
+    candidates are cut into blocks of `BLOCK` words, and the ``k`` best lie in the ``k``
+    blocks with the highest maxima (a candidate outside them is beaten by the ``k`` block
+    maxima), so `topk` runs over the block maxima and then over ``k`` blocks only.
     """
     b, K = scores.shape
     V = log_probs.size(1)
-    if K * V <= 4 * k * BLOCK:  # too few blocks to pay: one topk over all candidates
-        top_scores, flat = (scores.reshape(-1, 1) + log_probs).view(b, K * V).topk(k, dim=-1)
-        return top_scores, flat // V, flat % V
+    if K * V <= 4 * k * BLOCK:  # too few blocks to pay
+        return one_topk_extensions(scores, log_probs, k)
     Vp = -(-V // BLOCK) * BLOCK  # each hypothesis's row padded to whole blocks
     cand = log_probs.new_empty(b * K, Vp)
     torch.add(log_probs, scores.reshape(-1, 1), out=cand[:, :V])
