@@ -73,9 +73,9 @@ def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
 def amp_dtype(name: str, device: torch.device) -> Optional[torch.dtype]:
     """The autocast dtype of ``train.amp`` on ``device`` (None: full precision).
 
-    ``auto`` is bf16 on a CUDA device that supports it and fp32 on CPU. On CPU, bf16 helps
-    only where the processor computes bf16 natively (AVX512-BF16, AMX) and is much slower
-    elsewhere, so it is opt-in there (``bf16``); docs/scaling.md has the measurement.
+    ``auto`` is bf16 on a CUDA device that supports it and fp32 on CPU. On CPU, bf16 is
+    faster on some processors and slower on others that also list ``avx512_bf16`` (1.5x
+    and 0.58x fp32 in docs/scaling.md's two measurements), so it is opt-in there (``bf16``).
     """
     if name == "none":
         return None
