@@ -303,6 +303,13 @@ def run_system(system: System, data: Path, out: Path, minutes: float, points: in
             "parameters": system.parameters(work, child.log), "points": rows}
 
 
+def machine() -> str:
+    from rnmt.reproduce.machine import cpu_bf16, cpu_model
+
+    bf16 = cpu_bf16()
+    return f"{cpu_model()}{f' ({bf16})' if bf16 else ''}, {platform.machine()}, {os.cpu_count()} cores"
+
+
 # -- report ---------------------------------------------------------------------------------
 def first_reaching(points: List[Dict], target: float) -> Optional[float]:
     """Minutes of the first scored checkpoint whose test BLEU is at least ``target``."""
@@ -316,7 +323,9 @@ def report(results: Dict) -> str:
              f"training per system, one system at a time; beam 5, sacrebleu BLEU on detokenised text.",
              f"Commit {meta['commit']}, {meta['machine']}; command: `{meta['command']}`.", ""]
     for name, r in systems.items():
-        lines += [f"**{r['label']}** ({name}): {r['updates_in_budget']} updates in the budget, "
+        where = "".join(f", {key} {r[key]}" for key in ("commit", "machine")
+                        if r.get(key) and r[key] != meta[key])
+        lines += [f"**{r['label']}** ({name}{where}): {r['updates_in_budget']} updates in the budget, "
                   f"peak RSS {r['peak_rss_mib']} MiB" + (f", {r['parameters']:,} parameters" if r.get("parameters")
                                                         else "")
                   + (f"; binarisation before the clock {r['setup_seconds']:.0f} s" if r["setup_seconds"] >= 1 else ""),
@@ -407,7 +416,7 @@ def main(argv=None) -> int:
     results = json.loads(results_file.read_text()) if results_file.is_file() else {"systems": {}}
     results["meta"] = {"corpus": stats["corpus"], "train_pairs": stats["train"]["pairs"],
                        "vocab_size": stats["vocab_size"], "threads": args.threads, "minutes": args.minutes,
-                       "commit": commit, "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                       "commit": commit, "machine": machine(),
                        "command": "python benchmarks/time_to_quality.py " + " ".join(shlex.quote(a) for a in
                                                                                     (argv or sys.argv[1:]))}
     for name in names:
@@ -423,6 +432,8 @@ def main(argv=None) -> int:
             continue
         results["systems"][name] = run_system(system, out / "data", out, args.minutes, args.points, args.threads,
                                               args.keep)
+        # A later invocation may add systems at another commit: each keeps its own.
+        results["systems"][name].update(commit=commit, machine=results["meta"]["machine"])
         write(results, out)
     write(results, out)
     print(report(results))
