@@ -9,15 +9,20 @@ import platform
 import torch
 
 
-def cpu_model() -> str:
+def _cpuinfo(field: str) -> str:
+    """The value of the first ``field`` line of /proc/cpuinfo ("" where there is none)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
             for line in fh:
-                if line.lower().startswith("model name"):
+                if line.lower().startswith(field):
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    return ""
+
+
+def cpu_model() -> str:
+    return _cpuinfo("model name") or platform.processor() or platform.machine() or "unknown CPU"
 
 
 def cpu_bf16(flags_text: str | None = None) -> str:
@@ -25,11 +30,7 @@ def cpu_bf16(flags_text: str | None = None) -> str:
     training beats fp32 on a CPU turns on AMX, not on ``avx512_bf16`` alone
     (docs/performance.md, "bf16 training")."""
     if flags_text is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-                flags_text = next((line for line in fh if line.lower().startswith("flags")), "")
-        except OSError:
-            return ""
+        flags_text = _cpuinfo("flags")
     flags = set(flags_text.split(":", 1)[-1].split())
     if not flags:
         return ""
