@@ -293,8 +293,9 @@ def test_fused_gru_step_is_left_out_where_it_does_not_apply():
     assert cells.GRU(4, 6, layer_norm=True)._fused_applies(px, state) is False
     assert not cell._fused_applies(px.double(), state.double())
     assert not cell._fused_applies(torch.randn(18, 2).t(), state)  # rows not dense
+    assert not cell._fused_applies(px.bfloat16(), state)  # bf16 only under autocast (cast up there)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert not cell._fused_applies(px, state)
+        assert cell._fused_applies(px.bfloat16(), state.bfloat16()) == (kernels.extension() is not None)
     assert cell._fused_applies(px, state) == (kernels.extension() is not None)
 
 

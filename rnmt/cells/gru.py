@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd import Function
 
-from rnmt import kernels
+from rnmt import kernels, precision
 from rnmt.cells import ln_gates
 from rnmt.cells.base import Cell, GateNorm, interpolate
 from rnmt.cells.registry import register
@@ -76,8 +76,10 @@ class GRU(Cell):
             return ln_gates.ln_gates(self, px, self.recurrent_product(state), state)
         if not return_gates and self._fused_applies(px, state):
             # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
-            # in training one autograd node with a one-sweep backward.
-            return self._fused_gates(px, self.recurrent_product(state, self._recurrent_bias()), state)
+            # in training one autograd node with a one-sweep backward; in fp32 under bf16
+            # autocast too (`rnmt.precision`).
+            rec = self.recurrent_product(state, self._recurrent_bias())
+            return self._fused_gates(precision.fp32(px), precision.fp32(rec), precision.fp32(state))
         # split, not slicing: one backward node per split instead of a zero-filled
         # full-width gradient per slice.
         px_gates, px_h = px.split((2 * d, d), dim=1)
@@ -96,14 +98,14 @@ class GRU(Cell):
         return new
 
     def _fused_applies(self, px: Tensor, state: Tensor) -> bool:
-        """No layer norm, float32 on the CPU, dense rows, kernels built (with or without autograd)."""
-        return (self._kernel_applies(px) and state.dtype == torch.float32
+        """No layer norm, float32 on the CPU (or bf16 under CPU autocast), dense rows,
+        kernels built (with or without autograd)."""
+        return (self._kernel_applies(px) and precision.kernel_dtype_ok(state)
                 and px.stride(-1) == 1 and state.stride(-1) == 1)
 
     def _kernel_applies(self, like: Tensor) -> bool:
-        return (self.gate_norm is None and like.dtype == self.weight_h.dtype == torch.float32
-                and like.device.type == "cpu" and not torch.is_autocast_enabled("cpu")
-                and kernels.extension() is not None)
+        return (self.gate_norm is None and self.weight_h.dtype == torch.float32 and precision.kernel_dtype_ok(like)
+                and like.device.type == "cpu" and kernels.extension() is not None)
 
     def _fused_gates(self, px: Tensor, rec: Tensor, state: Tensor) -> Tensor:
         """h' from [N, 3d] rows of projected input and recurrent product (with b) and h [N, d]."""
@@ -134,8 +136,9 @@ class GRU(Cell):
 
         def step(px: Tensor, state: Tensor) -> Tensor:
             rec = pair_product(state, weight, bias)
-            new = self._fused_gates(px.reshape(-1, 3 * d), rec.reshape(-1, 3 * d), state.reshape(-1, d))
-            return new.view_as(state)
+            new = self._fused_gates(precision.fp32(px.reshape(-1, 3 * d)), precision.fp32(rec.reshape(-1, 3 * d)),
+                                    precision.fp32(state.reshape(-1, d)))
+            return new.view(state.shape)
 
         return step
 

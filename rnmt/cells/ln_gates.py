@@ -19,18 +19,18 @@ import torch
 from torch import Tensor
 from torch.autograd import Function
 
-from rnmt import kernels
+from rnmt import kernels, precision
 from rnmt.deferred_grads import pair_product
 
 _SEED_RANGE = 2**31 - 1
 
 
 def applies(cell, px: Optional[Tensor], state: Tensor) -> bool:
-    """The unit has layer norm, the tensors are float32 with dense rows on the CPU, no
-    autocast, and the kernels are built."""
-    return (cell.gate_norm is not None and state.dtype == cell.weight_h.dtype == torch.float32
-            and state.device.type == "cpu" and state.stride(-1) == 1 and not torch.is_autocast_enabled("cpu")
-            and (px is None or (px.dtype == torch.float32 and px.stride(-1) == 1))
+    """The unit has layer norm, the tensors are float32 (or bf16 under CPU autocast, cast
+    up: `rnmt.precision`) with dense rows on the CPU, and the kernels are built."""
+    return (cell.gate_norm is not None and cell.weight_h.dtype == torch.float32 and precision.kernel_dtype_ok(state)
+            and state.device.type == "cpu" and state.stride(-1) == 1
+            and (px is None or (precision.kernel_dtype_ok(px) and px.stride(-1) == 1))
             and kernels.extension() is not None)
 
 
@@ -40,6 +40,8 @@ def ln_gates(cell, px: Optional[Tensor], rec: Tensor, state: Tensor, linear: boo
     (None for the T-GRU), its recurrent product without bias ``rec`` and the state.
     ``params``: (gain, offset, b_h) stacked [G, .] for G units of the cell's kind stepping
     together on G equal blocks of rows (`lockstep`); the cell's own otherwise."""
+    px = None if px is None else precision.fp32(px)
+    rec, state = precision.fp32(rec), precision.fp32(state)
     keep = 1.0 - cell.dropout if cell.training else 1.0
     seed = int(torch.randint(_SEED_RANGE, (1,))) if keep < 1.0 else 0
     norm = cell.gate_norm
@@ -75,7 +77,7 @@ def lockstep(first, second, like: Tensor, linear: bool = False,
         rec = pair_product(state, weight)
         flat_px = px.reshape(rows, -1) if reads_input else None
         new = ln_gates(first, flat_px, rec.reshape(rows, -1), state.reshape(rows, -1), linear, params)
-        return new.view_as(state)
+        return new.view(state.shape)
 
     return step
 

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from rnmt.deferred_grads import linear_step, step_bmm
-from rnmt.modules.scores import additive_scores
+from rnmt.modules.scores import additive_scores, keys_for_scores
 
 NEG_INF = -1e9  # added to the scores of padded positions (SPEC section 0)
 
@@ -39,7 +39,7 @@ class AdditiveAttention(nn.Module):
 
     def precompute(self, memory: Tensor) -> Tensor:
         """Project all annotations once: [B, S, key_size] -> [B, S, attn_size]."""
-        return self.key_proj(memory)
+        return keys_for_scores(self.key_proj(memory))
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
         """query [B * G, Q], keys [B, S, A] (precomputed), values [B, S, V], mask [B, S]

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.attention import NEG_INF
-from rnmt.modules.scores import additive_scores
+from rnmt.modules.scores import additive_scores, keys_for_scores
 
 SCORES = ("dot", "general", "concat", "local-p")
 
@@ -48,7 +48,10 @@ class LuongAttention(nn.Module):
             self.position_v = nn.Linear(query_size, 1, bias=False)  # v_p
 
     def precompute(self, memory: Tensor) -> Tensor:
-        return memory if self.key_proj is None else self.key_proj(memory)
+        if self.key_proj is None:
+            return memory
+        keys = self.key_proj(memory)
+        return keys_for_scores(keys) if self.score == "concat" else keys
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
         """query h_t [B * G, Q], keys [B, S, Q], values h_s [B, S, D], mask [B, S] -> (c_t [B * G, D],

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.attention import NEG_INF
-from rnmt.modules.scores import additive_scores
+from rnmt.modules.scores import additive_scores, keys_for_scores
 
 
 class MultiHeadAdditiveAttention(nn.Module):
@@ -40,7 +40,7 @@ class MultiHeadAdditiveAttention(nn.Module):
         self.output_size = output_size or key_size
 
     def precompute(self, memory: Tensor) -> Tensor:
-        return self.key_proj(memory)
+        return keys_for_scores(self.key_proj(memory))
 
     def head_major(self, values: Tensor) -> Tensor:
         """[B, S, D] -> [B, h, S, D/h], contiguous: the layout the per-head context product

@@ -1,8 +1,9 @@
 """Additive attention scores, e = v^T tanh(K + q), the hot loop of every additive attention.
 
 ``additive_scores`` runs the fused C++ kernel of ``rnmt.kernels`` for float32 tensors on
-the CPU (one sweep over the keys per step, nothing of size [B, S, A] saved for backward)
-and the equivalent PyTorch expression everywhere else (CUDA, bf16 autocast, no compiler).
+the CPU (one sweep over the keys per step, nothing of size [B, S, A] saved for backward),
+in fp32 under CPU bf16 autocast too (`rnmt.precision`), and the equivalent PyTorch
+expression everywhere else (CUDA, no compiler).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from rnmt import kernels
+from rnmt import kernels, precision
 from rnmt.deferred_grads import memory_collector
 
 
@@ -42,7 +43,7 @@ class _FusedAdditiveScores(torch.autograd.Function):
 
 
 def _kernel_applies(*tensors: Tensor) -> bool:
-    return (all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+    return (all(t.device.type == "cpu" and precision.kernel_dtype_ok(t) for t in tensors)
             and kernels.extension() is not None)
 
 
@@ -57,7 +58,8 @@ def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> T
     score over its slice (DTMT's multi-head additive attention); v holds all A weights.
     """
     if _kernel_applies(keys, query, v):
-        keys, query, v = keys.contiguous(), query.contiguous(), v.contiguous()
+        # fp32 math under bf16 autocast too; `keys_for_scores` made the keys fp32 once per batch
+        keys, query, v = (precision.fp32(t).contiguous() for t in (keys, query, v))
         c = memory_collector(keys)
         if c is None:
             return _FusedAdditiveScores.apply(keys, query, v, heads)
@@ -68,3 +70,11 @@ def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> T
     if heads == 1:
         return torch.matmul(hidden, v.unsqueeze(-1))
     return (hidden.view(B * G, S, heads, A // heads) * v.view(heads, A // heads)).sum(-1)
+
+
+def keys_for_scores(keys: Tensor) -> Tensor:
+    """Precomputed keys as `additive_scores` reads them: under CPU bf16 autocast the kernel
+    computes in fp32, so the bf16 key projection is cast once per batch, not once per step."""
+    if keys.device.type == "cpu" and precision.cpu_autocast() and kernels.extension() is not None:
+        return precision.fp32(keys)
+    return keys
