@@ -16,7 +16,13 @@ the annotations' gradient as one batched product at the end, and the attention k
 each step's key gradient in place to the keys' collector (`memory_collector`).
 
 Models open the scope around ``forward`` in training mode (`TranslationModel` registers
-the hooks); decoding and evaluation never enter it. Autocast (bf16) keeps plain autograd.
+the hooks); decoding and evaluation never enter it. Under CPU bf16 autocast
+(`rnmt.precision`) the scope casts each weight (and each every-step tensor) to bf16 once per
+pass, the step products run in bf16, and every weight's gradient is one bf16 product over
+the stacked per-step operands at the end of the pass (accumulated in fp32 inside the GEMM,
+rounded once, added to an fp32 buffer): CPU torch has no bf16 x bf16 -> fp32 ``addmm_``,
+and a running bf16 sum over the steps would round at every step. CUDA autocast keeps plain
+autograd.
 
 The switch: ``with deferred_grads.enabled(False): ...`` makes the models' training passes
 use plain autograd within the block (benchmarks and tests compare the two); the default is
@@ -42,6 +48,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import torch
 from torch import Tensor
 from torch.autograd import Function
+
+from rnmt import precision
 
 _local = threading.local()  # .scope: the open _Scope of this thread, or None
 _models_defer = True  # see `enabled`
@@ -71,7 +79,7 @@ class Collector:
     to ``parts`` for a batched product ``a^T g`` that is computed once at the end.
     """
 
-    __slots__ = ("params", "token", "grad", "grad_bias", "parts")
+    __slots__ = ("params", "token", "grad", "grad_bias", "parts", "low")
 
     def __init__(self, tensor: Tensor, bias: Optional[Tensor]) -> None:
         self.params: Optional[tuple] = (tensor, bias)  # kept alive while the scope's keys are their ids
@@ -79,6 +87,13 @@ class Collector:
         self.grad: Optional[Tensor] = None
         self.grad_bias: Optional[Tensor] = None
         self.parts: List[Tuple[Tensor, Tensor]] = []
+        self.low: Optional[Tensor] = None  # the tensor in bf16, cast once per pass under CPU autocast
+
+    def lowered(self, tensor: Tensor) -> Tensor:
+        """``tensor`` (detached) in bf16, cast at the first call of the pass."""
+        if self.low is None:
+            self.low = tensor.detach().to(torch.bfloat16)
+        return self.low
 
     def add(self, grad: Tensor) -> None:
         self.grad = grad if self.grad is None else self.grad.add_(grad)
@@ -88,9 +103,9 @@ class Collector:
             a = torch.cat([a for a, _ in self.parts], -2)
             g = torch.cat([g for _, g in self.parts], -2)
             self.parts = []
-            self.add(torch.matmul(a.transpose(-1, -2), g))
+            self.add(torch.matmul(a.transpose(-1, -2), g).float())  # bf16 parts: rounded once
         grad, grad_bias = self.grad, self.grad_bias
-        self.grad = self.grad_bias = None  # a second backward (retain_graph) starts afresh
+        self.grad = self.grad_bias = self.low = None  # a second backward (retain_graph) starts afresh
         return grad, grad_bias
 
 
@@ -110,15 +125,21 @@ class _Gather(Function):
 
 class _StepProduct(Function):
     """``x @ weight + addend (+ bias)`` whose weight and bias gradients go to a collector;
-    ``transposed``: the weight is stored [out, in] (nn.Linear) and applied as ``x @ weight.t()``."""
+    ``transposed``: the weight is stored [out, in] (nn.Linear) and applied as ``x @ weight.t()``.
+    A bf16 ``weight`` (the pass's cast, CPU autocast) makes a bf16 product, whose weight
+    gradient waits in the collector's ``parts`` for one product at the end of the pass."""
 
     @staticmethod
     def forward(ctx, x: Tensor, token: Tensor, addend: Optional[Tensor], weight: Tensor, bias: Optional[Tensor],
                 collector: Collector, transposed: bool) -> Tensor:
+        base = addend if addend is not None else bias  # never both (see _Scope.product)
+        if x.dtype != weight.dtype:  # fp32 states into the bf16 pass's product
+            x = x.to(weight.dtype)
+        if base is not None and base.dtype != weight.dtype:
+            base = base.to(weight.dtype)
         ctx.save_for_backward(x, weight)
         ctx.collector, ctx.has_bias, ctx.transposed = collector, bias is not None, transposed
         w = weight.transpose(-1, -2) if transposed else weight
-        base = addend if addend is not None else bias  # never both (see _Scope.product)
         if x.dim() == 3:  # [G, B, in] x [G, in, out]: G units stepping together (`pair_product`)
             return torch.bmm(x, w) if base is None else torch.baddbmm(base, x, w)
         return torch.mm(x, w) if base is None else torch.addmm(base, x, w)
@@ -128,15 +149,18 @@ class _StepProduct(Function):
         x, weight = ctx.saved_tensors
         c = ctx.collector
         batched = x.dim() == 3
-        a, b = (grad.transpose(-1, -2), x) if ctx.transposed else (x.transpose(-1, -2), grad)
-        if c.grad is None:
-            c.grad = torch.bmm(a, b) if batched else torch.mm(a, b)
-        elif batched:
-            c.grad.baddbmm_(a, b)
+        if weight.dtype != torch.float32:  # a bf16 pass
+            c.parts.append((grad, x) if ctx.transposed else (x, grad))
         else:
-            c.grad.addmm_(a, b)
+            a, b = (grad.transpose(-1, -2), x) if ctx.transposed else (x.transpose(-1, -2), grad)
+            if c.grad is None:
+                c.grad = torch.bmm(a, b) if batched else torch.mm(a, b)
+            elif batched:
+                c.grad.baddbmm_(a, b)
+            else:
+                c.grad.addmm_(a, b)
         if ctx.has_bias:
-            rows = grad.sum(-2, keepdim=batched)
+            rows = grad.sum(-2, keepdim=batched, dtype=torch.float32)
             c.grad_bias = rows if c.grad_bias is None else c.grad_bias.add_(rows)
         grad_x = None
         if ctx.needs_input_grad[0]:
@@ -170,8 +194,8 @@ class _Scope:
     def product(self, x: Tensor, weight: Tensor, addend: Optional[Tensor], bias: Optional[Tensor],
                 transposed: bool) -> Tensor:
         c = self.collector(weight, bias)
-        return _StepProduct.apply(x, c.token, addend, weight.detach(), None if bias is None else bias.detach(), c,
-                                  transposed)
+        w = c.lowered(weight) if precision.cpu_autocast() else weight.detach()
+        return _StepProduct.apply(x, c.token, addend, w, None if bias is None else bias.detach(), c, transposed)
 
 
 def _open_scope() -> Optional[_Scope]:
@@ -241,13 +265,17 @@ def linear_step(x: Tensor, layer: torch.nn.Module) -> Tensor:
 class _StepBmm(Function):
     """``weights @ values`` ([..., G, S] x [..., S, V], batch dimensions first) whose gradient
     for ``values`` is one batched product over all steps of the pass (`Collector.finish`),
-    not a thin [S x G] x [G x V] product and a full-size addition per step."""
+    not a thin [S x G] x [G x V] product and a full-size addition per step. In fp32 under
+    CPU autocast too: a bf16 product would copy ``values`` (a bf16 cast, then a reorder) at
+    every step for a product of a few MFLOP."""
 
     @staticmethod
     def forward(ctx, weights: Tensor, token: Tensor, values: Tensor, collector: Collector) -> Tensor:
+        weights, values = weights.float(), values.float()  # no-ops outside autocast
         ctx.save_for_backward(weights, values)
         ctx.collector = collector
-        return torch.matmul(weights, values)
+        with torch.autocast(values.device.type, enabled=False):
+            return torch.matmul(weights, values)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
@@ -281,7 +309,7 @@ def _wants_scope(module: torch.nn.Module, args) -> bool:
     if not (_models_defer and module.training and torch.is_grad_enabled()):
         return False
     device = next((a.device.type for a in args if isinstance(a, Tensor)), "cpu")
-    return not torch.is_autocast_enabled(device)
+    return not torch.is_autocast_enabled(device) or (device == "cpu" and precision.cpu_autocast())
 
 
 def open_for_training(module: torch.nn.Module, args) -> None:

@@ -26,7 +26,8 @@ def test_census_counts_flops_by_operand_dtype():
     assert sum(census.fp32_sites.values()) == 4 * 3 * 4 * 5
 
 
-def test_fast_path_counter_sees_deferred_products_in_an_fp32_training_pass():
+def test_fast_path_counter_sees_deferred_products_in_fp32_and_bf16_training_passes():
+    from rnmt import deferred_grads
     from rnmt.config import ModelConfig
     from rnmt.models import build_model
 
@@ -37,4 +38,7 @@ def test_fast_path_counter_sees_deferred_products_in_an_fp32_training_pass():
     assert counted.calls["deferred weight-gradient product"] > 0
     with amp.FastPaths() as counted, torch.autocast("cpu", dtype=torch.bfloat16):
         model(src, src != 0, tgt).float().sum().backward()
-    assert counted.calls["deferred weight-gradient product"] == 0  # autocast keeps plain autograd
+    assert counted.calls["deferred weight-gradient product"] > 0  # bf16 products, one weight product per pass
+    with amp.FastPaths() as counted, torch.autocast("cpu", dtype=torch.bfloat16), deferred_grads.enabled(False):
+        model(src, src != 0, tgt).float().sum().backward()
+    assert counted.calls["deferred weight-gradient product"] == 0
