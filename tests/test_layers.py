@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "rnmt"
 LAYERS = [
     ("errors", "config", "device", "io", "resources"),  # no model, no data: what every layer may use
     ("data",),  # vocabularies, corpora, batches and the special token ids
-    ("kernels", "deferred_grads", "int8", "cells", "modules"),  # the pieces models are built from
+    ("kernels", "precision", "deferred_grads", "int8", "cells", "modules"),  # the pieces models are built from
     ("models",),
     ("search", "train", "evaluate"),  # what is done with a model
     ("analysis", "serve", "reproduce", "bench", "api"),  # built on search and training
