@@ -12,6 +12,10 @@ rate (docs/performance.md, "bf16 training").
 
 from __future__ import annotations
 
+import functools
+import time
+from typing import Optional, Tuple
+
 import torch
 from torch import Tensor
 
@@ -37,3 +41,53 @@ def kernel_dtype_ok(tensor: Tensor) -> bool:
 def fp32(tensor: Tensor) -> Tensor:
     """``tensor`` in fp32 (itself when it already is; differentiable)."""
     return tensor if tensor.dtype == torch.float32 else tensor.float()
+
+
+# `train.amp: auto` on the CPU: bf16 when this processor's bf16 products are this much faster
+# than fp32 ones. Below it the casts and the step's fp32 parts eat the gain: the RNNSearch-GRU
+# step ran 1.7x fp32 where products ran 2.1-2.7x, and 0.58x where they ran 0.5-0.8x
+# (docs/performance.md, "bf16 training").
+BF16_MIN_SPEEDUP = 1.5
+# Models narrower than this train in fp32 under auto: their products are too small to gain.
+BF16_MIN_HIDDEN = 128
+
+
+@functools.cache
+def cpu_bf16_speedup(hidden: int, threads: int) -> float:
+    """fp32 time / bf16 time of a [256 x hidden] x [hidden x 3 hidden] product (a unit's input
+    projection) on this CPU at ``threads`` threads: best of 5 alternating rounds, about a
+    tenth of a second. 0.0 where oneDNN has no bf16 products for this CPU."""
+    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        return 0.0
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        a32 = torch.randn(256, hidden)
+        b32 = torch.randn(hidden, 3 * hidden)
+        operands = {torch.float32: (a32, b32), torch.bfloat16: (a32.bfloat16(), b32.bfloat16())}
+        reps = max(2, int(2e9 / (2 * 256 * hidden * 3 * hidden)))  # about 2 GFLOP a round
+        best = dict.fromkeys(operands, float("inf"))
+        for _ in range(5):
+            for dtype, (a, b) in operands.items():
+                torch.mm(a, b)  # warm: oneDNN's first call of a shape builds its kernel
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    torch.mm(a, b)
+                best[dtype] = min(best[dtype], time.perf_counter() - t0)
+        return best[torch.float32] / best[torch.bfloat16]
+    finally:
+        torch.set_num_threads(before)
+
+
+def cpu_auto_dtype(hidden: int, threads: int) -> Tuple[Optional[torch.dtype], str]:
+    """What ``train.amp: auto`` trains in on this CPU, and why (one line for the log)."""
+    if hidden < BF16_MIN_HIDDEN:
+        return None, f"fp32 (hidden size {hidden} < {BF16_MIN_HIDDEN}: too small for bf16 to pay)"
+    speedup = cpu_bf16_speedup(hidden, threads)
+    shape = f"256 x {hidden} x {3 * hidden}"
+    if speedup >= BF16_MIN_SPEEDUP:
+        return torch.bfloat16, f"bf16 (this CPU's bf16 products run {speedup:.2f}x fp32's at {shape})"
+    if speedup == 0.0:
+        return None, "fp32 (no bf16 products on this CPU)"
+    return None, (f"fp32 (this CPU's bf16 products run {speedup:.2f}x fp32's at {shape}, "
+                  f"under the {BF16_MIN_SPEEDUP}x that bf16 training needs to pay)")

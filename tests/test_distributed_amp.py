@@ -7,18 +7,51 @@ import pytest
 import torch
 
 from conftest import tiny_config_tree
+from rnmt import precision
 from rnmt.config import config_from_dict
 from rnmt.errors import UserError
-from rnmt.train.trainer import Trainer, amp_dtype
+from rnmt.train.trainer import Trainer, amp_dtype, resolve_amp
 
 
-def test_amp_resolution_on_cpu():
+def test_amp_resolution_on_cpu(monkeypatch):
     cpu = torch.device("cpu")
-    assert amp_dtype("auto", cpu) is None  # fp32 on CPU unless asked
-    assert amp_dtype("none", cpu) is None
+    assert amp_dtype("none", cpu, hidden=512) is None
     assert amp_dtype("bf16", cpu) is torch.bfloat16
     with pytest.raises(UserError, match="train.amp"):
         amp_dtype("fp8", cpu)
+    # auto asks the measurement, and only for models wide enough to gain
+    speed = {"x": 2.2}
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden, threads: speed["x"])
+    assert amp_dtype("auto", cpu, hidden=256) is torch.bfloat16
+    assert amp_dtype("auto", cpu, hidden=precision.BF16_MIN_HIDDEN - 1) is None
+    speed["x"] = 0.58  # a CPU whose bf16 products are slower than fp32 ones
+    assert amp_dtype("auto", cpu, hidden=256) is None
+    dtype, why = resolve_amp("auto", cpu, hidden=256)
+    assert dtype is None and "0.58x" in why
+
+
+def test_the_cpu_bf16_probe_measures_a_ratio():
+    speedup = precision.cpu_bf16_speedup(128, 1)
+    assert speedup == 0.0 or 0.05 < speedup < 50  # a ratio of two timings, or no bf16 products
+
+
+def test_a_resumed_run_keeps_the_precision_it_started_with(tmp_path, tiny_corpus, monkeypatch):
+    """auto measures the CPU; a resumed run must not change dtype if a new measurement differs."""
+    monkeypatch.setattr(precision, "BF16_MIN_HIDDEN", 0)
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden, threads: 2.0)
+    tree = tiny_config_tree(tiny_corpus["train"], None)
+    tree["train"].update(max_steps=2, amp="auto")
+    out = tmp_path / "auto"
+    first = Trainer(config_from_dict(tree), out, log=lambda *_: None)
+    assert first.amp_dtype is torch.bfloat16
+    first.run()
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden, threads: 0.5)
+    tree["train"]["max_steps"] = 3
+    lines = []
+    resumed = Trainer(config_from_dict(tree), out, resume=True, log=lines.append)
+    assert resumed.amp_dtype is torch.bfloat16
+    assert any("as this run started" in str(line) for line in lines)
+    assert resumed.run()["steps"] == 3
 
 
 def test_bf16_autocast_trains_on_cpu(tmp_path, tiny_corpus):

@@ -249,11 +249,12 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
     steps = summary.get("steps")
     seconds = float(summary.get("train_seconds", 0.0))
     validation = last_validation(run_dir / "log.jsonl")
-    from rnmt.device import pick_device
-    from rnmt.train.trainer import amp_dtype
+    from rnmt.train.checkpoint import load_train_state
 
-    # train.amp auto means bf16 autocast on CUDA and fp32 on the CPU: the record says which.
-    precision = "bf16 autocast" if amp_dtype(cfg.train.amp, pick_device(settings.device)) else "fp32"
+    # train.amp auto is bf16 autocast on CUDA and on CPUs with fast bf16 products: the
+    # record says what the run trained in (its training state keeps that).
+    trained_in = load_train_state(run_dir / "train_state.pt").get("amp", "fp32")
+    precision = "bf16 autocast" if trained_in == "bf16" else "fp32"
     record = {
         "system": run.system.name, "run": run.name, "label": run.system.label, "config": run.system.config,
         "seed": run.seed, **provenance,

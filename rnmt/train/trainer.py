@@ -35,12 +35,13 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import sacrebleu
 import torch
 from tqdm import tqdm
 
+from rnmt import precision
 from rnmt.config import Config, load_config
 from rnmt.data import TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel, train_vocabs
 from rnmt.device import pick_device, rank_device
@@ -70,24 +71,36 @@ def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
     return src, tgt
 
 
-def amp_dtype(name: str, device: torch.device) -> Optional[torch.dtype]:
-    """The autocast dtype of ``train.amp`` on ``device`` (None: full precision).
+def amp_dtype(name: str, device: torch.device, hidden: int = 0, threads: int = 1) -> Optional[torch.dtype]:
+    """The autocast dtype of ``train.amp`` on ``device`` (None: full precision); see `resolve_amp`."""
+    return resolve_amp(name, device, hidden, threads)[0]
 
-    ``auto`` is bf16 on a CUDA device that supports it and fp32 on CPU. On CPU, bf16 is
-    faster on some processors and slower on others that also list ``avx512_bf16`` (1.5x
-    and 0.58x fp32 in docs/scaling.md's two measurements), so it is opt-in there (``bf16``).
+
+def resolve_amp(name: str, device: torch.device, hidden: int = 0,
+                threads: int = 1) -> Tuple[Optional[torch.dtype], str]:
+    """The autocast dtype of ``train.amp`` on ``device`` and why, for the log.
+
+    ``auto`` is bf16 on a CUDA device that supports it. On the CPU it is bf16 when the
+    model's hidden size is at least `precision.BF16_MIN_HIDDEN` and this processor's bf16
+    products, measured at that size on ``threads`` threads, run at least
+    `precision.BF16_MIN_SPEEDUP` times fp32's (`precision.cpu_bf16_speedup`): processors
+    that list ``avx512_bf16`` differ (2.1-2.7x fp32 on a Zen 4, 0.5-0.8x on a Xeon without
+    AMX), so the flag alone cannot decide. bf16 keeps quality at equal updates
+    (`rnmt reproduce bf16`, docs/performance.md). ``bf16`` and ``none`` force the choice.
     """
     if name == "none":
-        return None
+        return None, "fp32 (train.amp: none)"
     if name not in ("auto", "bf16"):
         raise UserError(f"train.amp: unknown value '{name}'; choose auto, bf16 or none")
     if device.type == "cuda":
         if torch.cuda.is_bf16_supported():
-            return torch.bfloat16
+            return torch.bfloat16, f"bf16 ({torch.cuda.get_device_name(device)})"
         if name == "bf16":
             raise UserError(f"train.amp is bf16 but {torch.cuda.get_device_name(device)} does not support bf16")
-        return None
-    return torch.bfloat16 if name == "bf16" else None
+        return None, f"fp32 ({torch.cuda.get_device_name(device)} has no bf16)"
+    if name == "bf16":
+        return torch.bfloat16, "bf16 (train.amp: bf16)"
+    return precision.cpu_auto_dtype(hidden, threads)
 
 
 # Rank r > 0 reseeds its generator with seed + r * _RANK_SEED_STRIDE after the (identical)
@@ -110,7 +123,7 @@ class Trainer:
         if tc.threads:
             torch.set_num_threads(tc.threads)
         self.device = rank_device(pick_device(tc.device), self.dist.local_rank if self.dist.enabled else None)
-        self.amp_dtype = amp_dtype(tc.amp, self.device)
+        self.amp_dtype = self._resolve_amp()
         auto_replicas = tc.replicas is None
         if tc.replicas is None:
             tc.replicas = self.dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
@@ -297,6 +310,25 @@ class Trainer:
     def _snapshot(self) -> Dict[str, Any]:
         return {"sampler": self.sampler.state_dict(), "rng": torch.get_rng_state()}
 
+    def _resolve_amp(self) -> Optional[torch.dtype]:
+        """``train.amp`` for this run: a resumed run keeps the dtype it started with (``auto``
+        measures the CPU, and a second measurement could decide otherwise), and every process
+        trains in rank 0's choice."""
+        saved = None
+        if self.resume and (self.out / STATE_FILE).is_file():
+            saved = load_train_state(self.out / STATE_FILE).get("amp")
+            if saved is None and self.cfg.train.amp == "auto" and self.device.type == "cpu":
+                saved = "fp32"  # saved before auto could choose bf16 on a CPU
+        if saved is not None:
+            dtype, why = (torch.bfloat16 if saved == "bf16" else None), f"{saved} (as this run started)"
+        else:
+            dtype, why = resolve_amp(self.cfg.train.amp, self.device, self.cfg.model.hidden_size,
+                                     torch.get_num_threads())
+            if self.dist.enabled:
+                dtype, why = self.dist.broadcast_object((dtype, why))
+        self.log(f"train.amp {self.cfg.train.amp}: {why}")
+        return dtype
+
     def _check_finite(self) -> None:
         bad = [n for n, p in self.model.named_parameters() if not bool(torch.isfinite(p).all())]
         if bad:
@@ -330,6 +362,7 @@ class Trainer:
             "world_size": self.dist.world_size,
             "corpus_key": self._corpus_key(),
             "nonfinite_total": self.nonfinite_total,
+            "amp": "bf16" if self.amp_dtype is not None else "fp32",
         }
         if rank_rng is not None:
             state["rank_rng"] = rank_rng
