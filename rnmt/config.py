@@ -109,7 +109,7 @@ class TrainConfig:
     label_smoothing: float = 0.1
     init_scale: float = 0.08  # uniform init in [-s, s]
     accumulate: int = 1  # batches per update and process (gradient accumulation)
-    amp: str = "auto"  # bf16 autocast: auto (bf16 on CUDA, and on a CPU whose bf16 products are measured fast) | bf16 | none
+    amp: str = "auto"  # bf16 autocast: auto (CUDA, or a CPU measured fast in bf16) | bf16 | none
     log_every: int = 100
     validate_every: int = 1000
     validation_search: str = "greedy"  # greedy | beam
