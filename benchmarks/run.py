@@ -61,8 +61,14 @@ class RNMT(Peer):
     hypotheses_are_pieces = False
     config = HERE / "configs" / "rnnsearch-gru.yaml"
 
-    def __init__(self, python: str) -> None:
+    amp = "auto"  # train.amp: rnmt's default (bf16 on CUDA and on CPUs measured fast in bf16)
+
+    def __init__(self, python: str, amp: Optional[str] = None) -> None:
         self._python = Path(python)
+        if amp is not None and amp != "auto":
+            self.amp = amp
+            self.name = f"rnmt-{'fp32' if amp == 'none' else amp}"
+            self.label = f"rnmt ({'fp32' if amp == 'none' else amp})"
 
     @property
     def python(self) -> Path:  # rnmt runs from the repository in the given interpreter
@@ -83,7 +89,7 @@ class RNMT(Peer):
             "data.vocab.model": s.data / "spm.model", "data.batch_tokens": s.batch_tokens,
             "model.emb_size": s.emb, "model.hidden_size": s.hidden, "model.dropout": s.dropout,
             "train.max_steps": s.total_steps, "train.log_every": s.log_every, "train.threads": s.threads,
-            "train.seed": s.seed, "train.device": "cpu", "train.progress": "false",
+            "train.seed": s.seed, "train.device": "cpu", "train.progress": "false", "train.amp": self.amp,
         }
         out = []
         for k, v in sets.items():
@@ -458,6 +464,9 @@ def main(argv=None) -> int:
     p.add_argument("--tgt", default="en")
     p.add_argument("--out", default=str(REPO / "runs" / "peers-benchmark"))
     p.add_argument("--no-rnmt", action="store_true", help="leave rnmt out (its ratios are then not given)")
+    p.add_argument("--rnmt-amp", default="",
+                   help="also run rnmt under these train.amp values, comma-separated (none, bf16), as rnmt-fp32 "
+                        "/ rnmt-bf16; the 'rnmt' row keeps the default (auto), which its training log resolves")
     p.add_argument("--no-decode", action="store_true", help="training only")
     p.add_argument("--decode-only", action="store_true",
                    help="decode again with the models an earlier run left in --out (keeps its training figures)")
@@ -498,6 +507,7 @@ def main(argv=None) -> int:
     peak_before = gemm_peak(args.threads)
     print(f"fp32 GEMM peak at {args.threads} threads: {peak_before:.1f} GFLOP/s")
     systems: List[Peer] = [] if args.no_rnmt else [RNMT(args.rnmt_python)]
+    systems += [RNMT(args.rnmt_python, amp) for amp in filter(None, args.rnmt_amp.split(","))]
     systems += [load_peer(name) for name in peers]
     earlier = None
     if args.decode_only:
