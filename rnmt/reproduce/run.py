@@ -204,7 +204,8 @@ def _run_side_by_side(paper: str, runs: Sequence[Run], settings: Settings, out_r
                 if not queue or failed:
                     return
                 run = queue.pop(0)
-            log(f"[{paper}/{run.name}] started in its own process (log: runs/{run.name}.log)")
+                # under the lock: two threads' prints would otherwise interleave their newlines
+                log(f"[{paper}/{run.name}] started in its own process (log: runs/{run.name}.log)")
             with open(runs_dir / f"{run.name}.log", "a", encoding="utf-8") as out:
                 code = subprocess.call(_worker_command(paper, run, settings, out_root, data, src, tgt, command),
                                        stdout=out, stderr=subprocess.STDOUT)
