@@ -3,6 +3,7 @@ on the same machine and data.
 
     python benchmarks/time_to_quality.py [--minutes 20] [--points 10] [--threads 2]
         [--systems rnmt-rnnsearch,rnmt-rnnsearch-bf16,rnmt-dtmt1,fairseq-lstm,fairseq-transformer]
+        [--systems ...,rnmt-dtmt1-bf16]
         [--data ../shared/data] [--out runs/time-to-quality]
     python benchmarks/time_to_quality.py --report-only --out runs/time-to-quality
 
@@ -30,7 +31,9 @@ the recurrent models, shared 8k BPE, batches of about 2,000 target tokens):
 * ``rnmt-rnnsearch``: benchmarks/configs/ttq-rnnsearch.yaml (Adam 2e-3, 200 warm-up
   updates, halving every 500 after 1,000, U(-0.15, 0.15), dropout 0.2, label smoothing 0.1);
 * ``rnmt-rnnsearch-bf16``: the same with ``train.amp=bf16`` (bf16 autocast on the CPU);
-* ``rnmt-dtmt1``: benchmarks/configs/ttq-dtmt1.yaml, DTMT#1 under the same recipe;
+* ``rnmt-rnnsearch`` runs with ``train.amp=none`` (fp32 whatever the processor);
+* ``rnmt-dtmt1``: benchmarks/configs/ttq-dtmt1.yaml, DTMT#1 under the same recipe, fp32;
+  ``rnmt-dtmt1-bf16`` the same in bf16 (not in the default list);
 * ``fairseq-lstm``: fairseq's ``lstm`` as in the peer comparison (benchmarks/peers/fairseq),
   Adam 1e-3 constant, dropout 0.1, label smoothing 0.1;
 * ``fairseq-transformer``: ``transformer`` with 3+3 layers, d_model 256, 4 heads, FFN 1024,
@@ -224,13 +227,17 @@ FAIRSEQ_TRANSFORMER = ["--arch", "transformer", "--encoder-layers", "3", "--deco
                        "--clip-norm", "0.0"]
 
 SYSTEMS: Dict[str, System] = {s.name: s for s in (
-    Rnmt("rnmt-rnnsearch", "rnmt RNNSearch (GRU, fp32)"),
+    # Each rnmt system names its precision: train.amp's default (auto) picks bf16 on CPUs
+    # measured fast in it, so an unnamed one would change meaning from machine to machine.
+    Rnmt("rnmt-rnnsearch", "rnmt RNNSearch (GRU, fp32)", sets=["train.amp=none"]),
     Rnmt("rnmt-rnnsearch-bf16", "rnmt RNNSearch (GRU, bf16)", sets=["train.amp=bf16"]),
-    Rnmt("rnmt-dtmt1", "rnmt DTMT#1 (fp32)", config="ttq-dtmt1.yaml"),
+    Rnmt("rnmt-dtmt1", "rnmt DTMT#1 (fp32)", config="ttq-dtmt1.yaml", sets=["train.amp=none"]),
+    Rnmt("rnmt-dtmt1-bf16", "rnmt DTMT#1 (bf16)", config="ttq-dtmt1.yaml", sets=["train.amp=bf16"]),
     Fairseq("fairseq-lstm", "fairseq LSTM", arch_args=FAIRSEQ_LSTM),
     Fairseq("fairseq-transformer", "fairseq Transformer 3+3", save_every=200, arch_args=FAIRSEQ_TRANSFORMER),
 )}
 
+DEFAULT_SYSTEMS = ("rnmt-rnnsearch", "rnmt-rnnsearch-bf16", "rnmt-dtmt1", "fairseq-lstm", "fairseq-transformer")
 
 # -- one system -----------------------------------------------------------------------------
 def timed_checkpoints(system: System, work: Path, started: float) -> List[Checkpoint]:
@@ -385,7 +392,7 @@ def write(results: Dict, out: Path) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, of: {', '.join(SYSTEMS)}")
+    p.add_argument("--systems", default=",".join(DEFAULT_SYSTEMS), help=f"comma-separated, of: {', '.join(SYSTEMS)}")
     p.add_argument("--minutes", type=float, default=20.0, help="wall-clock training budget per system")
     p.add_argument("--points", type=int, default=10, help="checkpoints scored per system")
     p.add_argument("--threads", type=int, default=2)

@@ -22,6 +22,15 @@ def test_each_mark_takes_the_last_checkpoint_saved_before_it():
     assert ttq.pick(saved, budget=40.0, points=2) == []
 
 
+def test_every_rnmt_system_names_its_precision():
+    # train.amp's default (auto) is bf16 on some CPUs: a system labelled fp32 must force it.
+    for system in ttq.SYSTEMS.values():
+        if isinstance(system, ttq.Rnmt):
+            amp = [s for s in system.sets if s.startswith("train.amp=")]
+            assert amp == ["train.amp=bf16" if "bf16" in system.label else "train.amp=none"], system.name
+    assert set(ttq.DEFAULT_SYSTEMS) <= set(ttq.SYSTEMS)
+
+
 def _points(*pairs):
     return [{"minutes": m, "update": int(m * 100), "dev": {"bleu": b, "chrf": 0.0, "length_ratio": 1.0},
              "test": {"bleu": b, "chrf": 0.0, "length_ratio": 1.0}} for m, b in pairs]
