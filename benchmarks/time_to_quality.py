@@ -3,7 +3,6 @@ on the same machine and data.
 
     python benchmarks/time_to_quality.py [--minutes 20] [--points 10] [--threads 2]
         [--systems rnmt-rnnsearch,rnmt-rnnsearch-bf16,rnmt-dtmt1,fairseq-lstm,fairseq-transformer]
-        [--systems ...,rnmt-dtmt1-bf16]
         [--data ../shared/data] [--out runs/time-to-quality]
     python benchmarks/time_to_quality.py --report-only --out runs/time-to-quality
 
@@ -29,9 +28,9 @@ Recipes (each system's own; the two toolkits' sizes match: 256 embeddings, 512 u
 the recurrent models, shared 8k BPE, batches of about 2,000 target tokens):
 
 * ``rnmt-rnnsearch``: benchmarks/configs/ttq-rnnsearch.yaml (Adam 2e-3, 200 warm-up
-  updates, halving every 500 after 1,000, U(-0.15, 0.15), dropout 0.2, label smoothing 0.1);
+  updates, halving every 500 after 1,000, U(-0.15, 0.15), dropout 0.2, label smoothing 0.1),
+  with ``train.amp=none`` (fp32 whatever the processor);
 * ``rnmt-rnnsearch-bf16``: the same with ``train.amp=bf16`` (bf16 autocast on the CPU);
-* ``rnmt-rnnsearch`` runs with ``train.amp=none`` (fp32 whatever the processor);
 * ``rnmt-dtmt1``: benchmarks/configs/ttq-dtmt1.yaml, DTMT#1 under the same recipe, fp32;
   ``rnmt-dtmt1-bf16`` the same in bf16 (not in the default list);
 * ``fairseq-lstm``: fairseq's ``lstm`` as in the peer comparison (benchmarks/peers/fairseq),
