@@ -94,11 +94,11 @@ class TrainConfig:
     max_epochs: Optional[int] = None
     max_minutes: Optional[float] = None  # wall-clock budget; training stops cleanly after it
     lr: float = 1e-3
-    schedule: str = "warmup_decay"  # constant | warmup_decay | inverse_sqrt | rnmt_plus | epoch_halving
+    schedule: str = "warmup_decay"  # constant | warmup_decay | inverse_sqrt | rnmt_plus | epoch_halving | plateau
     warmup_steps: int = 500
     decay_start: int = 8000  # rnmt_plus: s; warmup_decay: step where decay begins
     decay_end: int = 64000  # rnmt_plus: e
-    decay_rate: float = 0.5  # warmup_decay: factor per decay_steps after decay_start
+    decay_rate: float = 0.5  # warmup_decay: factor per decay_steps after decay_start; plateau: per plateau
     decay_steps: int = 5000
     replicas: Optional[int] = None  # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
     min_lr: float = 0.0
@@ -114,6 +114,7 @@ class TrainConfig:
     validate_every: int = 1000
     validation_search: str = "greedy"  # greedy | beam
     patience: Optional[int] = 10  # validations without dev BLEU improvement before stopping
+    plateau_patience: int = 2  # plateau: validations without improvement before the rate decays
     keep_last: int = 3
     # checkpoint every N updates; None: every validate_every (with or without a dev set)
     save_every: Optional[int] = None

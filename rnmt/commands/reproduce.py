@@ -1,9 +1,11 @@
-"""rnmt reproduce PAPER [--updates N] [--seeds 1,2] [--jobs N] [--data DIR] [--dims E,H] [--systems a,b] [--set ...]
+"""rnmt reproduce PAPER [--converge] [--updates N] [--seeds 1,2] [--jobs N] [--data DIR] [--dims E,H]
+[--systems a,b] [--set ...]
 
 Trains every system of a paper's main tables at a reduced size for the same number of
 updates, under the paper's family recipe, decodes the test set with the paper's beam settings and writes
 ``results/<paper>/README.md``. Finished systems are skipped and stopped ones resumed, so
-the command can be run again until everything is done. See docs/reproduce.md.
+the command can be run again until everything is done. ``--converge`` trains each system
+until dev BLEU stops improving instead (``results/<paper>-converged/``). See docs/reproduce.md.
 """
 
 from __future__ import annotations
@@ -22,8 +24,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paper", choices=PAPER_CHOICES,
                    help="whose tables to reproduce; 'all' runs atr, cseq2seq, dtmt, survey in that order; 'bf16' "
                         "trains RNNSearch-GRU and DTMT#4 in fp32 and bf16 (docs/performance.md)")
-    p.add_argument("--updates", type=int, default=2000, metavar="N",
-                   help="training updates of every system (default 2000): the papers compare at equal updates")
+    p.add_argument("--updates", type=int, metavar="N",
+                   help="training updates of every system (default 2000): the papers compare at equal updates; "
+                        "with --converge the cap on each run's updates (default 30000)")
+    p.add_argument("--converge", action="store_true",
+                   help="train every system until dev BLEU has not improved for --patience validations, the "
+                        "learning rate halving on each plateau; results go to results/<paper>-converged/")
+    p.add_argument("--patience", type=int, default=4, metavar="N",
+                   help="--converge: validations without dev BLEU improvement that end a run (default 4)")
+    p.add_argument("--plateau-patience", type=int, default=2, metavar="N",
+                   help="--converge: validations without improvement before the rate decays (default 2)")
     p.add_argument("--seeds", default="1,2", metavar="S,S,...",
                    help="training seeds: all of them for the systems the paper's claims rest on, the first for "
                         "the others (default 1,2)")
@@ -40,7 +50,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--systems", metavar="A,B,...",
                    help="only these systems (the baseline is always added; optional systems may be named)")
     p.add_argument("--out", default="results", metavar="DIR", help="results root (default results)")
-    p.add_argument("--dev-sentences", type=int, default=200, help="dev sentences used for validation (default 200)")
+    p.add_argument("--dev-sentences", type=int, metavar="N",
+                   help="dev sentences used for validation, 0 for all (default 200; with --converge all)")
     p.add_argument("--validate-every", type=int, default=500, metavar="STEPS", help="default 500")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads per run (default 1)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
@@ -74,7 +85,16 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.reproduce import PAPERS, Settings, reproduce_paper
 
     emb, hidden = _dims(args.dims)
-    for name in ("updates", "jobs", "vocab_size", "dev_sentences", "validate_every", "threads", "bootstrap"):
+    if args.updates is None:
+        args.updates = 30000 if args.converge else 2000
+    if args.dev_sentences is None:
+        args.dev_sentences = 0 if args.converge else 200
+    if args.dev_sentences < 0:
+        raise UserError(f"--dev-sentences must be 0 (all) or more, got {args.dev_sentences}")
+    if not args.converge and (args.patience, args.plateau_patience) != (4, 2):
+        raise UserError("--patience and --plateau-patience belong to --converge")
+    for name in ("updates", "jobs", "vocab_size", "validate_every", "threads", "bootstrap", "patience",
+                 "plateau_patience"):
         if getattr(args, name) < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
     seeds = _seeds(args.seeds)
@@ -85,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(updates=args.updates, emb_size=emb, hidden_size=hidden, vocab_size=args.vocab_size,
                         dev_sentences=args.dev_sentences, validate_every=args.validate_every, seeds=seeds,
                         threads=args.threads, jobs=args.jobs, device=args.device, bootstrap=args.bootstrap,
-                        overrides=list(args.overrides))
+                        overrides=list(args.overrides), converge=args.converge, patience=args.patience,
+                        plateau_patience=args.plateau_patience)
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)

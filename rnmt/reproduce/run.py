@@ -30,7 +30,7 @@ from rnmt.reproduce.system import Run, Settings, hyp_path, plan_runs, record_pat
 
 # Settings that must match for systems to share one table (the family recipe included).
 COMPARED = ("corpus", "src", "tgt", "emb_size", "hidden_size", "vocab_size", "updates", "seeds",
-            "dev_sentences", "validate_every", "overrides", "recipe")
+            "dev_sentences", "validate_every", "overrides", "recipe", "converge", "patience", "plateau_patience")
 
 
 def code_commit() -> str:
@@ -87,7 +87,8 @@ def command_line(paper: str, settings: Settings, corpus: Corpus, data_given: boo
                  systems: Optional[Sequence[str]]) -> str:
     """The command that reproduces this directory, with paths as the results print them."""
     defaults = Settings()
-    parts = ["rnmt reproduce", paper, f"--updates {settings.updates}"]
+    parts = ["rnmt reproduce", paper] + (["--converge"] if settings.converge else [])
+    parts.append(f"--updates {settings.updates}")
     if (settings.emb_size, settings.hidden_size) != (defaults.emb_size, defaults.hidden_size):
         parts.append(f"--dims {settings.emb_size},{settings.hidden_size}")
     if data_given:
@@ -96,7 +97,8 @@ def command_line(paper: str, settings: Settings, corpus: Corpus, data_given: boo
         parts.append("--seeds " + ",".join(str(s) for s in settings.seeds))
     for name, flag in (("vocab_size", "--vocab-size"), ("dev_sentences", "--dev-sentences"),
                        ("validate_every", "--validate-every"), ("threads", "--threads"), ("jobs", "--jobs"),
-                       ("device", "--device"), ("bootstrap", "--bootstrap")):
+                       ("device", "--device"), ("bootstrap", "--bootstrap"), ("patience", "--patience"),
+                       ("plateau_patience", "--plateau-patience")):
         if getattr(settings, name) != getattr(defaults, name):
             parts.append(f"{flag} {getattr(settings, name)}")
     if systems:
@@ -225,12 +227,18 @@ def _run_side_by_side(paper: str, runs: Sequence[Run], settings: Settings, out_r
         raise UserError("reproduction runs failed: " + "; ".join(failed))
 
 
+def results_name(paper: str, settings: Settings) -> str:
+    """``<paper>`` for the equal-updates (learning-speed) tables, ``<paper>-converged`` for
+    the convergence protocol's: the two never share a directory."""
+    return f"{paper}-converged" if settings.converge else paper
+
+
 def prepare(paper: str, settings: Settings, out_root: Path, data: Optional[str], src: Optional[str],
             tgt: Optional[str], log: Callable[[str], None]) -> tuple:
     """The spec, results and runs directories, corpus and shared vocabulary of a paper."""
     spec = load_paper(paper)
     out_root = Path(out_root).resolve()
-    results_dir = out_root / spec.paper
+    results_dir = out_root / results_name(spec.paper, settings)
     runs_dir = results_dir / "runs"
     ensure_gitignore(out_root)
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -259,7 +267,9 @@ def reproduce_paper(paper: str, settings: Settings, out_root: Path = Path("resul
                                     and hyp_path(results_dir, r, corpus.tgt).is_file())]
     log(f"[{spec.paper}] corpus {corpus.describe()}")
     log(f"[{spec.paper}] {len(runs)} runs of {len(chosen)} systems, {len(todo)} to do "
-        f"({', '.join(r.name for r in todo) or 'none'}); each trains {settings.updates} updates, "
+        f"({', '.join(r.name for r in todo) or 'none'}); each trains "
+        + (f"until dev BLEU stops improving (patience {settings.patience}, at most {settings.updates} updates), "
+           if settings.converge else f"{settings.updates} updates, ") +
         f"{settings.jobs} at a time on {settings.threads} thread(s) each")
     vocab = shared_vocabulary(corpus, runs_dir, settings, log) if todo else runs_dir / "vocab" / "spm.model"
     order = display_order(spec, chosen, results_dir, settings.seeds)

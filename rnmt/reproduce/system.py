@@ -35,11 +35,11 @@ class Settings:
     """Everything a reproduction sets for every system of a table (the family recipe of
     ``configs/reproduce/<paper>.yaml`` comes between the paper config and these)."""
 
-    updates: int = 2000  # training updates per system: the papers compare at equal updates
+    updates: int = 2000  # training updates per system (equal updates), or the cap under `converge`
     emb_size: int = 256
     hidden_size: int = 256
     vocab_size: int = 8000  # one joint BPE model shared by all systems of a paper
-    dev_sentences: int = 200  # validation (greedy dev BLEU) on this prefix of the dev set
+    dev_sentences: int = 200  # validation (greedy dev BLEU) on this prefix of the dev set; 0: all of it
     validate_every: int = 500
     log_every: int = 50
     seeds: List[int] = field(default_factory=lambda: [1, 2])  # all for the paper's `seeded` systems
@@ -48,6 +48,12 @@ class Settings:
     device: str = "auto"
     bootstrap: int = 1000  # paired bootstrap resamples
     overrides: List[str] = field(default_factory=list)  # --set, applied to every system last
+    # The convergence protocol (docs/reproduce.md): each run trains until dev BLEU has not
+    # improved for `patience` validations, its rate decaying once per `plateau_patience`
+    # validations without improvement (train.schedule plateau), `updates` at most.
+    converge: bool = False
+    patience: int = 4
+    plateau_patience: int = 2
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)
@@ -82,6 +88,16 @@ def _set(tree: Dict[str, Any], dotted: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
+def converge_recipe(settings: Settings) -> Dict[str, Any]:
+    """The convergence protocol's keys over the family recipe (none for equal updates): no
+    update count fixed in advance, the rate decays on dev plateaus instead of at the
+    equal-updates recipe's steps, and early stopping ends the run."""
+    if not settings.converge:
+        return {}
+    return {"train.schedule": "plateau", "train.patience": settings.patience,
+            "train.plateau_patience": settings.plateau_patience}
+
+
 def miniature_config(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, cache_dir: Path,
                      settings: Settings) -> Config:
     """The paper config of ``run.system``, then the paper's family recipe, then the
@@ -99,13 +115,14 @@ def miniature_config(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Pat
         "data.train": str(corpus.train), "data.dev": str(corpus.dev), "data.test": str(corpus.test),
         "data.src": corpus.src, "data.tgt": corpus.tgt,
         "data.vocab.model": str(vocab_model), "data.cache_dir": str(cache_dir),
-        "data.dev_max_sentences": settings.dev_sentences,
+        "data.dev_max_sentences": settings.dev_sentences or None,
         "model.emb_size": settings.emb_size, "model.hidden_size": settings.hidden_size,
         "train.max_minutes": None, "train.max_steps": settings.updates, "train.patience": None,
         "train.seed": run.seed, "train.threads": settings.threads, "train.device": settings.device,
         "train.validate_every": settings.validate_every, "train.log_every": settings.log_every,
         "train.validation_search": "greedy", "train.progress": False, "train.keep_last": 1,
     }
+    miniature.update(converge_recipe(settings))
     for key, value in miniature.items():
         _set(tree, key, value)
     try:
@@ -174,6 +191,8 @@ def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) 
     summary.update(training_speed(run_dir / "log.jsonl"))
     sampler = trainer.sampler  # epochs as a fraction: whole epochs plus the share of the current one
     summary["epochs"] = round(sampler.epoch + sampler.position / max(len(sampler), 1), 2)
+    summary["updates_per_epoch"] = len(sampler)
+    summary["plateau_decays"] = trainer.plateau_decays
     done.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 
@@ -248,6 +267,8 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
     metrics, hyps = evaluate_run(run, run_dir, corpus, settings.device, spec.greedy_speed, log)
     steps = summary.get("steps")
     seconds = float(summary.get("train_seconds", 0.0))
+    per_epoch = summary.get("updates_per_epoch")
+    best = metrics.get("checkpoint_step")
     validation = last_validation(run_dir / "log.jsonl")
     from rnmt.train.checkpoint import load_train_state
 
@@ -260,9 +281,12 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
         "seed": run.seed, **provenance,
         "corpus": corpus.name, "src": corpus.src, "tgt": corpus.tgt,
         "emb_size": cfg.model.emb_size, "hidden_size": cfg.model.hidden_size,
-        "recipe": {**spec.recipe, **run.system.recipe},
+        "recipe": {**spec.recipe, **run.system.recipe, **converge_recipe(settings)},
         "steps": steps, "epochs": summary.get("epochs"),
+        "updates_to_best": best, "epochs_to_best": round(best / per_epoch, 2) if best and per_epoch else None,
         "train_minutes": round(seconds / 60.0, 2),
+        "wall_minutes": round(float(summary["wall_seconds"]) / 60.0, 2) if "wall_seconds" in summary else None,
+        "plateau_decays": summary.get("plateau_decays") if settings.converge else None,
         "seconds_per_update": round(seconds / steps, 4) if steps else None,
         "stop_reason": summary.get("stop_reason"), "best_dev_bleu": summary.get("best_dev_bleu"),
         "dev_ppl": validation.get("dev_ppl"), "dev_loss": validation.get("dev_loss"),

@@ -10,7 +10,7 @@ import math
 from rnmt.config import TrainConfig
 from rnmt.errors import UserError
 
-SCHEDULES = ("constant", "warmup_decay", "inverse_sqrt", "rnmt_plus", "epoch_halving")
+SCHEDULES = ("constant", "warmup_decay", "inverse_sqrt", "rnmt_plus", "epoch_halving", "plateau")
 
 
 def rnmt_plus(t: int, lr0: float, n: int, p: int, s: int, e: int) -> float:
@@ -26,8 +26,12 @@ def rnmt_plus(t: int, lr0: float, n: int, p: int, s: int, e: int) -> float:
     return lr0 * min(warm, float(n), decay)
 
 
-def learning_rate(cfg: TrainConfig, step: int, epoch: int = 0) -> float:
-    """The learning rate for update ``step`` (0-based) in ``epoch`` (0-based)."""
+def learning_rate(cfg: TrainConfig, step: int, epoch: int = 0, plateau_decays: int = 0) -> float:
+    """The learning rate for update ``step`` (0-based) in ``epoch`` (0-based).
+
+    ``plateau_decays``: how often the dev metric has plateaued so far (the trainer counts
+    it and keeps it in the training state); only the ``plateau`` schedule reads it.
+    """
     lr, warm = cfg.lr, cfg.warmup_steps
     if cfg.schedule == "constant":
         value = lr
@@ -45,6 +49,12 @@ def learning_rate(cfg: TrainConfig, step: int, epoch: int = 0) -> float:
     elif cfg.schedule == "epoch_halving":
         # ATR / Cseq2seq practice: halve the rate after every epoch.
         value = lr * 0.5 ** epoch
+    elif cfg.schedule == "plateau":
+        # Linear warm-up, then decay_rate once per plateau of the dev metric
+        # (train.plateau_patience validations without improvement): no update count fixed in
+        # advance, so a run of any length anneals when it stops learning, not at a set step.
+        value = lr * min(1.0, (step + 1) / warm) if warm > 0 else lr
+        value *= cfg.decay_rate ** plateau_decays
     else:
         raise UserError(f"unknown train.schedule '{cfg.schedule}'; choose one of {', '.join(SCHEDULES)}")
     return max(value, cfg.min_lr)

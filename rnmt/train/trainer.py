@@ -12,12 +12,13 @@ Output directory layout:
     OUT/tensorboard/         the same as TensorBoard events (train.tensorboard: true)
 
 Resume is exact: the model, the optimiser moments, the learning-rate schedule (a pure
-function of the step), the position in the epoch's batch order and the random generator
-are restored, so a stopped and resumed run reproduces the losses of an uninterrupted one.
-SIGTERM and SIGINT stop the run at the next update boundary with a checkpoint
-(`rnmt.train.signals`); a non-finite loss skips its update (`train.max_nonfinite` in a row
-stop the run) and non-finite weights are never written; every file is written atomically
-(`rnmt.train.checkpoint.atomic_write`). docs/reliability.md lists the guarantees.
+function of the step, and for ``plateau`` of the decays counted so far), the position in
+the epoch's batch order and the random generator are restored, so a stopped and resumed
+run reproduces the losses of an uninterrupted one. SIGTERM and SIGINT stop the run at the
+next update boundary with a checkpoint (`rnmt.train.signals`); a non-finite loss skips its
+update (`train.max_nonfinite` in a row stop the run) and non-finite weights are never
+written; every file is written atomically (`rnmt.train.checkpoint.atomic_write`).
+docs/reliability.md lists the guarantees.
 
 Data parallelism (docs/scaling.md): under ``torchrun`` every process trains a replica
 wrapped in DistributedDataParallel on its own shard of the batches (rank r takes batches
@@ -182,8 +183,14 @@ class Trainer:
         self.translator = Translator(self.model, self.src_vocab, self.tgt_vocab, cfg.search, self.device)
         self.step = 0
         self.train_seconds = 0.0
+        self.wall_seconds = 0.0  # training, validation and checkpoints, over every sitting
         self.best_bleu: Optional[float] = None
+        self.best_step: Optional[int] = None  # the update of the best checkpoint
         self.bad_validations = 0
+        # The plateau schedule: decays so far, and validations without improvement since the
+        # last improvement or decay (train.plateau_patience of them trigger the next decay).
+        self.plateau_decays = 0
+        self.plateau_bad = 0
         self.checkpoints: List[str] = []
         self.nonfinite_total = 0  # updates skipped for a non-finite loss or gradient
         self.nonfinite_run = 0  # ... in a row
@@ -356,7 +363,11 @@ class Trainer:
             "rng": snapshot["rng"],
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             "train_seconds": self.train_seconds,
+            "wall_seconds": self._wall_now(),
             "best_bleu": self.best_bleu,
+            "best_step": self.best_step,
+            "plateau_decays": self.plateau_decays,
+            "plateau_bad": self.plateau_bad,
             "bad_validations": self.bad_validations,
             "checkpoints": list(self.checkpoints),
             "world_size": self.dist.world_size,
@@ -392,7 +403,11 @@ class Trainer:
         self._restore_rng(state)
         self.step = int(state["step"])
         self.train_seconds = float(state["train_seconds"])
+        self.wall_seconds = float(state.get("wall_seconds", self.train_seconds))  # absent before plateau
+        self.plateau_decays = int(state.get("plateau_decays", 0))
+        self.plateau_bad = int(state.get("plateau_bad", 0))
         self.best_bleu = state["best_bleu"]
+        self.best_step = state.get("best_step")
         self.bad_validations = int(state["bad_validations"])
         self.checkpoints = list(state["checkpoints"])
         self.log(f"resumed from step {self.step} (epoch {self.sampler.epoch}, batch {self.sampler.position})"
@@ -466,7 +481,7 @@ class Trainer:
     def train_step(self, batches: List[List[int]]) -> Dict[str, float]:
         """One optimiser update over ``batches`` (gradient accumulation), loss per target token."""
         tc = self.cfg.train
-        lr = learning_rate(tc, self.step, self.sampler.epoch)
+        lr = learning_rate(tc, self.step, self.sampler.epoch, self.plateau_decays)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         collated = [collate(self.corpus, idx, self.device) for idx in batches]
@@ -543,8 +558,14 @@ class Trainer:
             return "time_budget"
         return None
 
+    def _wall_now(self) -> float:
+        """Wall-clock seconds of this run over all its sittings, up to now."""
+        started = getattr(self, "_sitting_start", None)
+        return self.wall_seconds + (time.perf_counter() - started if started is not None else 0.0)
+
     def _run(self, signals: StopSignals) -> Dict[str, Any]:
         tc = self.cfg.train
+        self._sitting_start = time.perf_counter()
         self.model.train()
         budget = tc.max_minutes * 60 if tc.max_minutes else None
         save_every = tc.save_every if tc.save_every is not None else tc.validate_every
@@ -594,16 +615,18 @@ class Trainer:
                                 tok_s=f"{last['tokens_per_s']:.0f}")
                 window = {k: 0 for k in window}
             if self.has_dev and tc.validate_every and self.step % tc.validate_every == 0:
-                if self._validate_and_save():
+                stop_early = self._validate_and_save()
+                validated_at = saved_at = self.step  # before the break: no second validation below
+                if stop_early:
                     stop_reason = "early_stopping"
                     break
-                validated_at = saved_at = self.step
             elif save_every and self.step % save_every == 0:
                 self.save()
                 saved_at = self.step
         bar.close()
         if window["steps"]:
-            last = self._log_window(window, learning_rate(tc, max(self.step - 1, 0), self.sampler.epoch))
+            last = self._log_window(window, learning_rate(tc, max(self.step - 1, 0), self.sampler.epoch,
+                                                          self.plateau_decays))
         if stop_reason == "signal":
             self.stop_signal = signals.name or "signal"
             self.log(f"{self.stop_signal}: stopping at step {self.step}")
@@ -619,7 +642,8 @@ class Trainer:
                 else:
                     self.save()
         summary = {"steps": self.step, "stop_reason": stop_reason, "train_seconds": round(self.train_seconds, 1),
-                   "best_dev_bleu": self.best_bleu, **{k: last[k] for k in ("loss", "tokens_per_s") if k in last}}
+                   "wall_seconds": round(self._wall_now(), 1), "best_dev_bleu": self.best_bleu,
+                   "best_step": self.best_step, **{k: last[k] for k in ("loss", "tokens_per_s") if k in last}}
         if self.nonfinite_total:
             summary["skipped_nonfinite"] = self.nonfinite_total
         self.log("training finished: " + json.dumps(summary))
@@ -656,18 +680,36 @@ class Trainer:
             bleu = metrics["dev_bleu"]
             improved = self.best_bleu is None or bleu > self.best_bleu
             if improved:
-                self.best_bleu, self.bad_validations = bleu, 0
+                self.best_bleu, self.best_step, self.bad_validations, self.plateau_bad = bleu, self.step, 0, 0
             else:
                 self.bad_validations += 1
+                self._note_plateau()
         if self.dist.enabled:
-            self.best_bleu, self.bad_validations, bleu, improved = self.dist.broadcast_object(
-                (self.best_bleu, self.bad_validations, bleu, improved))
+            (self.best_bleu, self.best_step, self.bad_validations, self.plateau_bad, self.plateau_decays, bleu,
+             improved) = self.dist.broadcast_object((self.best_bleu, self.best_step, self.bad_validations,
+                                                     self.plateau_bad, self.plateau_decays, bleu, improved))
         self.save(dev_bleu=bleu, improved=improved)
         if self.is_main:
             record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu,
-                      "train_seconds": round(self.train_seconds, 2)}
+                      "train_seconds": round(self.train_seconds, 2), "wall_seconds": round(self._wall_now(), 2)}
+            if self.cfg.train.schedule == "plateau":
+                record["plateau_decays"] = self.plateau_decays
             self._write_log(record)
             self.log(f"step {self.step:>6}  dev loss {metrics['dev_loss']:.3f}  BLEU {bleu:.2f}  "
                      f"chrF {metrics['dev_chrf']:.2f}" + ("  (best)" if improved else ""))
         patience = self.cfg.train.patience
         return patience is not None and self.bad_validations >= patience
+
+    def _note_plateau(self) -> None:
+        """One more validation without improvement: under the ``plateau`` schedule, the
+        ``plateau_patience``-th in a row since the last improvement or decay decays the rate."""
+        tc = self.cfg.train
+        if tc.schedule != "plateau":
+            return
+        self.plateau_bad += 1
+        if self.plateau_bad >= tc.plateau_patience:
+            self.plateau_decays += 1
+            self.plateau_bad = 0
+            self.log(f"step {self.step:>6}  dev BLEU has not improved for {tc.plateau_patience} validations: "
+                     f"learning rate x{tc.decay_rate:g} (decay {self.plateau_decays})")
+
