@@ -239,16 +239,20 @@ def test_claims_hold_or_reverse_only_when_every_seed_agrees():
     assert about["held"] is False and about["status"] == "reversed: not fewer parameters"
     smaller_b = {"a": records["a"], "b": [dict(r, params=5) for r in records["b"]]}
     about = judge_claim(Claim("about", "b", "a", "b about a"), smaller_b, hyps, REFS, 50)
-    assert about["held"] is False and about["status"] == "reversed: significantly worse in every seed"
+    assert about["held"] is False and about["status"] == "reversed: more than 0.5 BLEU worse in every seed"
+    assert all(high < -0.5 for _, high in about["ci"]) and len(about["ci"]) == 2
     about = judge_claim(Claim("about", "a", "b", "a about b"), {"a": [dict(r, params=5) for r in records["a"]],
                                                                 "b": records["b"]}, hyps, REFS, 50)
-    assert about["held"] and about["status"] == "held (significantly better in every seed)"
+    assert about["held"] and about["status"] == "held: at most 0.5 BLEU worse in every seed, and significantly " \
+        "better in every seed"
+    assert better["ci"] and all(low > 0 for low, _ in better["ci"])  # every claim carries its intervals
     faster = Claim("faster", "a", "b", "a faster", metric="speed")
     untimed = judge_claim(faster, records, hyps, REFS, 50)  # the records' own speeds decide nothing
     assert untimed["held"] is None and untimed["status"].startswith("undecided: not timed side by side")
     timed = {"a|b": {"tokens_per_s_a": [90.0, 95.0, 92.0], "tokens_per_s_b": [100.0, 99.0, 101.0],
                      "ratios": [0.9, 0.96, 0.91], "ratio": 0.91}}
-    assert judge_claim(faster, records, hyps, REFS, 50, timed)["status"].startswith("reversed (0.91x")
+    timed_verdict = judge_claim(faster, records, hyps, REFS, 50, timed)
+    assert timed_verdict["status"].startswith("reversed (0.91x") and timed_verdict["ci"] == [[0.9, 0.96]]
     mixed = {"a|b": dict(timed["a|b"], ratios=[1.1, 0.96, 1.02], ratio=1.02)}
     assert judge_claim(faster, records, hyps, REFS, 50, mixed)["status"].startswith("undecided: the rounds disagree")
     missing = judge_claim(Claim("better", "a", "c", "a > c"), records, hyps, REFS, 50)
@@ -344,20 +348,36 @@ def test_recorded_atr_gates_match_the_models_own_trace():
     assert "step" not in vars(model.unit1)  # the wrapper is gone after the block
 
 
-def test_same_claims_hold_only_when_no_seed_sets_the_two_apart():
+def test_same_claims_hold_only_when_the_interval_lies_within_the_margin():
+    """Equivalence, not absence of evidence: a difference that is not significant but may be
+    large leaves "same" undecided."""
     close = [r.replace("there", "theer") if i % 9 == 0 else r for i, r in enumerate(REFS)]  # a few words off
     records = _runs(a=[(1, 96.0, 10, {}), (2, 96.0, 10, {})], b=[(1, 97.0, 10, {}), (2, 95.0, 10, {})])
     same = judge_claim(Claim("same", "a", "b", "a same as b"), records, {"a": [close, close], "b": [GOOD, close]},
                        REFS, 200)
-    assert same["held"] is None and same["status"].startswith("undecided: significantly apart in some seeds")
+    assert same["held"] is None and same["status"].startswith("undecided: not shown within ±0.5 BLEU")
+    assert same["ci"][0][0] < -0.5 and same["ci"][1] == [0.0, 0.0]  # seed 1 may be far apart, seed 2 identical
     same = judge_claim(Claim("same", "a", "b", "a same as b"), records, {"a": [close, GOOD], "b": [close, GOOD]},
                        REFS, 200)
     assert same["held"] and same["spread_b"] == pytest.approx(2.0)
-    assert same["status"] == "held; mean difference +0.00, b's seed-to-seed spread 2.00"
+    assert same["status"] == "held: within ±0.5 BLEU in every seed (b's seed-to-seed spread 2.00)"
     worse = judge_claim(Claim("same", "a", "b", "a same as b"),
                         _runs(a=[(1, 40.0, 10, {}), (2, 40.0, 10, {})], b=[(1, 90.0, 10, {}), (2, 90.0, 10, {})]),
                         {"a": [WORSE, WORSE], "b": [GOOD, GOOD]}, REFS, 200)
-    assert worse["held"] is False and worse["status"].startswith("reversed: significantly worse in every seed")
+    assert worse["held"] is False and worse["status"].startswith("reversed: apart by more than 0.5 BLEU")
+
+
+def test_looping_output_fails_the_sanity_check_at_any_bleu_and_length():
+    from rnmt.reproduce.report import sanity_problem
+
+    # Every reference kept, one line in ten ending in a loop: BLEU and length stay plausible.
+    looping = [r + " his own own own own own own" if i % 10 == 0 else r for i, r in enumerate(REFS)]
+    problem = sanity_problem({"test_bleu": 80.0, "length_ratio": 1.1}, looping, REFS)
+    assert problem and problem.startswith("loops:") and "4 looping lines" in problem
+    hyps = {"a": [GOOD], "b": [looping]}
+    records = _runs(a=[(1, 90.0, 10, {})], b=[(1, 80.0, 20, {"length_ratio": 1.1})])
+    verdict = judge_claim(Claim("better", "a", "b", "a > b"), records, hyps, REFS, 50)
+    assert verdict["held"] is None and "loops:" in verdict["status"]
 
 
 def test_the_bf16_protocol_pairs_each_system_with_itself_in_fp32():
@@ -369,3 +389,24 @@ def test_the_bf16_protocol_pairs_each_system_with_itself_in_fp32():
         assert {k: v for k, v in a.recipe.items() if k != "train.amp"} == \
             {k: v for k, v in b.recipe.items() if k != "train.amp"}
     assert set(spec.seeded) == {s.name for s in spec.systems}
+
+
+def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_plateau(tmp_path):
+    corpus = _tiny_corpus(tmp_path)
+    out = tmp_path / "results"
+    settings = _settings(updates=40, converge=True, patience=1, plateau_patience=1, seeds=[1], dev_sentences=0)
+    summary = reproduce_paper("atr", settings, out, str(corpus), systems=["rnnsearch-atr"], log=Log())
+    results = out / "atr-converged"
+    assert not (out / "atr").exists() and (results / "README.md").is_file()
+    record = json.loads((results / "rnnsearch-gru.json").read_text())
+    assert record["recipe"]["train.schedule"] == "plateau" and record["recipe"]["train.patience"] == 1
+    # patience 1: the first validation without a new best ends the run, long before the cap
+    assert record["stop_reason"] == "early_stopping" and record["steps"] < 40
+    assert record["updates_to_best"] == record["checkpoint_step"] < record["steps"]
+    assert record["wall_minutes"] >= record["train_minutes"] and record["plateau_decays"] >= 1
+    assert record["command"].startswith("rnmt reproduce atr --converge --updates 40")
+    readme = (results / "README.md").read_text()
+    assert "(converged: every system trained until dev BLEU stopped improving)" in readme
+    assert "updates to best" in readme and "early_stopping" in readme
+    assert summary["systems"]["rnnsearch-gru"][0]["stop_reason"] == "early_stopping"
+    assert "reference_repetition" in summary

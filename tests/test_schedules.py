@@ -45,3 +45,13 @@ def test_epoch_halving_and_floor():
 def test_unknown_schedule_is_a_user_error():
     with pytest.raises(UserError, match="train.schedule"):
         learning_rate(TrainConfig(schedule="cosine"), 0)
+
+
+def test_plateau_warms_up_then_decays_once_per_plateau():
+    cfg = TrainConfig(lr=1.0, schedule="plateau", warmup_steps=10, decay_rate=0.5, decay_start=3)
+    assert learning_rate(cfg, 0) == pytest.approx(0.1)
+    assert learning_rate(cfg, 5000) == pytest.approx(1.0)  # no fixed step decays it (decay_start unused)
+    assert learning_rate(cfg, 5000, plateau_decays=2) == pytest.approx(0.25)
+    assert learning_rate(cfg, 0, plateau_decays=1) == pytest.approx(0.05)
+    floored = TrainConfig(lr=1.0, schedule="plateau", warmup_steps=0, min_lr=0.2)
+    assert learning_rate(floored, 10, plateau_decays=5) == pytest.approx(0.2)

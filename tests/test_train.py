@@ -79,3 +79,51 @@ def test_translations_do_not_depend_on_batching(tiny_run):
     alone = [translator.translate_best([line])[0] for line in lines]
     one_by_one = translator.translate_best(lines, batch_tokens=1)
     assert together == alone == one_by_one
+
+
+def _scripted_validation(trainer, bleus):
+    """Make ``trainer.validate`` return the dev BLEU values ``bleus`` in turn."""
+    values = iter(bleus)
+
+    def validate():
+        return {"dev_loss": 1.0, "dev_ppl": 2.7, "dev_bleu": next(values), "dev_chrf": 0.0}
+
+    trainer.validate = validate
+
+
+def test_plateau_schedule_decays_on_plateaus_and_early_stopping_ends_the_run(tmp_path, tiny_corpus):
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["train"].update(max_steps=40, validate_every=2, schedule="plateau", warmup_steps=0, lr=0.004,
+                         plateau_patience=2, patience=4)
+    out = tmp_path / "plateau"
+    trainer = Trainer(config_from_dict(tree), out, log=lambda *_: None)
+    # new bests at steps 2, 4 and 8 (the single bad validation at 6 decays nothing); then four
+    # bad ones: 10 and 12 decay the rate once, 14 and 16 a second time, and the 4th ends the run
+    _scripted_validation(trainer, [1.0, 2.0, 1.5, 2.5, 2.0, 2.4, 2.1, 2.2, 9.9])
+    summary = trainer.run()
+    assert summary["stop_reason"] == "early_stopping" and summary["steps"] == 16
+    assert summary["best_step"] == 8 and trainer.plateau_decays == 2
+    assert summary["wall_seconds"] >= summary["train_seconds"]
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "dev_bleu" in r] == [2, 4, 6, 8, 10, 12, 14, 16]  # none twice
+    rates = {r["step"]: r["lr"] for r in records if "lr" in r}  # the rate of update k, logged at step k
+    assert rates[12] == pytest.approx(0.004) and rates[13] == pytest.approx(0.002)
+    assert rates[16] == pytest.approx(0.002)
+
+
+def test_a_resumed_plateau_run_keeps_its_decays(tmp_path, tiny_corpus):
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["train"].update(max_steps=8, validate_every=2, schedule="plateau", warmup_steps=0, lr=0.004,
+                         plateau_patience=1, patience=None)
+    out = tmp_path / "run"
+    first = Trainer(config_from_dict(tree), out, log=lambda *_: None)
+    _scripted_validation(first, [3.0, 2.0, 1.0, 0.5])
+    first.run()
+    assert first.plateau_decays == 3
+    resumed = Trainer(config_from_dict(tree, ["train.max_steps=10"]), out, resume=True, log=lambda *_: None)
+    assert resumed.plateau_decays == 3 and resumed.best_step == 2
+    _scripted_validation(resumed, [0.1])
+    resumed.run()
+    rates = {r["step"]: r["lr"] for r in (json.loads(x) for x in (out / "log.jsonl").read_text().splitlines())
+             if "lr" in r}
+    assert rates[9] == pytest.approx(0.004 / 8)

@@ -110,3 +110,52 @@ def paired_bootstrap(systems: Sequence[Tuple[str, Sequence[str]]], references: R
                 ci=float(res.ci), p_value=None if p_value is None else float(p_value))
     sig_by_key = {names_to_keys[name]: str(sig) for name, sig in signatures.items()}
     return sig_by_key, results
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Score(a) - score(b) on the full test set, with its paired bootstrap interval."""
+
+    observed: float
+    low: float  # the interval's ends: percentiles of the resampled differences
+    high: float
+    level: float  # e.g. 0.95
+
+    def as_list(self) -> List[float]:
+        return [round(self.low, 4), round(self.high, 4)]
+
+
+def difference_interval(hyps_a: Sequence[str], hyps_b: Sequence[str], references: Sequence[str],
+                        metric: str = "bleu", n_samples: int = 1000, seed: int = DEFAULT_SEED,
+                        level: float = 0.95) -> Difference:
+    """The paired bootstrap interval of ``metric(a) - metric(b)`` (Koehn, 2004).
+
+    Both systems are scored on the same resampled sets of test sentences, drawn as
+    sacrebleu's paired test draws them (numpy's default generator seeded with ``seed``, one
+    draw of all indices), so the differences are the ones behind its p-values. The interval
+    is the central ``level`` share of the resampled differences. An equivalence claim asks
+    for exactly this: not "is the difference significant" but "how large can it be".
+    """
+    import numpy as np
+
+    if n_samples < 1:
+        raise UserError(f"bootstrap needs a positive number of samples, got {n_samples}")
+    if not len(hyps_a) == len(hyps_b) == len(references):
+        raise UserError(f"difference_interval: {len(hyps_a)} and {len(hyps_b)} hypotheses for "
+                        f"{len(references)} references")
+    scorer = make_metric(metric, references=[list(references)])
+    # sacrebleu's sufficient statistics per sentence (what its own bootstrap sums), so a
+    # resampled corpus score costs one sum instead of a re-tokenisation.
+    stats_a = np.array(scorer._extract_corpus_statistics(list(hyps_a), None), dtype="float64")
+    stats_b = np.array(scorer._extract_corpus_statistics(list(hyps_b), None), dtype="float64")
+    rng = np.random.default_rng(seed)
+    idxs = rng.choice(len(references), size=(n_samples, len(references)), replace=True)
+
+    def score(stats) -> float:
+        return float(scorer._compute_score_from_stats(list(stats)).score)
+
+    diffs = np.array([score(stats_a[i].sum(0)) - score(stats_b[i].sum(0)) for i in idxs])
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(diffs, [tail, 100 - tail])
+    observed = score(stats_a.sum(0)) - score(stats_b.sum(0))
+    return Difference(observed=observed, low=float(low), high=float(high), level=level)

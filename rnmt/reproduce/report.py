@@ -51,6 +51,18 @@ def baseline_p_values(names: Sequence[str], baseline: str, hyps: Dict[str, List[
 # (it writes commas, "the the the", or stops at once) and its differences say nothing.
 SANE_BLEU = 10.0
 SANE_LENGTH_RATIO = (0.5, 2.0)
+# ... nor when it loops (rnmt.evaluate.repetition). Over the 44 runs of the equal-updates
+# tables the two groups lie far apart: the translating systems have at most 1.45% repeated
+# 4-grams and 6 looping lines of 517 (1.2%), the looping ones (DTMT#4, Seq2seq, the
+# Transformer-encoder hybrids) at least 4.1% and 19 lines (3.7%); the references 0.34% and 2.
+# The limits sit between the groups, about twice the worst translating run.
+SANE_REPEATED_RATE = 3.0  # percent of 4-grams
+SANE_LOOPING_SHARE = 2.0  # percent of lines
+# Equivalence ("about as good", "same"): the 95% paired bootstrap interval of the BLEU
+# difference must lie within this margin in every seed. The papers call gains of 0.6 BLEU
+# and more improvements (DTMT#4 over DTMT#1: +0.63; L-GRU in DTMT#1: +0.78), so a
+# difference that is surely smaller than 0.5 is below anything they would report.
+MARGIN = 0.5
 
 
 def length_ratio(hyps: Sequence[str], refs: Sequence[str]) -> float:
@@ -62,7 +74,10 @@ def length_ratio(hyps: Sequence[str], refs: Sequence[str]) -> float:
 
 
 def sanity_problem(record: dict, hyps: Sequence[str], refs: Sequence[str]) -> Optional[str]:
-    """Why a run fails the sanity check, or None when it passes."""
+    """Why a run fails the sanity check, or None when it passes: too little BLEU, output of
+    the wrong length, or looping output."""
+    from rnmt.evaluate.repetition import repetition
+
     bleu = record.get("test_bleu")
     ratio = record.get("length_ratio")
     if ratio is None:
@@ -72,7 +87,12 @@ def sanity_problem(record: dict, hyps: Sequence[str], refs: Sequence[str]) -> Op
         return f"BLEU {_num(bleu)} < {SANE_BLEU:g}"
     if not low <= ratio <= high:
         return f"output/reference length {ratio:.2f} outside {low:g}-{high:g}"
+    loops = repetition(hyps)
+    if loops.repeated_ngram_rate > SANE_REPEATED_RATE or loops.looping_share > SANE_LOOPING_SHARE:
+        return (f"loops: {loops.repeated_ngram_rate:.2f}% repeated 4-grams (limit {SANE_REPEATED_RATE:g}%), "
+                f"{loops.looping_lines} looping lines (limit {SANE_LOOPING_SHARE:g}% of lines)")
     return None
+
 
 
 def _seed_of(record: dict) -> int:
@@ -101,6 +121,7 @@ def _judge_speed(out: Dict[str, Any], measured: Optional[dict]) -> Dict[str, Any
                           "different machine loads)")
         return out
     ratios = measured["ratios"]
+    out["ci"] = [[min(ratios), max(ratios)]]  # the range of the rounds' speed ratios a/b
     out.update(value_a=statistics.median(measured["tokens_per_s_a"]),
                value_b=statistics.median(measured["tokens_per_s_b"]), speed_ratios=ratios)
     text = f"{measured['ratio']:.2f}x, rounds " + " / ".join(f"{r:.2f}" for r in ratios)
@@ -151,9 +172,16 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
             why = sanity_problem(records[name][k], hyps[name][k], refs)
             if why:
                 problems.append(f"{name} seed {seed}: {why}")
+    from rnmt.evaluate.significance import difference_interval
+
     p_values = [_p_value(hyps[claim.a][i], hyps[claim.b][j], refs, n) for i, j, _ in pairs]
     out["p_values"] = p_values
     out["p_value"] = max(p_values)
+    diffs = [difference_interval(hyps[claim.a][i], hyps[claim.b][j], refs, n_samples=n, seed=BOOTSTRAP_SEED)
+             for i, j, _ in pairs]
+    out["ci"] = [d.as_list() for d in diffs]  # per seed: 95% interval of BLEU(a) - BLEU(b)
+    out["differences"] = [round(d.observed, 4) for d in diffs]
+
     a_wins = [va > vb and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
     b_wins = [vb > va and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
     if problems:
@@ -169,27 +197,29 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
         else:
             out.update(status=f"undecided: not significant in every seed ({per_seed})")
     elif claim.kind == "same":
+        # Equivalence: every seed's interval inside +-MARGIN; no significant difference
+        # alone is absence of evidence, not evidence of sameness.
         spread = [r.get(claim.metric) for r in records[claim.b]]
         out["spread_b"] = max(spread) - min(spread) if len(spread) > 1 else None
-        shown = (f"; mean difference {out['value_a'] - out['value_b']:+.2f}" +
-                 (f", {claim.b}'s seed-to-seed spread {out['spread_b']:.2f}" if out["spread_b"] is not None else ""))
-        if not any(a_wins) and not any(b_wins):
-            out.update(held=True, status="held" + shown)
-        elif all(b_wins):
-            out.update(held=False, status="reversed: significantly worse in every seed" + shown)
+        shown = (f" ({claim.b}'s seed-to-seed spread {out['spread_b']:.2f})" if out["spread_b"] is not None else "")
+        if all(-MARGIN <= d.low and d.high <= MARGIN for d in diffs):
+            out.update(held=True, status=f"held: within ±{MARGIN:g} BLEU in every seed" + shown)
+        elif all(d.low > MARGIN for d in diffs) or all(d.high < -MARGIN for d in diffs):
+            out.update(held=False, status=f"reversed: apart by more than {MARGIN:g} BLEU in every seed" + shown)
         else:
-            out.update(status=f"undecided: significantly apart in some seeds ({per_seed})")
-    else:  # about: a has fewer parameters and is not significantly worse
+            out.update(status=f"undecided: not shown within ±{MARGIN:g} BLEU" + shown)
+    else:  # about: a has fewer parameters and is at most MARGIN worse (non-inferiority)
         fewer = all(records[claim.a][i]["params"] < records[claim.b][j]["params"] for i, j, _ in pairs)
+        shown = ""  # the intervals have their own column
         if not fewer:
             out.update(held=False, status="reversed: not fewer parameters")
-        elif not any(b_wins):
-            better = " (significantly better in every seed)" if all(a_wins) else ""
-            out.update(held=True, status="held" + better)
-        elif all(b_wins):
-            out.update(held=False, status="reversed: significantly worse in every seed")
+        elif all(d.low >= -MARGIN for d in diffs):
+            better = ", and significantly better in every seed" if all(a_wins) else ""
+            out.update(held=True, status=f"held: at most {MARGIN:g} BLEU worse in every seed{better}" + shown)
+        elif all(d.high < -MARGIN for d in diffs):
+            out.update(held=False, status=f"reversed: more than {MARGIN:g} BLEU worse in every seed" + shown)
         else:
-            out.update(status=f"undecided: significantly worse in some seeds only ({per_seed})")
+            out.update(status=f"undecided: not shown within {MARGIN:g} BLEU" + shown)
     return out
 
 
@@ -306,7 +336,7 @@ def _per_seed(runs: List[dict], key: str, digits: int = 2) -> str:
 def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[str, List[dict]],
                   p_values: Dict[str, Optional[float]], claims: List[dict], corpus: Corpus,
                   settings: Dict[str, Any], command: str, length_md: Optional[str],
-                  gates: Optional[dict], missing: Sequence[str]) -> str:
+                  gates: Optional[dict], missing: Sequence[str], ref_loops: str = "-") -> str:
     base_label = spec.system(spec.baseline).label
     all_runs = [r for runs in records.values() for r in runs]
     first = all_runs[0] if all_runs else {}
@@ -315,7 +345,10 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
     seeded = [spec.system(n).label for n in spec.seeded]
     recipe = ", ".join(f"`{k}={v}`" for k, v in spec.recipe.items()) or "none"
     own = [f"{s.label}: " + ", ".join(f"`{k}={v}`" for k, v in s.recipe.items()) for s in order if s.recipe]
-    lines = [f"# {spec.paper}: miniature reproduction", "",
+    converge = bool(settings.get("converge"))
+    kind = ("converged: every system trained until dev BLEU stopped improving" if converge else
+            "learning speed: every system trained for the same number of updates")
+    lines = [f"# {spec.paper}: miniature reproduction ({kind})", "",
              f"{spec.title}. Systems of {spec.tables}.", "",
              "Written by `rnmt reproduce`; rerunning the command regenerates this page. Command:", "",
              f"    {command}", "",
@@ -326,10 +359,7 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
              f"- **Size**: embeddings {first.get('emb_size', settings['emb_size'])}, hidden "
              f"{first.get('hidden_size', settings['hidden_size'])} for every system (the papers use 620/1000 or "
              "1024/1024).",
-             f"- **Training**: {settings['updates']:,} updates for every system, as the papers compare systems "
-             "trained for the same number of updates (speed is reported separately); validation every "
-             f"{settings['validate_every']} updates with greedy search on the first {settings['dev_sentences']} dev "
-             "sentences; the checkpoint with the best dev BLEU is decoded.",
+             _training_line(settings),
              f"- **Family recipe** over each paper config: {recipe}"
              + (f"; per system: {'; '.join(own)}" if own else "") + " (docs/reproduce.md says how it was found).",
              f"- **Seeds**: {', '.join(str(x) for x in seeds)} for {', '.join(seeded) or 'no system'} (the systems "
@@ -357,7 +387,9 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
               "len ratio", "updates", "s/update", "train tok/s", "decode words/s"]
     if spec.greedy_speed:
         header += ["greedy words/s", "paper train / test words/s"]
-    header += ["epochs", "dev BLEU", "dev ppl"]
+    header += ["epochs", "dev BLEU", "dev ppl", "rep. 4-grams %", "looping lines"]
+    if converge:
+        header += ["updates to best", "epochs to best", "stopped by", "wall-clock h"]
     lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for s in order:
         runs = records.get(s.name)
@@ -372,28 +404,40 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
                      _per_seed(runs, "decode_words_per_s", 0)]
             if spec.greedy_speed:
                 cells += [_per_seed(runs, "greedy_decode_words_per_s", 0), s.paper_speed or "-"]
-            cells += [_per_seed(runs, "epochs"), _per_seed(runs, "best_dev_bleu"), _per_seed(runs, "dev_ppl", 1)]
+            cells += [_per_seed(runs, "epochs"), _per_seed(runs, "best_dev_bleu"), _per_seed(runs, "dev_ppl", 1),
+                      _per_seed(runs, "repeated_ngram_rate"), _per_seed(runs, "looping_lines", 0)]
+            if converge:
+                cells += [_per_seed(runs, "updates_to_best", 0), _per_seed(runs, "epochs_to_best"),
+                          " / ".join(str(r.get("stop_reason", "-")) for r in runs),
+                          _per_seed([{**r, "wall_h": (r.get("wall_minutes") or 0) / 60 or None} for r in runs],
+                                    "wall_h", 1)]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"p: paired bootstrap resampling of test BLEU against {base_label} (sacrebleu), first seed of "
               f"each; below {SIGNIFICANT} the difference is unlikely to be chance. len ratio: output length over "
               "reference length (BLEU's tokens). dev ppl: per-token perplexity of the validation sentences at the "
-              "last validation.", ""]
+              "last validation. rep. 4-grams: the share of each line's 4-grams that repeat one seen earlier in the "
+              f"line; looping lines: lines with a 4-gram three times or more (the references: {ref_loops}).", ""]
     if claims:
         lines += ["## The paper's claims", "",
-                  "| paper says | source | here (mean over seeds) | seeds | p (per seed) | verdict |",
-                  "|---|---|---|---|---:|---|"]
+                  "| paper says | source | here (mean over seeds) | seeds | p (per seed) | difference [95% interval] "
+                  "(per seed) | verdict |",
+                  "|---|---|---|---|---:|---|---|"]
         for c in claims:
             p_text = " / ".join(_p(p) for p in c.get("p_values", [])) or "-"
             seeds_text = ", ".join(str(x) for x in c.get("seeds", [])) or "-"
             lines.append(f"| {c['text']} | {c['source']} | {_claim_values(c, spec)} | {seeds_text} | {p_text} | "
-                         f"{c['status']} |")
+                         f"{_intervals(c)} | {c['status']} |")
         lines += ["", "A claim is **held** (or **reversed**) only when the paired bootstrap finds the difference in "
                   f"the paper's (or the opposite) direction at p < {SIGNIFICANT} for every seed both systems were "
                   f"trained with, and both pass the sanity check (at least {SANE_BLEU:g} BLEU, output/reference "
-                  f"length within {SANE_LENGTH_RATIO[0]:g}-{SANE_LENGTH_RATIO[1]:g}); otherwise it is "
-                  "**undecided**, with the reason. An \"about\" claim holds when the first system has fewer "
-                  "parameters and no seed shows it significantly worse; a \"same\" claim when no seed shows either "
-                  "system significantly ahead. Speed claims "
+                  f"length within {SANE_LENGTH_RATIO[0]:g}-{SANE_LENGTH_RATIO[1]:g}, at most {SANE_REPEATED_RATE:g}% "
+                  f"repeated 4-grams and {SANE_LOOPING_SHARE:g}% looping lines); otherwise it is "
+                  "**undecided**, with the reason. \"About as good\" and \"same\" are equivalence claims, decided "
+                  "by the paired bootstrap's 95% interval of the BLEU difference (first system minus second) in "
+                  f"every seed: an \"about\" claim holds when the first system has fewer parameters and is at most "
+                  f"{MARGIN:g} BLEU worse (the interval's lower end at -{MARGIN:g} or above), a \"same\" claim when "
+                  f"the interval lies within ±{MARGIN:g}; no significant difference alone is not enough. Speed "
+                  "claims "
                   "are timed side by side (`speed.json`: both systems' models train the same batches in alternating "
                   "rounds in one process) and need every round to agree; the table's tok/s and s/update are the "
                   "runs' own, measured under whatever load the machine had.", "",
@@ -415,6 +459,31 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
     if gates:
         lines += _gates_section(gates)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _training_line(settings: Dict[str, Any]) -> str:
+    dev = settings["dev_sentences"]
+    where = (f"with greedy search on {'all' if not dev else f'the first {dev}'} dev sentences")
+    if settings.get("converge"):
+        return (f"- **Training**: until dev BLEU has not improved for {settings['patience']} validations in a row "
+                f"(early stopping), at most {settings['updates']:,} updates; validation every "
+                f"{settings['validate_every']} updates {where}; the learning rate (the family recipe's) warms up, "
+                f"then halves after every {settings['plateau_patience']} validations without improvement "
+                "(`train.schedule: plateau`) instead of at the recipe's fixed updates; the checkpoint with the "
+                "best dev BLEU is decoded.")
+    return (f"- **Training**: {settings['updates']:,} updates for every system, as the papers compare systems "
+            "trained for the same number of updates (speed is reported separately): a table of how fast each "
+            f"system learns, not of where it ends; validation every {settings['validate_every']} updates {where}; "
+            "the checkpoint with the best dev BLEU is decoded.")
+
+
+def _intervals(c: dict) -> str:
+    if not c.get("ci"):
+        return "-"
+    if c["kind"] == "faster":
+        low, high = c["ci"][0]
+        return f"speed ratio {low:.2f}-{high:.2f} over the rounds"
+    return " / ".join(f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" for d, (lo, hi) in zip(c["differences"], c["ci"]))
 
 
 def _search(record: dict) -> str:

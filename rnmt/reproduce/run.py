@@ -137,10 +137,19 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
                  runs_dir: Path, settings: Settings, command: str, log: Callable[[str], None],
                  gates: bool = True) -> dict:
     from rnmt.data import read_lines
+    from rnmt.evaluate.repetition import repetition
 
     records, hyps = finished_runs(spec, order, results_dir, settings.seeds, corpus.tgt)
     src_path, ref_path = corpus.files("test")
     src_lines, refs = read_lines(src_path), read_lines(ref_path)
+    # Looping output, from the committed translations (records written before this check
+    # lack it): the table shows it and the sanity check reads it.
+    for name, runs in records.items():
+        for record, lines in zip(runs, hyps[name]):
+            loops = repetition(lines)
+            record.update(repeated_ngram_rate=loops.repeated_ngram_rate, looping_lines=loops.looping_lines)
+    ref_rep = repetition(refs)
+    ref_loops = f"{ref_rep.repeated_ngram_rate:.2f}% and {ref_rep.looping_lines} lines"
     names = [s.name for s in order if s.name in records]
     first_hyps = {n: hyps[n][0] for n in names}
     p_values = report.baseline_p_values(names, spec.baseline, first_hyps, refs, settings.bootstrap) if names else {}
@@ -166,15 +175,18 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
         expected[r.system.name] += 1
     missing = [n for n, count in expected.items() if len(records.get(n, [])) < count]
     readme = report.render_readme(spec, order, records, p_values, claims, corpus, settings.to_dict(), command,
-                                  length_md, gate_stats, missing)
+                                  length_md, gate_stats, missing, ref_loops)
     (results_dir / "README.md").write_text(readme, encoding="utf-8")
     keys = ("label", "params", "test_bleu", "test_chrf", "length_ratio", "train_tokens_per_s",
-            "seconds_per_update", "decode_words_per_s", "steps", "train_minutes", "dev_ppl", "commit")
+            "seconds_per_update", "decode_words_per_s", "steps", "train_minutes", "dev_ppl", "commit",
+            "repeated_ngram_rate", "looping_lines", "updates_to_best", "epochs_to_best", "stop_reason",
+            "wall_minutes")
     summary = {"paper": spec.paper, "command": command, "corpus": corpus.describe(),
                "baseline": spec.baseline, "finished": names, "missing": missing,
                "systems": {n: [{"seed": r["seed"], **{k: r.get(k) for k in keys}} for r in records[n]]
                            for n in names},
                "p_values_vs_baseline": p_values, "claims": claims,
+               "reference_repetition": ref_rep.to_dict(),
                "gates": None if not gate_stats else {
                    "trained": {u: g["pearson_r"] for u, g in gate_stats["units"].items()},
                    "untrained": {u: g["pearson_r"] for u, g in (gate_stats.get("untrained") or {}).items()}}}
