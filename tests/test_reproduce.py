@@ -405,6 +405,9 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     assert record["updates_to_best"] == record["checkpoint_step"] < record["steps"]
     assert record["wall_minutes"] >= record["train_minutes"] and record["plateau_decays"] >= 1
     assert record["command"].startswith("rnmt reproduce atr --converge --updates 40")
+    curve = record["validations"]  # the committed learning curve
+    assert [v["step"] for v in curve] == list(range(2, record["steps"] + 1, 2))
+    assert max(v["dev_bleu"] for v in curve) == pytest.approx(record["best_dev_bleu"], abs=0.01)
     readme = (results / "README.md").read_text()
     assert "(converged: every system trained until dev BLEU stopped improving)" in readme
     assert "updates to best" in readme and "early_stopping" in readme

@@ -365,7 +365,8 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
              f"- **Seeds**: {', '.join(str(x) for x in seeds)} for {', '.join(seeded) or 'no system'} (the systems "
              f"the paper's claims rest on), seed {seeds[0]} for the others; bootstrap resampling "
              f"{settings['bootstrap']} samples, seed {BOOTSTRAP_SEED}.",
-             f"- **Decoding**: the paper's beam settings ({_search(first)}); BLEU and chrF by sacrebleu on "
+             f"- **Decoding**: the paper's beam settings ({_searches(spec, order, records)}); BLEU and chrF by "
+             "sacrebleu on "
              f"detokenised output (`{first.get('bleu_signature', '-')}`).",
              f"- **Code**: commit {', '.join(commits) if commits else '-'} (each record's `commit`).",
              ]
@@ -484,6 +485,18 @@ def _intervals(c: dict) -> str:
         low, high = c["ci"][0]
         return f"speed ratio {low:.2f}-{high:.2f} over the rounds"
     return " / ".join(f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" for d, (lo, hi) in zip(c["differences"], c["ci"]))
+
+
+def _searches(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[str, List[dict]]) -> str:
+    """The search settings of the records; when systems differ (a protocol over two papers'
+    configs), each setting with the systems that used it."""
+    used: Dict[str, List[str]] = {}
+    for s in order:
+        for r in records.get(s.name, [])[:1]:
+            used.setdefault(_search(r), []).append(s.label)
+    if len(used) <= 1:
+        return next(iter(used), "-")
+    return "; ".join(f"{text} for {' and '.join(labels)}" for text, labels in used.items())
 
 
 def _search(record: dict) -> str:

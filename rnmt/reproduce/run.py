@@ -160,7 +160,12 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
         first_runs = {}
         for r in plan_runs(spec, order, settings.seeds):
             first_runs.setdefault(r.system.name, runs_dir / r.name)
-        speeds = controlled_speeds(spec.claims, first_runs, results_dir, runs_dir / "speed", settings.threads, log)
+        from rnmt.device import pick_device
+
+        where = {"commit": code_commit(),
+                 "machine": describe_machine(pick_device(settings.device), settings.threads, 1)}
+        speeds = controlled_speeds(spec.claims, first_runs, results_dir, runs_dir / "speed", settings.threads, log,
+                                   where)
     elif (results_dir / "speed.json").is_file():
         speeds = json.loads((results_dir / "speed.json").read_text(encoding="utf-8"))
     claims = [report.judge_claim(c, records, hyps, refs, settings.bootstrap, speeds) for c in spec.claims]

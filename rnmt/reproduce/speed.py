@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import torch
 
@@ -52,9 +52,10 @@ def measure_pair(config_a: Path, config_b: Path, work_dir: Path, threads: int, r
 
 
 def controlled_speeds(claims, run_dirs: Dict[str, Path], out_dir: Path, work_dir: Path, threads: int,
-                      log: Callable[[str], None]) -> Dict[str, dict]:
+                      log: Callable[[str], None], provenance: Optional[Dict[str, object]] = None) -> Dict[str, dict]:
     """{"a|b": measurement} for every speed claim whose two runs exist; cached in speed.json
-    (a pair once measured is not measured again)."""
+    (a pair once measured is not measured again). ``provenance`` (the code's commit and the
+    machine) is stored with each new measurement: a speed figure names where it was taken."""
     cache = out_dir / "speed.json"
     known = json.loads(cache.read_text(encoding="utf-8")) if cache.is_file() else {}
     for claim in claims:
@@ -65,7 +66,7 @@ def controlled_speeds(claims, run_dirs: Dict[str, Path], out_dir: Path, work_dir
         if not all(p is not None and (p / "trained.json").is_file() for p in paths):
             continue
         log(f"timing {claim.a} against {claim.b}: {ROUNDS} alternating rounds of {STEPS} updates")
-        known[key] = measure_pair(paths[0] / "config.yaml", paths[1] / "config.yaml",
-                                  work_dir / key.replace("|", "-vs-"), threads)
+        known[key] = {**measure_pair(paths[0] / "config.yaml", paths[1] / "config.yaml",
+                                     work_dir / key.replace("|", "-vs-"), threads), **(provenance or {})}
         cache.write_text(json.dumps(known, indent=1) + "\n", encoding="utf-8")
     return known

@@ -166,6 +166,22 @@ def last_validation(log_path: Path) -> Dict[str, Any]:
     return last
 
 
+def validation_curve(log_path: Path) -> List[Dict[str, Any]]:
+    """Every dev evaluation of a run from its ``log.jsonl`` (the last one per step, as a
+    resume may repeat a step): the learning curve a record keeps, so that what a document
+    says of a run's progress has a committed source."""
+    by_step: Dict[int, Dict[str, Any]] = {}
+    if log_path.is_file():
+        for line in log_path.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            if "dev_bleu" in rec:
+                by_step[int(rec["step"])] = {"step": int(rec["step"]), "dev_loss": round(rec["dev_loss"], 4),
+                                             "dev_bleu": round(rec["dev_bleu"], 2),
+                                             **({"plateau_decays": rec["plateau_decays"]}
+                                                if "plateau_decays" in rec else {})}
+    return [by_step[k] for k in sorted(by_step)]
+
+
 def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) -> Dict[str, Any]:
     """Train (or resume, or skip when already trained) and return the training summary.
     A resumed run keeps its own resolved config; only its threads and device follow
@@ -293,6 +309,7 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
         "dev_sentences": settings.dev_sentences,
         "train_tokens_per_s": summary.get("train_tokens_per_s"),
         **metrics, "machine": {**machine, "precision": precision}, "overrides": list(settings.overrides),
+        "validations": validation_curve(run_dir / "log.jsonl"),
     }
     hyp_file.parent.mkdir(parents=True, exist_ok=True)
     hyp_file.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
