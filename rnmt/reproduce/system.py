@@ -204,6 +204,11 @@ def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) 
         log(f"{run.name}: training for {cfg.train.max_steps} updates (seed {run.seed})")
         trainer = Trainer(cfg, run_dir, log=log)
     summary = trainer.run()
+    if summary.get("stop_reason") == "signal":
+        # Stopped from outside (Ctrl-C, SIGTERM at the end of a sitting): not trained yet.
+        # No trained.json, no record: the next call resumes from the checkpoint just written.
+        raise UserError(f"{run.name}: training stopped by {trainer.stop_signal or 'a signal'} at update "
+                        f"{summary.get('steps')}; run the same command again to resume it")
     summary.update(training_speed(run_dir / "log.jsonl"))
     sampler = trainer.sampler  # epochs as a fraction: whole epochs plus the share of the current one
     summary["epochs"] = round(sampler.epoch + sampler.position / max(len(sampler), 1), 2)
