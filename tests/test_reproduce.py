@@ -413,3 +413,31 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     assert "updates to best" in readme and "early_stopping" in readme
     assert summary["systems"]["rnnsearch-gru"][0]["stop_reason"] == "early_stopping"
     assert "reference_repetition" in summary
+
+
+def test_a_run_stopped_by_a_signal_is_not_taken_for_trained(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM ends Trainer.run normally, with stop_reason 'signal': the run must be
+    resumed by the next call, not decoded at the step it stopped."""
+    from rnmt.reproduce import system
+    from rnmt.train.trainer import Trainer
+
+    corpus = _tiny_corpus(tmp_path)
+    out = tmp_path / "results"
+    real_run = Trainer.run
+
+    def interrupted(self):
+        self.cfg.train.max_steps = 2  # train a little, then act as if SIGTERM arrived
+        summary = real_run(self)
+        self.stop_signal = "SIGTERM"
+        return {**summary, "stop_reason": "signal"}
+
+    monkeypatch.setattr(Trainer, "run", interrupted)
+    with pytest.raises(UserError, match="stopped by SIGTERM at update 2; run the same command again"):
+        reproduce_paper("atr", _settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"], log=Log())
+    run_dir = out / "atr" / "runs" / "rnnsearch-gru"
+    assert not (run_dir / system.TRAINED).exists() and not (out / "atr" / "rnnsearch-gru.json").exists()
+    monkeypatch.setattr(Trainer, "run", real_run)
+    log = Log()
+    reproduce_paper("atr", _settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"], log=log)
+    assert any("resuming the stopped training run" in m for m in log)
+    assert json.loads((out / "atr" / "rnnsearch-gru.json").read_text())["steps"] == 3
