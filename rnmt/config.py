@@ -102,8 +102,13 @@ class TrainConfig:
     decay_steps: int = 5000
     replicas: Optional[int] = None  # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
     min_lr: float = 0.0
+    optimizer: str = "adam"  # adam | adadelta | sgd (rnmt.train.optimizers)
     adam_betas: List[float] = field(default_factory=lambda: [0.9, 0.999])
     adam_eps: float = 1e-8
+    adadelta_rho: float = 0.95  # Zeiler (2012)
+    adadelta_eps: float = 1e-6
+    momentum: float = 0.0  # sgd
+    nesterov: bool = False  # sgd, with momentum > 0
     weight_decay: float = 0.0
     clip_norm: float = 5.0
     label_smoothing: float = 0.1
@@ -113,7 +118,8 @@ class TrainConfig:
     log_every: int = 100
     validate_every: int = 1000
     validation_search: str = "greedy"  # greedy | beam
-    patience: Optional[int] = 10  # validations without dev BLEU improvement before stopping
+    patience: Optional[int] = 10  # validations without improvement of best_metric before stopping
+    best_metric: str = "bleu"  # bleu | chrf | loss: what "best" means for best.safetensors, patience, plateau
     plateau_patience: int = 2  # plateau: validations without improvement before the rate decays
     keep_last: int = 3
     # checkpoint every N updates; None: every validate_every (with or without a dev set)

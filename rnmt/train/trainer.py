@@ -55,6 +55,7 @@ from rnmt.search.translator import Translator
 from rnmt.train.checkpoint import atomic_write_text, is_no_space, load_train_state, save_model, save_train_state
 from rnmt.train.distributed import DistContext, init_distributed
 from rnmt.train.loss import label_smoothed_nll
+from rnmt.train.optimizers import build_optimizer
 from rnmt.train.resume import check_corpus, check_resume_config
 from rnmt.train.schedules import learning_rate
 from rnmt.train.signals import StopSignals
@@ -107,6 +108,8 @@ def resolve_amp(name: str, device: torch.device, hidden: int = 0,
 # Rank r > 0 reseeds its generator with seed + r * _RANK_SEED_STRIDE after the (identical)
 # initialisation, so dropout masks differ between processes.
 _RANK_SEED_STRIDE = 1_000_003
+# train.best_metric -> the validation figure it reads (loss: lower is better).
+BEST_METRICS = {"bleu": "dev_bleu", "chrf": "dev_chrf", "loss": "dev_loss"}
 
 
 class Trainer:
@@ -175,8 +178,7 @@ class Trainer:
         self.model.to(self.device)
         if self.dist.rank > 0:
             torch.manual_seed(tc.seed + _RANK_SEED_STRIDE * self.dist.rank)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=tc.lr, betas=tuple(tc.adam_betas),
-                                          eps=tc.adam_eps, weight_decay=tc.weight_decay)
+        self.optimizer = build_optimizer(self.model.parameters(), tc)
         self.sampler = TokenBatchSampler(self.corpus.src_lens, self.corpus.tgt_lens, cfg.data.batch_tokens,
                                          shuffle=True, seed=tc.seed, rank=self.dist.rank,
                                          world_size=self.dist.world_size)
@@ -184,7 +186,8 @@ class Trainer:
         self.step = 0
         self.train_seconds = 0.0
         self.wall_seconds = 0.0  # training, validation and checkpoints, over every sitting
-        self.best_bleu: Optional[float] = None
+        self.best_value: Optional[float] = None  # train.best_metric at the best checkpoint
+        self.best_bleu: Optional[float] = None  # dev BLEU at the best checkpoint
         self.best_step: Optional[int] = None  # the update of the best checkpoint
         self.bad_validations = 0
         # The plateau schedule: decays so far, and validations without improvement since the
@@ -365,6 +368,7 @@ class Trainer:
             "train_seconds": self.train_seconds,
             "wall_seconds": self._wall_now(),
             "best_bleu": self.best_bleu,
+            "best_value": self.best_value,
             "best_step": self.best_step,
             "plateau_decays": self.plateau_decays,
             "plateau_bad": self.plateau_bad,
@@ -407,6 +411,7 @@ class Trainer:
         self.plateau_decays = int(state.get("plateau_decays", 0))
         self.plateau_bad = int(state.get("plateau_bad", 0))
         self.best_bleu = state["best_bleu"]
+        self.best_value = state.get("best_value", self.best_bleu)  # before best_metric: always BLEU
         self.best_step = state.get("best_step")
         self.bad_validations = int(state["bad_validations"])
         self.checkpoints = list(state["checkpoints"])
@@ -643,6 +648,7 @@ class Trainer:
                     self.save()
         summary = {"steps": self.step, "stop_reason": stop_reason, "train_seconds": round(self.train_seconds, 1),
                    "wall_seconds": round(self._wall_now(), 1), "best_dev_bleu": self.best_bleu,
+                   "best_metric": tc.best_metric, "best_value": self.best_value,
                    "best_step": self.best_step, **{k: last[k] for k in ("loss", "tokens_per_s") if k in last}}
         if self.nonfinite_total:
             summary["skipped_nonfinite"] = self.nonfinite_total
@@ -678,19 +684,24 @@ class Trainer:
         if self.is_main:
             metrics = self.validate()
             bleu = metrics["dev_bleu"]
-            improved = self.best_bleu is None or bleu > self.best_bleu
+            value = metrics[BEST_METRICS[self.cfg.train.best_metric]]
+            improved = self.best_value is None or (
+                value < self.best_value if self.cfg.train.best_metric == "loss" else value > self.best_value)
             if improved:
-                self.best_bleu, self.best_step, self.bad_validations, self.plateau_bad = bleu, self.step, 0, 0
+                self.best_value, self.best_bleu, self.best_step = value, bleu, self.step
+                self.bad_validations = self.plateau_bad = 0
             else:
                 self.bad_validations += 1
                 self._note_plateau()
         if self.dist.enabled:
-            (self.best_bleu, self.best_step, self.bad_validations, self.plateau_bad, self.plateau_decays, bleu,
-             improved) = self.dist.broadcast_object((self.best_bleu, self.best_step, self.bad_validations,
-                                                     self.plateau_bad, self.plateau_decays, bleu, improved))
+            (self.best_value, self.best_bleu, self.best_step, self.bad_validations, self.plateau_bad,
+             self.plateau_decays, bleu, improved) = self.dist.broadcast_object(
+                (self.best_value, self.best_bleu, self.best_step, self.bad_validations, self.plateau_bad,
+                 self.plateau_decays, bleu, improved))
         self.save(dev_bleu=bleu, improved=improved)
         if self.is_main:
             record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu,
+                      f"best_dev_{self.cfg.train.best_metric}": self.best_value,
                       "train_seconds": round(self.train_seconds, 2), "wall_seconds": round(self._wall_now(), 2)}
             if self.cfg.train.schedule == "plateau":
                 record["plateau_decays"] = self.plateau_decays
@@ -701,8 +712,9 @@ class Trainer:
         return patience is not None and self.bad_validations >= patience
 
     def _note_plateau(self) -> None:
-        """One more validation without improvement: under the ``plateau`` schedule, the
-        ``plateau_patience``-th in a row since the last improvement or decay decays the rate."""
+        """One more validation without improvement of ``train.best_metric``: under the
+        ``plateau`` schedule, the ``plateau_patience``-th in a row since the last
+        improvement or decay decays the rate."""
         tc = self.cfg.train
         if tc.schedule != "plateau":
             return
@@ -710,6 +722,6 @@ class Trainer:
         if self.plateau_bad >= tc.plateau_patience:
             self.plateau_decays += 1
             self.plateau_bad = 0
-            self.log(f"step {self.step:>6}  dev BLEU has not improved for {tc.plateau_patience} validations: "
-                     f"learning rate x{tc.decay_rate:g} (decay {self.plateau_decays})")
+            self.log(f"step {self.step:>6}  dev {tc.best_metric} has not improved for {tc.plateau_patience} "
+                     f"validations: learning rate x{tc.decay_rate:g} (decay {self.plateau_decays})")
 
