@@ -212,7 +212,10 @@ def evaluate(hyps: Sequence[str], refs: Union[Sequence[str], Sequence[Sequence[s
     hyps = list(hyps)
     if not hyps:
         raise UserError("evaluate() needs at least one hypothesis")
-    streams = [list(refs)] if refs and isinstance(list(refs)[0], str) else [list(r) for r in refs]
+    given = list(refs)
+    # One reference list (strings) or several (lists of strings).
+    streams: List[List[str]] = ([[str(r) for r in given]] if given and isinstance(given[0], str)
+                                else [[str(line) for line in r] for r in given])
     for k, stream in enumerate(streams):
         if len(stream) != len(hyps):
             raise UserError(f"{len(hyps)} hypotheses but {len(stream)} lines in reference {k + 1}")

@@ -69,3 +69,16 @@ def test_hybrid_encoder_keys_are_checked():
     pre = build_model(ModelConfig(arch="rnnsearch", encoder="transformer", encoder_norm="pre", attention_heads=2,
                                   emb_size=8, hidden_size=8), 20, 20)
     assert post.source.final_norm is None and pre.source.final_norm is not None  # pre-norm ends with an LN
+
+
+def test_an_architecture_name_cannot_be_registered_twice():
+    from rnmt.models import registry
+
+    registry.architecture("rnnsearch")  # every built-in registered
+
+    class Impostor:
+        pass
+
+    with pytest.raises(ValueError, match="architecture 'rnnsearch' is registered twice"):
+        registry.register("rnnsearch")(Impostor)
+    assert registry.architecture("rnnsearch").builder is not Impostor

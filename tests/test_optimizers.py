@@ -73,3 +73,4 @@ def test_best_metric_loss_keeps_the_checkpoint_of_the_lowest_dev_loss(tmp_path, 
     from rnmt.models.loading import read_checked
 
     assert json.loads(json.dumps(read_checked(tmp_path / "run" / "best.safetensors")[0].meta))["step"] == 4
+

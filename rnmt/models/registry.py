@@ -51,6 +51,10 @@ def register(*names: str, options: type = NoOptions, reads: Sequence[str] = ()):
 
     def wrap(builder):
         for name in names:
+            if name in _BUILDERS and _BUILDERS[name].builder is not builder:
+                # two architectures under one name: the later would silently replace the first
+                raise ValueError(f"architecture '{name}' is registered twice "
+                                 f"({_BUILDERS[name].builder.__qualname__} and {builder.__qualname__})")
             _BUILDERS[name] = Architecture(builder, options, tuple(reads))
         return builder
 

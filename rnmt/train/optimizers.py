@@ -49,7 +49,10 @@ def build_optimizer(params: Iterable[torch.nn.Parameter], tc: TrainConfig) -> to
 @register_optimizer("adam")
 def _adam(params, tc: TrainConfig) -> torch.optim.Optimizer:
     # Kingma & Ba (2015); rnmt's default and the DTMT and ATR papers' choice.
-    return torch.optim.Adam(params, lr=tc.lr, betas=tuple(tc.adam_betas), eps=tc.adam_eps,
+    if len(tc.adam_betas) != 2:
+        raise UserError(f"train.adam_betas must be two numbers, got {tc.adam_betas!r}")
+    beta1, beta2 = tc.adam_betas
+    return torch.optim.Adam(params, lr=tc.lr, betas=(beta1, beta2), eps=tc.adam_eps,
                             weight_decay=tc.weight_decay)
 
 
