@@ -11,7 +11,7 @@ Padded steps copy the previous state (SPEC section 0), so
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -114,6 +114,16 @@ def _walk(
     return state, outputs, gate_steps
 
 
+class BidirectionalOutput(NamedTuple):
+    """What `Bidirectional` returns: a tuple, so ``out, last_f, last_b, gates = ...`` works,
+    with names for the callers that want one field."""
+
+    outputs: Tensor  # [B, T, H_fwd + H_bwd]
+    last_fwd: Tensor  # the forward unit's last state
+    last_bwd: Tensor  # the backward unit's last state (its state at position 0)
+    gates: OptionalGates  # keyed fwd.<name> / bwd.<name>, or None
+
+
 class Bidirectional(nn.Module):
     """Two units over the same input, one in each direction; outputs concatenated [fwd; bwd]."""
 
@@ -128,20 +138,19 @@ class Bidirectional(nn.Module):
 
     def forward(
         self, x: Tensor, mask: Optional[Tensor] = None, return_gates: bool = False
-    ) -> Tuple[Tensor, Tensor, Tensor, OptionalGates]:
-        """Returns (outputs [B, T, H_fwd + H_bwd], forward last state, backward last state
-        (its state at position 0), gates keyed ``fwd.<name>`` / ``bwd.<name>`` or None)."""
+    ) -> BidirectionalOutput:
+        """Both directions over ``x`` (`BidirectionalOutput`; gates only with ``return_gates``)."""
         if not return_gates and x.dim() == 3 and x.size(0) > 0 and x.size(1) > 0:
             step = self.fwd.lockstep(self.bwd, x)
             if step is not None:
-                return (*_run_lockstep(self.fwd, self.bwd, step, x, mask), None)
+                return BidirectionalOutput(*_run_lockstep(self.fwd, self.bwd, step, x, mask), None)
         out_f, last_f, gates_f = run_cell(self.fwd, x, mask, reverse=False, return_gates=return_gates)
         out_b, last_b, gates_b = run_cell(self.bwd, x, mask, reverse=True, return_gates=return_gates)
         gates = None
         if return_gates:
             gates = {f"fwd.{k}": v for k, v in gates_f.items()}
             gates.update({f"bwd.{k}": v for k, v in gates_b.items()})
-        return torch.cat([out_f, out_b], dim=-1), last_f, last_b, gates
+        return BidirectionalOutput(torch.cat([out_f, out_b], dim=-1), last_f, last_b, gates)
 
 
 def _run_lockstep(fwd: Cell, bwd: Cell, step, x: Tensor, mask: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor]:

@@ -61,7 +61,7 @@ class RNNSearchMinus(RecurrentTranslationModel):
         self.dropout = nn.Dropout(cfg.dropout)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        annotations, _, _, _ = self.encoder(self.dropout(self.src_embed(src)), src_mask)
+        annotations = self.encoder(self.dropout(self.src_embed(src)), src_mask).outputs
         return {"annotations": annotations, "keys": self.attention.precompute(annotations), "src_mask": src_mask}
 
     def init_state(self, memory: TensorDict) -> TensorDict:

@@ -224,7 +224,7 @@ class ConditionalDecoderModel(RecurrentTranslationModel):
     def encoder_gates(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         """Gates of both directions of the encoder in `reports`, [B, S, d] each, keyed
         ``fwd.<gate>`` and ``bwd.<gate>`` (``fwd.i``, ``fwd.f`` for ATR); zero at padding."""
-        return self.encoder(self.encoder_inputs(src), src_mask, return_gates=True)[3]
+        return self.encoder(self.encoder_inputs(src), src_mask, return_gates=True).gates
 
     @staticmethod
     def next_state(state: TensorDict, s: Tensor) -> TensorDict:

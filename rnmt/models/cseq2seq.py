@@ -185,7 +185,7 @@ class Cseq2seqI(_CyclicDecoder):
         self.reader_init = nn.Linear(self.unit1.hidden_size, self.reader.state_size)  # V, b_0
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        annotations, _, _, _ = self.encoder(self.encoder_inputs(src), src_mask)
+        annotations = self.encoder(self.encoder_inputs(src), src_mask).outputs
         return {
             "annotation_mean": masked_mean(annotations, src_mask),
             "reader_px": self.reader.project_inputs(annotations),  # GRU_c's W h_i, once per sentence

@@ -114,7 +114,7 @@ class DTMT(ConditionalDecoderModel):
         if self.source is not None:
             annotations = self.source(src, src_mask)
         else:
-            annotations, _, _, _ = self.encoder(self.encoder_inputs(src), src_mask)
+            annotations = self.encoder(self.encoder_inputs(src), src_mask).outputs
         return {"annotations": annotations, "keys": self.attention.precompute(annotations),
                 "values": self.attention.head_major(annotations), "src_mask": src_mask}
 

@@ -62,7 +62,7 @@ class DeepRNNSearch(RecurrentTranslationModel):
         self.dropout = nn.Dropout(cfg.dropout)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
-        x, _, _, _ = self.bottom_encoder(self.dropout(self.src_embed(src)), src_mask)
+        x = self.bottom_encoder(self.dropout(self.src_embed(src)), src_mask).outputs
         for k, cell in enumerate(self.encoder):
             out, _, _ = cells.run_cell(cell, x, src_mask)
             x = x + out if k >= 1 else out  # residual from the third layer on

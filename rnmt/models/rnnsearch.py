@@ -69,7 +69,7 @@ class RNNSearch(ConditionalDecoderModel):
         if self.source is not None:
             annotations = self.source(src, src_mask)
         else:
-            annotations, _, _, _ = self.encoder(self.encoder_inputs(src), src_mask)
+            annotations = self.encoder(self.encoder_inputs(src), src_mask).outputs
         return {
             "annotations": annotations,
             "keys": self.attention.precompute(annotations),
