@@ -215,6 +215,8 @@ def test_bad_settings_and_taken_port_fail_with_one_line(tiny_run):
     from rnmt.cli import main
 
     assert main(["serve", "--model", str(tiny_run), "--max-texts", "0"]) == 2
+    assert main(["serve", "--model", str(tiny_run), "--read-timeout", "0"]) == 2
+    assert main(["serve", "--model", str(tiny_run), "--max-incomplete-per-client", "0"]) == 2
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)

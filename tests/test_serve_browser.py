@@ -76,3 +76,48 @@ def test_type_translate_and_see_the_output_and_heatmap(tiny_run, tmp_path):
             assert all(u.startswith(origin) for u in requests), [u for u in requests if not u.startswith(origin)]
         finally:
             browser.close()
+
+
+def test_the_api_key_field_sends_the_key_and_a_refused_key_is_explained(tiny_run):
+    sync_playwright = _browser_or_skip()
+    key = "s3cret-page-key"
+    app = make_app(tiny_run, api_key=key)
+    with live_server(app) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS, timeout=60_000)
+        try:
+            page = browser.new_page()
+            sent = {}  # path -> the Authorization header of its last request
+
+            def record(request):
+                sent[request.url.removeprefix(url)] = request.headers.get("authorization")
+
+            page.on("request", record)
+            page.goto(url + "/", timeout=30_000)
+            # Without a key the model information is refused, and the page says what to do.
+            page.wait_for_function("document.getElementById('model-info').classList.contains('error')",
+                                   timeout=30_000)
+            assert "needs an API key (401)" in page.text_content("#model-info")
+
+            page.fill("#api-key", key)
+            page.press("#api-key", "Enter")
+            page.wait_for_function("document.body.dataset.model !== undefined", timeout=30_000)
+            assert "es → en" in page.text_content("#model-info")
+            page.fill("#source", "Y dijo Dios: Sea la luz.")
+            page.click("#translate")
+            page.wait_for_function("document.body.dataset.state === 'done'", timeout=60_000)
+            assert page.locator("#output p.translation").count() == 1
+            assert sent["/model"] == sent["/translate"] == f"Bearer {key}"
+            # Kept for this tab's session only: a reload finds it, localStorage never has it.
+            assert page.evaluate("sessionStorage.getItem('rnmt-api-key')") == key
+            assert page.evaluate("localStorage.length") == 0
+            page.reload(timeout=30_000)
+            page.wait_for_function("document.body.dataset.model !== undefined", timeout=30_000)
+            assert page.input_value("#api-key") == key
+
+            page.fill("#api-key", "not-the-key")
+            page.click("#translate")
+            page.wait_for_function("document.body.dataset.state === 'error'", timeout=60_000)
+            assert sent["/translate"] == "Bearer not-the-key"
+            assert "refused this API key (401)" in page.text_content("#output p.error")
+        finally:
+            browser.close()

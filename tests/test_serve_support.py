@@ -24,6 +24,7 @@ import uvicorn  # noqa: E402
 from rnmt.commands.serve import listen  # noqa: E402
 from rnmt.models import load_model  # noqa: E402
 from rnmt.serve.app import create_app  # noqa: E402
+from rnmt.serve.protocol import server_config  # noqa: E402
 from rnmt.serve.settings import ServeSettings  # noqa: E402
 
 _LOADED: Dict[str, Any] = {}
@@ -48,10 +49,12 @@ def serve_client(run_dir: Path, **settings) -> Iterator[TestClient]:
 
 @contextlib.contextmanager
 def live_server(app) -> Iterator[str]:
-    """Runs ``app`` with uvicorn on a free loopback port in a thread; yields its base URL."""
+    """Runs ``app`` with uvicorn, configured as ``rnmt serve`` does, on a free loopback port in a
+    thread; yields its base URL."""
     sock = listen("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2))
+    config = server_config(app, app.state.settings, log_level="warning", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import resource
 import signal
 import socket
 import sys
@@ -44,7 +45,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-queue", type=int, default=64,
                      help="requests waiting for the model; over: 503 with Retry-After (default: 64)")
     lim.add_argument("--max-connections", type=int, default=256,
-                     help="requests in progress at once; over: 503 (default: 256)")
+                     help="requests in progress at once, counted once fully received; over: 503 (default: 256)")
+    lim.add_argument("--read-timeout", type=float, default=10.0,
+                     help="seconds a request may take to arrive, headers and body; then 408 and the "
+                          "connection is closed (default: 10)")
+    lim.add_argument("--max-incomplete-per-client", type=int, default=64,
+                     help="once the requests still arriving hold half the open-file limit, how many one client "
+                          "address may keep; its oldest beyond that get 408 (default: 64)")
     lim.add_argument("--shutdown-grace", type=float, default=5.0,
                      help="on SIGTERM, seconds the batch in progress may finish; the waiting requests "
                           "get 503 at once (default: 5)")
@@ -65,6 +72,7 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
                          request_timeout=args.timeout, threads=args.threads,
                          max_request_tokens=args.max_request_tokens, max_output_tokens=args.max_output_tokens,
                          max_queue=args.max_queue, max_connections=args.max_connections,
+                         read_timeout=args.read_timeout, max_incomplete_per_client=args.max_incomplete_per_client,
                          shutdown_grace=args.shutdown_grace, api_key=args.api_key,
                          allowed_hosts=args.allowed_hosts or (LOOPBACK_NAMES if _is_loopback(args.host) else None),
                          ).check()
@@ -96,6 +104,17 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def raise_open_files_limit() -> None:
+    """Every connection holds a file descriptor. Many systems start processes with a soft limit
+    of 1024 and a far higher hard limit, which a process may raise its own soft limit to."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):  # an unlimited hard limit may be above what the kernel allows
+            pass
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -107,9 +126,8 @@ def _is_loopback(host: str) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        import uvicorn
-
         from rnmt.serve.app import create_app
+        from rnmt.serve.protocol import server_config
     except ImportError as exc:
         raise UserError(f"rnmt serve needs the 'serve' extra (pip install 'rnmt[serve]'): {exc}") from None
     from rnmt.device import pick_device
@@ -128,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
 
         kernels.extension()
     app = create_app(loaded, settings, device)
+    raise_open_files_limit()
     sock = listen(args.host, args.port)
     host, port = sock.getsockname()[:2]
     if not _is_loopback(args.host):
@@ -135,11 +154,8 @@ def run(args: argparse.Namespace) -> int:
     shown = f"[{host}]" if ":" in host else host
     print(f"serving {args.model} on http://{shown}:{port}/ (batching {'on' if settings.batching else 'off'}, "
           f"{settings.threads or torch.get_num_threads()} threads); Ctrl-C stops", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level=args.log_level, access_log=args.log_level == "debug",
-                            timeout_graceful_shutdown=settings.shutdown_grace + 5,
-                            # A backstop well behind the app's own JSON 503 at --max-connections:
-                            # uvicorn counts open connections too and answers in plain text.
-                            limit_concurrency=4 * settings.max_connections + 256)
+    config = server_config(app, settings, log_level=args.log_level, access_log=args.log_level == "debug",
+                           timeout_graceful_shutdown=settings.shutdown_grace + 5)
     server = graceful_server(config, app.state.batcher, settings.shutdown_grace)
     server.run(sockets=[sock])
     return 0

@@ -104,19 +104,18 @@ class TranslationService:
         return [_result(line, nbest, options) for line, nbest in zip(lines, results)]
 
 
-class BodyTooLarge(Exception):
-    def __init__(self, size: int) -> None:
-        super().__init__(f"request body over {size} bytes")
-        self.size = size
-
-
 def too_large_body(size: int, limit: int) -> Dict[str, Any]:
     return {"error": f"request body too large: at least {size} bytes, the limit is {limit} bytes",
             "detail": {"limit_bytes": limit}}
 
 
-class BodyLimitMiddleware:
-    """Rejects request bodies over ``limit`` bytes with 413, by Content-Length or while reading."""
+class BodyReader:
+    """Reads the whole request body, at most ``limit`` bytes (413 above), before the app behind it runs.
+
+    The in-progress limit behind it then counts only requests that have fully arrived: a client
+    that stalls mid-body waits here, where the server's arrival deadline ends it, without
+    holding a slot that complete requests need.
+    """
 
     def __init__(self, app, limit: int) -> None:
         self.app = app
@@ -127,37 +126,23 @@ class BodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None:
-            try:
-                too_large = int(declared) > self.limit
-            except ValueError:
-                too_large = False
-            if too_large:
-                await self._reject(send, int(declared))
-                return
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._reject(send, int(declared))
+            return
+        chunks: List[bytes] = []
         received = 0
-        started = False
-
-        async def limited_receive():
-            nonlocal received
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise BodyTooLarge(received)
-            return message
-
-        async def tracking_send(message):
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except BodyTooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                return  # the client left, or was closed for sending too slowly: nobody to answer
+            chunks.append(message.get("body", b""))
+            received += len(chunks[-1])
+            if received > self.limit:
                 await self._reject(send, received)
+                return
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, replay(b"".join(chunks), receive), send)
 
     async def _reject(self, send, size: int) -> None:
         body = json.dumps(too_large_body(size, self.limit)).encode()
@@ -165,6 +150,17 @@ class BodyLimitMiddleware:
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
+
+
+def replay(body: bytes, receive):
+    """An ASGI ``receive`` that returns ``body`` as one message, then defers to ``receive``
+    (which reports the client's disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive_again():
+        return pending.pop() if pending else await receive()
+
+    return receive_again
 
 
 def _summary(errors: List[Dict[str, Any]]) -> str:
@@ -219,9 +215,9 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
     app.state.service = service
     app.state.batcher = batcher
     app.state.settings = settings
-    # Added last runs first: host check, API key, concurrency, body size.
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    # Added last runs first: host check, API key, the whole body read, then the in-progress limit.
     app.add_middleware(ConcurrencyLimit, limit=settings.max_connections)
+    app.add_middleware(BodyReader, limit=settings.max_body_bytes)
     if settings.api_key:
         app.add_middleware(BearerToken, key=settings.api_key)
     if settings.allowed_hosts:
@@ -238,9 +234,6 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, BodyTooLarge):  # FastAPI turns errors while reading the body into a 400
-            return JSONResponse(too_large_body(cause.size, settings.max_body_bytes), status_code=413)
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)

@@ -9,7 +9,9 @@ server, before FastAPI parses anything:
 - `BearerToken`: with ``--api-key``, every route but the page, its files and ``/health``
   needs ``Authorization: Bearer KEY`` (compared in constant time).
 - `ConcurrencyLimit`: at most ``limit`` requests in flight; more get 503 with Retry-After.
-  (uvicorn's own ``limit_concurrency`` stays behind it as a backstop, with a plain-text 503.)
+  It stands behind the app's body reader, so it counts only requests that have fully
+  arrived; the ones still arriving are bounded by the server's arrival deadline
+  (rnmt/serve/protocol.py).
 """
 
 from __future__ import annotations

@@ -23,20 +23,25 @@ class ServeSettings:
     max_request_tokens: int = 1000  # source subwords (EOS included) of one request; over: 413
     max_output_tokens: int = 256  # absolute cap on every output's length, whatever the source
     max_queue: int = 64  # requests waiting for the model; over: 503 with Retry-After
-    max_connections: int = 256  # requests in progress (queued, translating or being read)
+    max_connections: int = 256  # requests in progress once fully received (queued or translating)
+    read_timeout: float = 10.0  # seconds a request may take to arrive, headers and body; then 408
+    max_incomplete_per_client: int = 64  # arriving requests one address keeps when descriptors run short
     api_key: Optional[str] = None  # when set, /translate and /model need "Authorization: Bearer KEY"
     allowed_hosts: Optional[List[str]] = None  # Host header names accepted; None: any
     shutdown_grace: float = 5.0  # seconds the batch in progress may finish after SIGTERM
 
     def check(self) -> ServeSettings:
         for name in ("max_batch_tokens", "max_batch_sentences", "max_body_bytes", "max_texts", "max_chars",
-                     "max_beam", "max_request_tokens", "max_output_tokens", "max_queue", "max_connections"):
+                     "max_beam", "max_request_tokens", "max_output_tokens", "max_queue", "max_connections",
+                     "max_incomplete_per_client"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.max_wait_ms < 0:
             raise UserError(f"--max-wait-ms must not be negative, got {self.max_wait_ms}")
         if self.request_timeout <= 0:
             raise UserError(f"--timeout must be positive, got {self.request_timeout}")
+        if self.read_timeout <= 0:
+            raise UserError(f"--read-timeout must be positive, got {self.read_timeout}")
         if self.threads is not None and self.threads < 1:
             raise UserError(f"--threads must be at least 1, got {self.threads}")
         if self.max_request_tokens > self.max_batch_tokens:

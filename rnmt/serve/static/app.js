@@ -14,10 +14,40 @@ function el(tag, text, attrs) {
   return node;
 }
 
+// The API key (for a server started with --api-key) lives in sessionStorage: this tab only,
+// dropped when it closes, never sent anywhere but this server.
+const KEY_STORAGE = "rnmt-api-key";
+
+function apiKey() {
+  return $("api-key").value.trim();
+}
+
+function rememberKey() {
+  if (apiKey()) sessionStorage.setItem(KEY_STORAGE, apiKey());
+  else sessionStorage.removeItem(KEY_STORAGE);
+}
+
+// fetch() with the key as a bearer token; resolves to the JSON body, or throws an Error
+// whose message is the server's one-line error (or, on 401, what to do about the key).
+async function api(path, options) {
+  const init = { ...options, headers: { ...(options && options.headers) } };
+  if (apiKey()) init.headers.Authorization = `Bearer ${apiKey()}`;
+  const res = await fetch(path, init);
+  const data = await res.json().catch(() => null);
+  if (res.status === 401) {
+    throw new Error(apiKey()
+      ? "the server refused this API key (401): check the key in the API key field"
+      : "this server needs an API key (401): enter it in the API key field");
+  }
+  if (!res.ok) throw new Error((data && data.error) || `HTTP ${res.status}`);
+  return data;
+}
+
 async function loadModel() {
+  const box = $("model-info");
   try {
-    const res = await fetch("/model");
-    const info = await res.json();
+    const info = await api("/model");
+    box.className = "muted";
     const params = (info.parameters.total / 1e6).toFixed(2);
     $("model-info").textContent =
       `${info.name}: ${info.arch} (${info.cell}), ${info.source_language} \u2192 ${info.target_language}, ` +
@@ -28,7 +58,8 @@ async function loadModel() {
     $("beam").max = info.limits.max_beam;
     document.body.dataset.model = info.name;
   } catch (err) {
-    $("model-info").textContent = `could not read /model: ${err}`;
+    box.className = "error";
+    box.textContent = `could not read the model information: ${err.message}`;
   }
 }
 
@@ -94,13 +125,11 @@ async function translate() {
   status.textContent = "translating\u2026";
   document.body.dataset.state = "busy";
   try {
-    const res = await fetch("/translate", {
+    const data = await api("/translate", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ texts, beam: Number.isFinite(beam) ? beam : undefined, return_alignment: true }),
     });
-    const data = await res.json();
-    if (!res.ok) throw new Error(data.error || `HTTP ${res.status}`);
     clear(output);
     for (const t of data.translations) output.appendChild(el("p", t.text, { class: "translation" }));
     let last = null;
@@ -120,6 +149,11 @@ async function translate() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  $("api-key").value = sessionStorage.getItem(KEY_STORAGE) || "";
+  $("api-key").addEventListener("change", () => {  // on Enter or leaving the field
+    rememberKey();
+    if (document.body.dataset.model === undefined) loadModel();
+  });
   loadModel();
   $("translate").addEventListener("click", translate);
   $("source").addEventListener("keydown", (e) => {
