@@ -54,21 +54,12 @@ from rnmt.search.translator import Translator
 from rnmt.train.checkpoint import atomic_write_text, is_no_space, load_train_state, save_model, save_train_state
 from rnmt.train.distributed import DistContext, init_distributed
 from rnmt.train.loss import label_smoothed_nll
+from rnmt.train.preflight import check_before_writing, corpus_files
 from rnmt.train.resume import check_corpus, check_resume_config
 from rnmt.train.schedules import learning_rate
 from rnmt.train.signals import StopSignals
 
 STATE_FILE = "train_state.pt"
-
-
-def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
-    if not prefix:
-        raise UserError(f"config key 'data.{key}' is not set")
-    src, tgt = Path(f"{prefix}.{cfg.data.src}"), Path(f"{prefix}.{cfg.data.tgt}")
-    for path in (src, tgt):
-        if not path.is_file():
-            raise UserError(f"data.{key}: file not found: {path}")
-    return src, tgt
 
 
 def amp_dtype(name: str, device: torch.device, hidden: int = 0, threads: int = 1) -> Optional[torch.dtype]:
@@ -116,6 +107,7 @@ class Trainer:
         self.resume = resume
         self.corpus_changed_ok = corpus_changed_ok
         self.stop_signal: Optional[str] = None
+        check_before_writing(cfg)  # the model's shapes and the corpus files, before any file is made
         tc = cfg.train
         self.dist = dist if dist is not None else init_distributed(tc.device)
         self.is_main = self.dist.is_main
