@@ -203,16 +203,16 @@ def test_written_files_follow_the_umask(tmp_path, mask):
 
 
 class FullDisk:
-    """A file that takes ``room`` bytes, then fails as a full disk does."""
+    """A file that takes ``room`` bytes, then fails as a full disk does (or with ``code``)."""
 
-    def __init__(self, path, room):
-        self.fh, self.room = open(path, "wb"), room
+    def __init__(self, path, room, code=errno.ENOSPC):
+        self.fh, self.room, self.code = open(path, "wb"), room, code
 
     def write(self, data):
         data = bytes(data)
         if len(data) > self.room:
             self.fh.write(data[:self.room])
-            raise OSError(errno.ENOSPC, "No space left on device")
+            raise OSError(self.code, os.strerror(self.code))
         self.room -= len(data)
         return self.fh.write(data)
 
@@ -248,6 +248,68 @@ def test_enospc_during_a_save_is_one_line_and_loses_nothing(tmp_path, tiny_corpu
     assert load_train_state(out / "train_state.pt")["step"] == 4
 
 
+@pytest.mark.parametrize("code, needle", [(errno.EFBIG, "file too large"), (errno.EROFS, "read-only file system"),
+                                           (errno.EACCES, "permission denied"), (errno.EIO, "input/output error")])
+def test_every_refused_write_is_one_line_naming_the_file(tmp_path, tiny_corpus, monkeypatch, capsys, code, needle):
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2, save_every=1)))
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out)]) == 0
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    monkeypatch.setattr(checkpoint, "_open_for_write", lambda path: FullDisk(path, 5000, code))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and needle in err[-1] and str(out / "ckpt-3.safetensors") in err[-1]
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    for name in ("ckpt-2.safetensors", "best.safetensors", "train_state.pt", "spm.model"):
+        assert (out / name).read_bytes() == files[name], name  # the last good checkpoint is untouched
+
+
+def test_a_file_size_limit_is_one_line_and_loses_nothing(tmp_path, tiny_corpus, capsys):
+    """A real EFBIG: the process's file size limit (ulimit -f) below a checkpoint's size."""
+    import resource
+
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2, save_every=1)))
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out)]) == 0
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    limit = len(files["best.safetensors"]) // 2  # over the config and the log, under a checkpoint
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    capsys.readouterr()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        code = main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=4"])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: ") and "file too large" in err[-1], err
+    assert "ckpt-3.safetensors" in err[-1] and "ulimit -f" in err[-1]
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    for name in ("ckpt-2.safetensors", "best.safetensors", "train_state.pt"):
+        assert (out / name).read_bytes() == files[name], name
+
+
+def test_an_unwritable_output_or_cache_directory_is_one_line(tmp_path, tiny_corpus, capsys):
+    import yaml
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2)))
+    assert main(["train", str(config), "--out", str(blocker / "run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {blocker / 'run'}: cannot create the output directory (a part of"), err
+    assert main(["train", str(config), "--out", str(tmp_path / "run"), "--set", f"data.cache_dir={blocker}/cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {blocker}") and "corpus cache" in err[-1] and "data.cache_dir" in err[-1], err
+
+
 # -- damaged and hostile checkpoints -----------------------------------------------------
 
 def test_truncated_checkpoint_is_a_one_line_error(tmp_path, tiny_run):
@@ -270,11 +332,15 @@ def test_metadata_asking_for_a_huge_model_is_rejected_before_building(tmp_path, 
         meta = fh.metadata()
         tensors = {k: fh.get_tensor(k) for k in fh.keys()}
     config = json.loads(meta["config"])
-    config["model"]["hidden_size"] = 10 ** 7  # a trillion-parameter model if it were built
+    config["model"]["hidden_size"] = 10 ** 6  # a trillion-parameter model if it were built
     config["model"]["emb_size"] = 10 ** 6
     save_file(tensors, str(tmp_path / "huge.safetensors"), metadata={**meta, "config": json.dumps(config)})
     with pytest.raises(UserError, match="do not match the model"):
         load_model(tmp_path / "huge.safetensors")
+    config["model"]["hidden_size"] = 10 ** 9  # beyond what a config may ask for at all
+    save_file(tensors, str(tmp_path / "huger.safetensors"), metadata={**meta, "config": json.dumps(config)})
+    with pytest.raises(UserError, match=r"huger.safetensors: config key 'model.hidden_size' must be in \[1, 1048576\]"):
+        load_model(tmp_path / "huger.safetensors")
 
 
 # -- resume safety -----------------------------------------------------------------------

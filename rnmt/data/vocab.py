@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 import sentencepiece as spm
 
 from rnmt.data.reading import PathLike, is_blank, iter_lines
-from rnmt.errors import UserError
+from rnmt.errors import UserError, write_failure
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
@@ -67,8 +67,22 @@ class Vocab:
         return self._bytes
 
     def save(self, path: PathLike) -> None:
-        """Write the model to `path` (a regular ``.model`` file sentencepiece can load)."""
-        Path(path).write_bytes(self._bytes)
+        """Write the model to `path` (a regular ``.model`` file sentencepiece can load).
+
+        Written under a temporary name and renamed: a failed write (a full disk) leaves no
+        torn model for a later run to pick up."""
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.tmp")
+        try:
+            tmp.write_bytes(self._bytes)
+            os.replace(tmp, target)
+        except OSError as exc:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            what, advice = write_failure(exc)
+            raise UserError(f"{target}: {what} while writing the vocabulary: {advice}") from None
         self.path = str(path)
 
     @property

@@ -45,13 +45,13 @@ from rnmt import precision
 from rnmt.config import Config, load_config
 from rnmt.data import TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel, train_vocabs
 from rnmt.device import pick_device, rank_device
-from rnmt.errors import UserError
+from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.models.loading import read_checked
 from rnmt.search.translator import Translator
-from rnmt.train.checkpoint import atomic_write_text, is_no_space, load_train_state, save_model, save_train_state
+from rnmt.train.checkpoint import atomic_write_text, load_train_state, save_model, save_train_state
 from rnmt.train.distributed import DistContext, init_distributed
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.preflight import check_before_writing, corpus_files
@@ -220,7 +220,11 @@ class Trainer:
 
     # -- set-up ------------------------------------------------------------------------
     def _check_out_dir(self) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            what, advice = write_failure(exc)
+            raise UserError(f"{self.out}: cannot create the output directory ({what}): {advice}") from None
         has_run = (self.out / STATE_FILE).exists()
         if has_run and not self.resume:
             raise UserError(f"{self.out} already holds a training run; pass --resume to continue it "
@@ -435,10 +439,9 @@ class Trainer:
             with open(self.out / "log.jsonl", "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(record) + "\n")
         except OSError as exc:
-            if is_no_space(exc):
-                raise UserError(f"{self.out / 'log.jsonl'}: no space left on device; the checkpoints in "
-                                f"{self.out} are intact: free some space and resume") from None
-            raise
+            what, advice = write_failure(exc)
+            raise UserError(f"{self.out / 'log.jsonl'}: {what} while appending to it; the checkpoints in "
+                            f"{self.out} are intact: {advice}, then resume") from None
         if self.tensorboard is not None:
             self.tensorboard.write(record)
 
