@@ -176,28 +176,46 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     ``config``: a YAML file, a built-in config name (``quickstart``, ``atr/rnnsearch-atr``)
     or a dict with the file's sections. ``overrides`` are ``key.path=value`` strings as for
     ``--set``. ``out`` defaults to ``runs/<config name>``; ``resume`` continues the run in
-    ``out`` (its saved config wins, the overrides still apply). ``log`` receives the
-    progress lines (default: standard error). ``corpus_changed_ok`` lets a resumed run
-    continue on a training corpus whose content changed. The summary's ``stop_signal`` names
-    the signal (SIGTERM, SIGINT) that stopped the run with a checkpoint, or is None.
+    ``out`` with its saved config, the edits made to ``config`` since the run last read it
+    and the overrides (a change to a key that may not change is a `UserError`). ``log``
+    receives the progress lines (default: standard error). ``corpus_changed_ok`` lets a
+    resumed run continue on a training corpus whose content changed. The summary's
+    ``stop_signal`` names the signal (SIGTERM, SIGINT) that stopped the run with a
+    checkpoint, or is None.
     """
-    from rnmt.config import config_from_dict, load_config
+    from rnmt.config import config_from_dict, read_config_tree
+    from rnmt.train.checkpoint import atomic_write_text
     from rnmt.train.distributed import shutdown
+    from rnmt.train.resume import SOURCE_FILE, resumed_config, source_record
     from rnmt.train.trainer import Trainer
 
     if isinstance(config, dict):
         if out is None:
             raise UserError("train() needs out= when the config is a dict")
+        given, given_name = config, "the config given"
         cfg = config_from_dict(config, overrides)
     else:
-        cfg = load_config(config, overrides)
+        path, given = read_config_tree(config)
+        given_name = str(path)
+        try:
+            cfg = config_from_dict(given, overrides, source=given_name)
+        except UserError as exc:
+            raise UserError(f"{path}: {exc}") from None
     out_dir = Path(out) if out is not None else Path("runs") / Path(str(config)).stem
-    if resume and (out_dir / "config.yaml").is_file():
-        cfg = load_config(out_dir / "config.yaml", overrides)
     if log is None:
         def log(message: str) -> None:
             print(message, file=sys.stderr, flush=True)
+    if resume and (out_dir / "config.yaml").is_file():
+        # The run's config, with the file's edits since the run last read it, then --set;
+        # the trainer checks and logs what changed.
+        cfg, note = resumed_config(out_dir, given, overrides, given_name)
+        if note:
+            log(note)
     trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok)
+    record = source_record(given)
+    source = out_dir / SOURCE_FILE
+    if trainer.is_main and (not source.is_file() or source.read_text(encoding="utf-8") != record):
+        atomic_write_text(source, record)  # what the next --resume compares the file with
     summary = trainer.run()
     shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
     return {**summary, "out": str(out_dir), "stop_signal": trainer.stop_signal, "step": trainer.step}

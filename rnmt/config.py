@@ -18,7 +18,7 @@ import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence
+from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tuple
 
 import yaml
 
@@ -344,9 +344,9 @@ def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source
     return cfg
 
 
-def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
-    """Read a YAML config file (or a built-in config by name, see `rnmt.resources`),
-    apply ``--set`` overrides and validate everything."""
+def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
+    """(the file, its sections as read) of a YAML config file or a built-in config by name
+    (see `rnmt.resources`), before overrides and checks."""
     from rnmt.resources import resolve_config
 
     path = resolve_config(path)
@@ -354,12 +354,21 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
         tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:
         raise UserError(f"{path}: not valid UTF-8") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({(exc.strerror or str(exc)).lower()})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise UserError(f"{path}:{where} invalid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(tree, dict):
         raise UserError(f"{path}: the top level must be a mapping of sections")
+    return path, tree
+
+
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
+    """Read a YAML config file (or a built-in config by name, see `rnmt.resources`),
+    apply ``--set`` overrides and validate everything."""
+    path, tree = read_config_tree(path)
     try:
         return config_from_dict(tree, overrides, source=str(path))
     except UserError as exc:

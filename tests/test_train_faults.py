@@ -349,12 +349,68 @@ def test_a_rejected_resume_set_leaves_config_yaml_alone(tmp_path, tiny_corpus):
     tree = no_dev_tree(tiny_corpus, 2)
     Trainer(config_from_dict(tree), tmp_path, **quiet).run()
     before = (tmp_path / "config.yaml").read_bytes()
-    for change in ("train.lr=0.01", "model.dropout=0.3", "model.hidden_size=32"):
+    for change in ("train.label_smoothing=0.2", "model.dropout=0.3", "model.hidden_size=32"):
         with pytest.raises(UserError, match=change.split("=")[0].replace(".", r"\.") + " changed"):
             Trainer(config_from_dict(tree, [change]), tmp_path, resume=True, **quiet)
         assert (tmp_path / "config.yaml").read_bytes() == before
     Trainer(config_from_dict(tree, ["train.max_steps=3"]), tmp_path, resume=True, **quiet).run()
     assert "max_steps: 3" in (tmp_path / "config.yaml").read_text()
+
+
+def start_from_file(tmp_path, tiny_corpus, *overrides):
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2)))
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out), *overrides]) == 0
+    return config, out
+
+
+def test_resume_refuses_an_edit_to_the_file_that_would_change_the_run(tmp_path, tiny_corpus, capsys):
+    config, out = start_from_file(tmp_path, tiny_corpus)
+    before = {name: (out / name).read_bytes() for name in ("config.yaml", "train_state.pt", "best.safetensors")}
+    config.write_text(config.read_text().replace("hidden_size: 24", "hidden_size: 64"))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot resume with model.hidden_size changed"), err
+    assert str(config) in err[0] and "24" in err[0] and "64" in err[0]
+    for name, data in before.items():
+        assert (out / name).read_bytes() == data, name
+
+
+def test_resume_applies_and_logs_an_edit_that_may_change(tmp_path, tiny_corpus, capsys):
+    config, out = start_from_file(tmp_path, tiny_corpus)
+    config.write_text(config.read_text().replace("max_steps: 2", "max_steps: 4").replace("lr: 0.003", "lr: 0.001"))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "config changed on resume" in err and "train.max_steps: 2 -> 4" in err and "train.lr: 0.003 -> 0.001" in err
+    assert load_train_state(out / "train_state.pt")["step"] == 4
+    saved = (out / "config.yaml").read_text()
+    assert "max_steps: 4" in saved and "lr: 0.001" in saved
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["lr"] for r in records if r.get("step") == 4] == [pytest.approx(0.001)]  # the new peak, after warm-up
+
+
+def test_resume_without_repeating_the_runs_set_values(tmp_path, tiny_corpus, capsys):
+    """The --set values a run started with stay; only edits to the file are changes."""
+    config, out = start_from_file(tmp_path, tiny_corpus, "--set", "model.hidden_size=32", "--set", "train.lr=0.002")
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=3"]) == 0
+    saved = (out / "config.yaml").read_text()
+    assert "hidden_size: 32" in saved and "lr: 0.002" in saved and "max_steps: 3" in saved
+
+
+def test_resume_of_a_run_without_a_source_record_keeps_its_config(tmp_path, tiny_corpus, capsys):
+    config, out = start_from_file(tmp_path, tiny_corpus)
+    (out / "config.source.yaml").unlink()  # as a run saved before the file was compared
+    config.write_text(config.read_text().replace("hidden_size: 24", "hidden_size: 64"))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=3"]) == 0
+    assert "is not compared" in capsys.readouterr().err
+    assert "hidden_size: 24" in (out / "config.yaml").read_text()
+    assert "hidden_size: 64" in (out / "config.source.yaml").read_text()  # compared from the next resume on
 
 
 def test_a_corpus_changed_between_runs_is_reported_on_resume(tmp_path):

@@ -3,6 +3,8 @@
 Output directory layout:
 
     OUT/config.yaml          the resolved config
+    OUT/config.source.yaml   the config file as `rnmt.train` last read it, before --set (what
+                             --resume compares an edited file with: rnmt.train.resume)
     OUT/spm*.model           the sentencepiece model(s)
     OUT/ckpt-<step>.safetensors   the last ``train.keep_last`` checkpoints
     OUT/best.safetensors     the checkpoint with the best dev BLEU, or the newest one when
