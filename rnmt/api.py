@@ -11,11 +11,12 @@ errors raise `rnmt.errors.UserError` (the commands print it as ``error: ...``).
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
-from rnmt.errors import UserError
+from rnmt.errors import LongLineWarning, UserError
 
 if TYPE_CHECKING:  # the heavy modules are imported only when a function runs
     import torch
@@ -47,7 +48,8 @@ class Score:
 
 
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
-SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens"}  # beyond beam, nbest, alpha
+# beyond beam, nbest, alpha
+SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens"}
 
 
 class Model:
@@ -76,19 +78,42 @@ class Model:
         `Hypothesis` objects, best first. ``beam`` and ``alpha`` (GNMT length penalty)
         default to the model's config; ``beam=1`` is greedy search. Further options:
         ``greedy``, ``normalize`` (gnmt | length | none), ``max_len_ratio``,
-        ``batch_tokens``. Blank lines give empty translations.
+        ``batch_tokens``, ``max_output_tokens`` (every output's length cap in subwords,
+        default `rnmt.search.limits.MAX_OUTPUT_TOKENS` as for the server) and
+        ``max_input_tokens`` (a longer line is translated in pieces joined into one, with
+        a `rnmt.errors.LongLineWarning`; default: the longest source whose output the cap
+        does not cut). Blank lines give empty translations.
         """
+        from rnmt.config import SearchConfig, check_value
+        from rnmt.search.limits import MAX_OUTPUT_TOKENS, default_input_limit
+
         single = isinstance(lines, str)
         batch = [lines] if single else list(lines)
         unknown = sorted(set(options) - SEARCH_OPTIONS)
         if unknown:
             raise UserError(f"unknown translate option(s) {', '.join(unknown)}; "
                             f"known: beam, nbest, alpha, {', '.join(sorted(SEARCH_OPTIONS))}")
-        for name, value in (("beam", beam), ("nbest", nbest), ("batch_tokens", options.get("batch_tokens"))):
-            if value is not None and value < 1:
-                raise UserError(f"{name} must be at least 1, got {value}")
-        greedy = bool(options.pop("greedy", False))
-        results = self._translator.translate(batch, greedy=greedy, beam=beam, nbest=nbest, alpha=alpha, **options)
+        if any(not isinstance(line, str) for line in batch):
+            raise UserError("translate() takes a string or a list of strings")
+        given = {"beam": beam, "nbest": nbest, "alpha": alpha,
+                 **{k: v for k, v in options.items() if k in ("normalize", "max_len_ratio", "batch_tokens")}}
+        search = {k: check_value(SearchConfig, k, v) for k, v in given.items() if v is not None}
+        limits = {"max_output_tokens": 1, "max_input_tokens": 2}  # an input needs a subword and </s>
+        for name, low in limits.items():
+            value = options.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise UserError(f"option '{name}' must be an integer of at least {low}, got {value!r}")
+        greedy = bool(options.get("greedy", False))
+        ratio = search.get("max_len_ratio", self.config.search.max_len_ratio)
+        max_output = options.get("max_output_tokens") or MAX_OUTPUT_TOKENS
+        max_input = options.get("max_input_tokens") or default_input_limit(
+            ratio, self.config.search.max_len_offset, max_output)
+
+        def warn_long(index: int, subwords: int, pieces: int) -> None:
+            warnings.warn(LongLineWarning(index + 1, subwords, max_input, pieces), stacklevel=4)
+
+        results = self._translator.translate(batch, greedy=greedy, max_output=max_output, max_input=max_input,
+                                             on_split=warn_long, **search)
         if nbest > 1:
             out: list = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
         else:

@@ -215,15 +215,15 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _choice(value: Any, choices: Sequence[str], key: str) -> str:
+def _choice(value: Any, choices: Sequence[str], key: str, noun: str = "config key") -> str:
     if isinstance(value, str) and value in choices:
         return value
     close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.5) if isinstance(value, str) else []
     hint = f"; did you mean '{close[0]}'?" if close else ""
-    raise UserError(f"config key '{key}' must be one of {', '.join(choices)}, got {_show(value)}{hint}")
+    raise UserError(f"{noun} '{key}' must be one of {', '.join(choices)}, got {_show(value)}{hint}")
 
 
-def _coerce(value: Any, tp: Any, key: str, bounded: bool = False) -> Any:
+def _coerce(value: Any, tp: Any, key: str, bounded: bool = False, noun: str = "config key") -> Any:
     """Check ``value`` against the annotation ``tp``; ints are accepted for floats.
     ``bounded``: a `Range` checks the value next, so the int64 check can wait for it."""
     origin = typing.get_origin(tp)
@@ -231,34 +231,34 @@ def _coerce(value: Any, tp: Any, key: str, bounded: bool = False) -> Any:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None:
             return None
-        return _coerce(value, args[0], key)
+        return _coerce(value, args[0], key, noun=noun)
     if origin is Annotated:
         base, *bounds = typing.get_args(tp)
-        value = _coerce(value, base, key, bounded=True)
+        value = _coerce(value, base, key, bounded=True, noun=noun)
         for bound in bounds:
             if isinstance(bound, Range) and not bound.holds(value):
-                raise UserError(f"config key '{key}' must be {bound.describe()}, got {_show(value)}")
-        return _coerce(value, base, key)  # the int64 check
+                raise UserError(f"{noun} '{key}' must be {bound.describe()}, got {_show(value)}")
+        return _coerce(value, base, key, noun=noun)  # the int64 check
     if origin is Literal:
-        return _choice(value, typing.get_args(tp), key)
+        return _choice(value, typing.get_args(tp), key, noun)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
-            raise UserError(f"config key '{key}' must be a mapping, got {_show(value)}")
+            raise UserError(f"{noun} '{key}' must be a mapping, got {_show(value)}")
         return _build(tp, value, key + ".")
     if origin in (list, List):
         if not isinstance(value, (list, tuple)):
-            raise UserError(f"config key '{key}' must be a list, got {_show(value)}")
+            raise UserError(f"{noun} '{key}' must be a list, got {_show(value)}")
         (item,) = typing.get_args(tp)
-        return [_coerce(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
+        return [_coerce(v, item, f"{key}[{i}]", noun=noun) for i, v in enumerate(value)]
     if origin in (dict, Dict):
         if not isinstance(value, dict):
-            raise UserError(f"config key '{key}' must be a mapping, got {_show(value)}")
+            raise UserError(f"{noun} '{key}' must be a mapping, got {_show(value)}")
         return dict(value)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         try:
             value = float(value)
         except OverflowError:
-            raise UserError(f"config key '{key}' is too large, got {_show(value)}") from None
+            raise UserError(f"{noun} '{key}' is too large, got {_show(value)}") from None
     if tp is float and isinstance(value, str):
         # YAML 1.1 reads 5e-4 (no dot) as a string; accept what float() accepts.
         try:
@@ -266,17 +266,17 @@ def _coerce(value: Any, tp: Any, key: str, bounded: bool = False) -> Any:
         except ValueError:
             pass
     if tp is bool and not isinstance(value, bool):
-        raise UserError(f"config key '{key}' must be true or false, got {_show(value)}")
+        raise UserError(f"{noun} '{key}' must be true or false, got {_show(value)}")
     if tp in (int, float) and isinstance(value, bool):
-        raise UserError(f"config key '{key}' must be a number, got {_show(value)}")
+        raise UserError(f"{noun} '{key}' must be a number, got {_show(value)}")
     if tp in (int, float, str) and not isinstance(value, tp):
-        raise UserError(f"config key '{key}' must be of type {_type_name(tp)}, got {_show(value)}")
+        raise UserError(f"{noun} '{key}' must be of type {_type_name(tp)}, got {_show(value)}")
     if tp is float and not math.isfinite(value):
-        raise UserError(f"config key '{key}' must be a finite number, got {_show(value)}")
+        raise UserError(f"{noun} '{key}' must be a finite number, got {_show(value)}")
     if tp is int and not bounded and not INT64.holds(value):
-        raise UserError(f"config key '{key}' is out of range, got {_show(value)}")
+        raise UserError(f"{noun} '{key}' is out of range, got {_show(value)}")
     if tp is str and "\x00" in value:  # no path or name has one; the OS would refuse it later
-        raise UserError(f"config key '{key}' must not contain a NUL character, got {_show(value)}")
+        raise UserError(f"{noun} '{key}' must not contain a NUL character, got {_show(value)}")
     return value
 
 
@@ -291,6 +291,13 @@ def _build(cls: Any, values: Dict[str, Any], prefix: str = "") -> Any:
             raise UserError(f"unknown config key {_show(prefix + str(key))}{hint}")
         kwargs[key] = _coerce(value, hints[key], prefix + key)
     return cls(**kwargs)
+
+
+def check_value(section: type, name: str, value: Any, noun: str = "option") -> Any:
+    """``value`` checked (and converted) as the field ``name`` of the config class
+    ``section`` would be, for settings that do not come from a config file (the Python
+    API's keyword arguments): the error says ``{noun} '{name}' must be ...``."""
+    return _coerce(value, typing.get_type_hints(section, include_extras=True)[name], name, noun=noun)
 
 
 def _check_together(cfg: Config) -> None:

@@ -19,6 +19,16 @@ class UserError(Exception):
     exit_code = 2
 
 
+class LongLineWarning(UserWarning):
+    """A source line longer than the input limit, translated in pieces joined into one
+    line (`rnmt.search.limits`); ``line`` counts from 1."""
+
+    def __init__(self, line: int, subwords: int, limit: int, pieces: int) -> None:
+        self.line, self.subwords, self.limit, self.pieces = line, subwords, limit, pieces
+        super().__init__(f"line {line}: {subwords} subwords, more than max_input_tokens={limit}: translated in "
+                         f"{pieces} pieces joined into one line")
+
+
 # errno of a refused write -> (what happened, what to do about it)
 _WRITE_ERRORS = {
     errno.ENOSPC: ("no space left on device", "free some space"),
