@@ -10,8 +10,9 @@ length limit, the worst case), writes an input of three lines whose middle one h
     python benchmarks/long_line.py --words 50000 --json long_line.json
 
 It prints one JSON object: the words and subwords of the long line, the pieces it was
-translated in (from the command's warning), the wall time and peak RSS of the command
-(start-up and model loading included) and whether it wrote one output line per input line.
+translated in (from the command's warning), the wall time, CPU time and peak RSS of the
+command (start-up and model loading included) and whether it wrote one output line per
+input line.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def main() -> int:
             "max_input_tokens": int(warning.group(2)) if warning else None,
             "pieces": int(warning.group(3)) if warning else 1,
             "wall_s": round(seconds, 2),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),  # steadier than wall time on a shared machine
             "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
             "output_lines": len(output.read_text(encoding="utf-8").splitlines()),
             "input_lines": 3,
