@@ -239,3 +239,16 @@ def test_a_bad_value_in_a_separate_process_is_one_line(tiny_corpus, tmp_path):
     cfg = tiny_config_file(tiny_corpus, tmp_path)
     cfg.write_text(cfg.read_text().replace("emb_size: 16", "emb_size: 16\n  readout: maxuot"))
     assert_one_line_error(rnmt("train", cfg, "--out", tmp_path / "run"), "model.readout", "did you mean 'maxout'")
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n\n"])
+def test_an_empty_corpus_is_one_line_naming_the_file(tmp_path, capsys, text):
+    (tmp_path / "c.es").write_text(text)
+    (tmp_path / "c.en").write_text(text)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"data: {{train: {tmp_path / 'c'}, src: es, tgt: en, vocab: {{size: 30}}}}\n")
+    assert main(["train", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"error: {tmp_path / 'c.es'}: no text to train the vocabulary on (the file is empty or " \
+                      f"has only blank lines)", err
+    assert not any(line.startswith("error: ") for line in err[:-1])
