@@ -121,3 +121,15 @@ def test_an_unwritable_output_is_one_line_before_translating(tiny_run, tmp_path,
     assert main(["translate", "--model", str(tiny_run), "--input", str(src), "--output", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"error: {tmp_path}: is a directory: name a file"]
+
+
+@pytest.mark.parametrize("option, value, needle", [
+    ("--max-output-tokens", "0", "--max-output-tokens must be at least 1"),
+    ("--max-input-tokens", "1", "--max-input-tokens must be at least 2"),
+    ("--alpha", "nan", "--alpha must be a finite number of at least 0"),
+    ("--max-len-ratio", "-1", "--max-len-ratio must be a finite number of at least 0"),
+])
+def test_bad_translate_options_are_one_line(tiny_run, capsys, option, value, needle):
+    assert main(["translate", "--model", str(tiny_run), option, value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {needle}, got "), err

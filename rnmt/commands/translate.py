@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < low:
             raise UserError(f"--{name.replace('_', '-')} must be at least {low}, got {value}")
+    for name in ("alpha", "max_len_ratio"):
+        value = getattr(args, name)
+        if value is not None and not 0 <= value < float("inf"):  # NaN fails too
+            raise UserError(f"--{name.replace('_', '-')} must be a finite number of at least 0, got {value}")
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
