@@ -252,3 +252,12 @@ def test_an_empty_corpus_is_one_line_naming_the_file(tmp_path, capsys, text):
     assert err[-1] == f"error: {tmp_path / 'c.es'}: no text to train the vocabulary on (the file is empty or " \
                       f"has only blank lines)", err
     assert not any(line.startswith("error: ") for line in err[:-1])
+
+
+def test_an_empty_dev_set_is_one_line_before_anything_is_written(tiny_corpus, tmp_path, capsys):
+    for lang in ("es", "en"):
+        (tmp_path / f"dev.{lang}").write_text("\n")
+    cfg, out = tiny_config_file(tiny_corpus, tmp_path), tmp_path / "run"
+    assert main(["train", str(cfg), "--out", str(out), "--set", f"data.dev={tmp_path / 'dev'}"]) == 2
+    assert_one_line(capsys.readouterr().err, f"data.dev: {tmp_path / 'dev.es'} has no text")
+    assert not out.exists()

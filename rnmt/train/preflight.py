@@ -46,8 +46,14 @@ def check_model(cfg: Config) -> None:
 
 
 def check_before_writing(cfg: Config) -> None:
-    """Everything about ``cfg`` that can be checked without data: the model and the corpus files."""
+    """Everything about ``cfg`` that can be checked before training: the model, the corpus
+    files, and a dev set with text (validation on none would fail in the metrics)."""
+    from rnmt.data.reading import is_blank, iter_lines
+
     check_model(cfg)
     corpus_files(cfg.data.train, cfg, "train")
     if cfg.data.dev:
-        corpus_files(cfg.data.dev, cfg, "dev")
+        for path in corpus_files(cfg.data.dev, cfg, "dev"):
+            if all(is_blank(line) for line in iter_lines(path)):  # stops at the first line with text
+                raise UserError(f"data.dev: {path} has no text (it is empty or has only blank lines); "
+                                f"remove data.dev to train without a dev set")
