@@ -60,6 +60,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--words", type=int, default=50000, help="words of the long line (default 50000)")
     parser.add_argument("--threads", type=int, default=1, help="--threads of rnmt translate (default 1)")
+    parser.add_argument("--max-input-tokens", type=int, help="passed to rnmt translate (default: its own)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="also write the result to this file")
     args = parser.parse_args()
@@ -76,9 +77,10 @@ def main() -> int:
         errors = work / "stderr.txt"
         start = time.perf_counter()
         with open(errors, "w") as err:
+            extra = ["--max-input-tokens", str(args.max_input_tokens)] if args.max_input_tokens else []
             command = subprocess.Popen([sys.executable, "-m", "rnmt", "translate", "--model", str(run), "--input",
-                                        str(source), "--output", str(output), "--threads", str(args.threads)],
-                                       stderr=err)
+                                        str(source), "--output", str(output), "--threads", str(args.threads),
+                                        *extra], stderr=err)
             _, status, usage = os.wait4(command.pid, 0)  # this child's own peak RSS
         seconds = time.perf_counter() - start
         stderr = errors.read_text(encoding="utf-8")
