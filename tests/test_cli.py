@@ -261,3 +261,9 @@ def test_an_empty_dev_set_is_one_line_before_anything_is_written(tiny_corpus, tm
     assert main(["train", str(cfg), "--out", str(out), "--set", f"data.dev={tmp_path / 'dev'}"]) == 2
     assert_one_line(capsys.readouterr().err, f"data.dev: {tmp_path / 'dev.es'} has no text")
     assert not out.exists()
+
+
+def test_a_huge_unit_depth_is_refused_not_built(capsys):
+    args = ["params", "quickstart", "--set", "model.cell=transition", "--set", "model.cell_options={depth: 100000}"]
+    assert main(args) == 2  # before, building 100,000 T-GRUs (even on the meta device) took hours
+    assert_one_line(capsys.readouterr().err, "option 'depth' must be an integer in [0, 128]")

@@ -39,7 +39,7 @@ KEYS = sorted(TYPES)
 # names the loader knows (and near misses): random text alone would rarely reach a valid config
 CHOICES = sorted({*(name for tp in TYPES.values() if typing.get_origin(tp) is typing.Literal
                     for name in typing.get_args(tp)),
-                  "gru", "atr", "lstm", "luong", "dtmt", "transformer", "rnnsearch", "seq2seq", "bogus",
+                  "gru", "atr", "lstm", "transition", "luong", "dtmt", "transformer", "rnnsearch", "seq2seq", "bogus",
                   "cuda:1", "gpu", "maxuot"})
 SECTIONS = ["data", "model", "train", "search", "data.vocab", "model.options", "model.cell_options"]
 
