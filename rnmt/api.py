@@ -11,11 +11,12 @@ errors raise `rnmt.errors.UserError` (the commands print it as ``error: ...``).
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
-from rnmt.errors import UserError
+from rnmt.errors import LongLineWarning, UserError
 
 if TYPE_CHECKING:  # the heavy modules are imported only when a function runs
     import torch
@@ -47,7 +48,8 @@ class Score:
 
 
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
-SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens"}  # beyond beam, nbest, alpha
+# beyond beam, nbest, alpha
+SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens"}
 
 
 class Model:
@@ -76,19 +78,42 @@ class Model:
         `Hypothesis` objects, best first. ``beam`` and ``alpha`` (GNMT length penalty)
         default to the model's config; ``beam=1`` is greedy search. Further options:
         ``greedy``, ``normalize`` (gnmt | length | none), ``max_len_ratio``,
-        ``batch_tokens``. Blank lines give empty translations.
+        ``batch_tokens``, ``max_output_tokens`` (every output's length cap in subwords,
+        default `rnmt.search.limits.MAX_OUTPUT_TOKENS` as for the server) and
+        ``max_input_tokens`` (a longer line is translated in pieces joined into one, with
+        a `rnmt.errors.LongLineWarning`; default: the longest source whose output the cap
+        does not cut). Blank lines give empty translations.
         """
+        from rnmt.config import SearchConfig, check_value
+        from rnmt.search.limits import MAX_OUTPUT_TOKENS, default_input_limit
+
         single = isinstance(lines, str)
         batch = [lines] if single else list(lines)
         unknown = sorted(set(options) - SEARCH_OPTIONS)
         if unknown:
             raise UserError(f"unknown translate option(s) {', '.join(unknown)}; "
                             f"known: beam, nbest, alpha, {', '.join(sorted(SEARCH_OPTIONS))}")
-        for name, value in (("beam", beam), ("nbest", nbest), ("batch_tokens", options.get("batch_tokens"))):
-            if value is not None and value < 1:
-                raise UserError(f"{name} must be at least 1, got {value}")
-        greedy = bool(options.pop("greedy", False))
-        results = self._translator.translate(batch, greedy=greedy, beam=beam, nbest=nbest, alpha=alpha, **options)
+        if any(not isinstance(line, str) for line in batch):
+            raise UserError("translate() takes a string or a list of strings")
+        given = {"beam": beam, "nbest": nbest, "alpha": alpha,
+                 **{k: v for k, v in options.items() if k in ("normalize", "max_len_ratio", "batch_tokens")}}
+        search = {k: check_value(SearchConfig, k, v) for k, v in given.items() if v is not None}
+        limits = {"max_output_tokens": 1, "max_input_tokens": 2}  # an input needs a subword and </s>
+        for name, low in limits.items():
+            value = options.get(name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
+                raise UserError(f"option '{name}' must be an integer of at least {low}, got {value!r}")
+        greedy = bool(options.get("greedy", False))
+        ratio = search.get("max_len_ratio", self.config.search.max_len_ratio)
+        max_output = options.get("max_output_tokens") or MAX_OUTPUT_TOKENS
+        max_input = options.get("max_input_tokens") or default_input_limit(
+            ratio, self.config.search.max_len_offset, max_output)
+
+        def warn_long(index: int, subwords: int, pieces: int) -> None:
+            warnings.warn(LongLineWarning(index + 1, subwords, max_input, pieces), stacklevel=4)
+
+        results = self._translator.translate(batch, greedy=greedy, max_output=max_output, max_input=max_input,
+                                             on_split=warn_long, **search)
         if nbest > 1:
             out: list = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
         else:
@@ -176,28 +201,46 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     ``config``: a YAML file, a built-in config name (``quickstart``, ``atr/rnnsearch-atr``)
     or a dict with the file's sections. ``overrides`` are ``key.path=value`` strings as for
     ``--set``. ``out`` defaults to ``runs/<config name>``; ``resume`` continues the run in
-    ``out`` (its saved config wins, the overrides still apply). ``log`` receives the
-    progress lines (default: standard error). ``corpus_changed_ok`` lets a resumed run
-    continue on a training corpus whose content changed. The summary's ``stop_signal`` names
-    the signal (SIGTERM, SIGINT) that stopped the run with a checkpoint, or is None.
+    ``out`` with its saved config, the edits made to ``config`` since the run last read it
+    and the overrides (a change to a key that may not change is a `UserError`). ``log``
+    receives the progress lines (default: standard error). ``corpus_changed_ok`` lets a
+    resumed run continue on a training corpus whose content changed. The summary's
+    ``stop_signal`` names the signal (SIGTERM, SIGINT) that stopped the run with a
+    checkpoint, or is None.
     """
-    from rnmt.config import config_from_dict, load_config
+    from rnmt.config import config_from_dict, read_config_tree
+    from rnmt.train.checkpoint import atomic_write_text
     from rnmt.train.distributed import shutdown
+    from rnmt.train.resume import SOURCE_FILE, resumed_config, source_record
     from rnmt.train.trainer import Trainer
 
     if isinstance(config, dict):
         if out is None:
             raise UserError("train() needs out= when the config is a dict")
+        given, given_name = config, "the config given"
         cfg = config_from_dict(config, overrides)
     else:
-        cfg = load_config(config, overrides)
+        path, given = read_config_tree(config)
+        given_name = str(path)
+        try:
+            cfg = config_from_dict(given, overrides, source=given_name)
+        except UserError as exc:
+            raise UserError(f"{path}: {exc}") from None
     out_dir = Path(out) if out is not None else Path("runs") / Path(str(config)).stem
-    if resume and (out_dir / "config.yaml").is_file():
-        cfg = load_config(out_dir / "config.yaml", overrides)
     if log is None:
         def log(message: str) -> None:
             print(message, file=sys.stderr, flush=True)
+    if resume and (out_dir / "config.yaml").is_file():
+        # The run's config, with the file's edits since the run last read it, then --set;
+        # the trainer checks and logs what changed.
+        cfg, note = resumed_config(out_dir, given, overrides, given_name)
+        if note:
+            log(note)
     trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok)
+    record = source_record(given)
+    source = out_dir / SOURCE_FILE
+    if trainer.is_main and (not source.is_file() or source.read_text(encoding="utf-8") != record):
+        atomic_write_text(source, record)  # what the next --resume compares the file with
     summary = trainer.run()
     shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
     return {**summary, "out": str(out_dir), "stop_signal": trainer.stop_signal, "step": trainer.step}

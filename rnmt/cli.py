@@ -1,7 +1,8 @@
 """The ``rnmt`` command line: one sub-command per module in ``rnmt.commands``.
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; this file
-only wires them up and turns a `UserError` into one line on stderr with exit code 2.
+only wires them up and turns a `UserError` (or a write the system refused) into one line on
+stderr with exit code 2.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import importlib
 import sys
 from typing import List, Optional
 
-from rnmt.errors import UserError
+from rnmt.errors import WRITE_ERRNOS, UserError, write_failure
 
 # command name -> (module under rnmt.commands, one-line help)
 COMMANDS = {
@@ -56,6 +57,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A refused write that no command phrased itself (the commands name their files):
+        # still one line, naming the file when the system did.
+        if exc.errno not in WRITE_ERRNOS:
+            raise
+        what, advice = write_failure(exc)
+        print(f"error: {f'{exc.filename}: ' if exc.filename else ''}{what}: {advice}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

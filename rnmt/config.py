@@ -2,8 +2,10 @@
 
 A config file has four sections, ``data``, ``model``, ``train`` and ``search``; every key
 is a field below. Unknown keys are rejected with the closest valid name, values are
-checked against the field's type, and ``--set a.b=value`` overrides use YAML syntax for
-the value (``--set train.max_steps=100``, ``--set model.cell=atr``).
+checked against the field's type when the config loads: a ``Literal`` field takes one of
+its names (a near miss gets the closest), an ``Annotated[..., Range(...)]`` field a number
+within its bounds, floats must be finite. ``--set a.b=value`` overrides use YAML syntax
+for the value (``--set train.max_steps=100``, ``--set model.cell=atr``).
 """
 
 from __future__ import annotations
@@ -11,14 +13,68 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import math
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tuple
 
 import yaml
 
 from rnmt.errors import UserError
+
+
+@dataclass(frozen=True)
+class Range:
+    """Bounds of a numeric config value, inclusive unless ``*_open``; None: unbounded."""
+
+    low: Optional[float] = None
+    high: Optional[float] = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        if self.low is not None and not (value > self.low if self.low_open else value >= self.low):
+            return False
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
+
+    def describe(self) -> str:
+        if self.high is None:
+            return f"{'greater than' if self.low_open else 'at least'} {self.low}"
+        if self.low is None:
+            return f"{'less than' if self.high_open else 'at most'} {self.high}"
+        return f"in {'(' if self.low_open else '['}{self.low}, {self.high}{')' if self.high_open else ']'}"
+
+
+AT_LEAST_1 = Range(1)
+NON_NEGATIVE = Range(0)
+POSITIVE = Range(0, low_open=True)
+PROBABILITY = Range(0, 1, high_open=True)  # dropout, label smoothing: 1 would drop everything
+FRACTION = Range(0, 1, low_open=True)
+# Upper bounds guard only against absurd values (a stray digit, a hostile file): a model is
+# built on the meta device to check its shapes before training, and 10**9 layers would take
+# hours to build, 2**62 units overflow PyTorch's sizes.
+SIZE = Range(1, 1048576)
+VOCAB = Range(5, 1048576)  # the four special pieces (pad, unk, bos, eos) and at least one more
+LAYERS = Range(1, 128)
+DEPTH = Range(0, 128)
+SEED = Range(0, 4294967295)  # numpy's and sentencepiece's seeds are unsigned 32-bit
+INT64 = Range(-(2 ** 63), 2 ** 63 - 1)  # any other int: what a tensor or numpy can hold
+
+VocabType = Literal["bpe", "unigram"]
+Attention = Literal["additive", "dot", "general", "concat", "local-p"]  # the last four: luong only
+Readout = Literal["tanh", "maxout"]
+ContextMode = Literal["mean", "last"]
+EncoderKind = Literal["recurrent", "transformer"]
+EncoderNorm = Literal["post", "pre"]
+Schedule = Literal["constant", "warmup_decay", "inverse_sqrt", "rnmt_plus", "epoch_halving", "plateau"]
+Optimizer = Literal["adam", "adadelta", "sgd"]  # the builders of rnmt.train.optimizers
+BestMetric = Literal["bleu", "chrf", "loss"]
+Amp = Literal["auto", "bf16", "none"]
+SearchKind = Literal["greedy", "beam"]
+Normalize = Literal["gnmt", "length", "none"]
+DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
 
 
 @dataclass
@@ -26,11 +82,11 @@ class VocabConfig:
     """Subword vocabulary (sentencepiece)."""
 
     joint: bool = True  # one model for both sides (needed for tied src/tgt embeddings)
-    type: str = "bpe"  # bpe | unigram
-    size: int = 8000  # used for both sides unless src_size / tgt_size are given
-    src_size: Optional[int] = None
-    tgt_size: Optional[int] = None
-    character_coverage: float = 1.0
+    type: VocabType = "bpe"
+    size: Annotated[int, VOCAB] = 8000  # used for both sides unless src_size / tgt_size are given
+    src_size: Optional[Annotated[int, VOCAB]] = None
+    tgt_size: Optional[Annotated[int, VOCAB]] = None
+    character_coverage: Annotated[float, FRACTION] = 1.0
     model: Optional[str] = None  # an existing joint sentencepiece model
     src_model: Optional[str] = None  # existing separate models
     tgt_model: Optional[str] = None
@@ -45,9 +101,9 @@ class DataConfig:
     test: Optional[str] = None
     src: str = "src"
     tgt: str = "tgt"
-    max_len: int = 100  # training pairs longer than this (subwords) are dropped
-    batch_tokens: int = 4096  # padded source + target tokens per training batch
-    dev_max_sentences: Optional[int] = None  # validate on a prefix of the dev set
+    max_len: Annotated[int, AT_LEAST_1] = 100  # training pairs longer than this (subwords) are dropped
+    batch_tokens: Annotated[int, AT_LEAST_1] = 4096  # padded source + target tokens per training batch
+    dev_max_sentences: Optional[Annotated[int, AT_LEAST_1]] = None  # validate on a prefix of the dev set
     cache_dir: Optional[str] = None  # default: OUT/cache
     vocab: VocabConfig = field(default_factory=VocabConfig)
 
@@ -60,86 +116,89 @@ class ModelConfig:
     cell: str = "gru"  # unit of encoder and decoder unless enc_cell / dec_cell are given
     enc_cell: Optional[str] = None
     dec_cell: Optional[str] = None
-    emb_size: int = 620
-    hidden_size: int = 1000
-    src_vocab_size: Optional[int] = None  # taken from the vocabulary when training
-    tgt_vocab_size: Optional[int] = None
-    dropout: float = 0.0  # embeddings and readout
-    rnn_dropout: float = 0.0  # candidate activation inside the units
+    emb_size: Annotated[int, SIZE] = 620
+    hidden_size: Annotated[int, SIZE] = 1000
+    src_vocab_size: Optional[Annotated[int, VOCAB]] = None  # taken from the vocabulary when training
+    tgt_vocab_size: Optional[Annotated[int, VOCAB]] = None
+    dropout: Annotated[float, PROBABILITY] = 0.0  # embeddings and readout
+    rnn_dropout: Annotated[float, PROBABILITY] = 0.0  # candidate activation inside the units
     layer_norm: bool = False  # per-gate layer normalisation inside the units
-    attention: str = "additive"  # Luong scores: dot | general | concat | local-p (luong only)
-    attention_heads: int = 1
-    readout: str = "tanh"  # tanh | maxout
+    attention: Attention = "additive"
+    attention_heads: Annotated[int, SIZE] = 1
+    readout: Readout = "tanh"
     tie_target_embeddings: bool = False  # output layer shares the target input embedding
     tie_all_embeddings: bool = False  # plus the source embedding (joint vocabulary only)
-    enc_layers: int = 1
-    dec_layers: int = 1
-    enc_depth: int = 0  # T-GRUs after the bottom unit in the encoder transition (DTMT)
-    query_depth: int = 0
-    dec_depth: int = 0
+    enc_layers: Annotated[int, LAYERS] = 1
+    dec_layers: Annotated[int, LAYERS] = 1
+    enc_depth: Annotated[int, DEPTH] = 0  # T-GRUs after the bottom unit in the encoder transition (DTMT)
+    query_depth: Annotated[int, DEPTH] = 0
+    dec_depth: Annotated[int, DEPTH] = 0
     positional_encoding: bool = False
-    context: str = "mean"  # Cseq2seq context: mean | last
-    encoder: str = "recurrent"  # rnnsearch, dtmt: recurrent (their own) | transformer (rnmt/models/encoders.py)
+    context: ContextMode = "mean"  # Cseq2seq context
+    encoder: EncoderKind = "recurrent"  # rnnsearch, dtmt: their own, or rnmt/models/encoders.py
     # encoder: transformer only: post (Vaswani et al.) | pre (layer norm before each sub-layer and a
     # final one, as tensor2tensor and Sockeye, whose encoders the survey's hybrids used)
-    encoder_norm: str = "post"
+    encoder_norm: EncoderNorm = "post"
     cell_options: Dict[str, Any] = field(default_factory=dict)
     options: Dict[str, Any] = field(default_factory=dict)  # architecture-specific extras
 
 
 @dataclass
 class TrainConfig:
-    seed: int = 1
-    max_steps: int = 100000
-    max_epochs: Optional[int] = None
-    max_minutes: Optional[float] = None  # wall-clock budget; training stops cleanly after it
-    lr: float = 1e-3
-    schedule: str = "warmup_decay"  # constant | warmup_decay | inverse_sqrt | rnmt_plus | epoch_halving | plateau
-    warmup_steps: int = 500
-    decay_start: int = 8000  # rnmt_plus: s; warmup_decay: step where decay begins
-    decay_end: int = 64000  # rnmt_plus: e
-    decay_rate: float = 0.5  # warmup_decay: factor per decay_steps after decay_start; plateau: per plateau
-    decay_steps: int = 5000
-    replicas: Optional[int] = None  # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
-    min_lr: float = 0.0
-    optimizer: str = "adam"  # adam | adadelta | sgd (rnmt.train.optimizers)
-    adam_betas: List[float] = field(default_factory=lambda: [0.9, 0.999])
-    adam_eps: float = 1e-8
-    adadelta_rho: float = 0.95  # Zeiler (2012)
-    adadelta_eps: float = 1e-6
-    momentum: float = 0.0  # sgd
+    seed: Annotated[int, SEED] = 1
+    max_steps: Annotated[int, NON_NEGATIVE] = 100000
+    max_epochs: Optional[Annotated[int, AT_LEAST_1]] = None
+    max_minutes: Optional[Annotated[float, POSITIVE]] = None  # wall-clock budget; training stops cleanly after it
+    lr: Annotated[float, POSITIVE] = 1e-3
+    schedule: Schedule = "warmup_decay"
+    warmup_steps: Annotated[int, NON_NEGATIVE] = 500
+    decay_start: Annotated[int, NON_NEGATIVE] = 8000  # rnmt_plus: s; warmup_decay: step where decay begins
+    decay_end: Annotated[int, NON_NEGATIVE] = 64000  # rnmt_plus: e (after s)
+    # warmup_decay: the factor per decay_steps after decay_start; plateau: the factor per plateau
+    decay_rate: Annotated[float, FRACTION] = 0.5
+    decay_steps: Annotated[int, AT_LEAST_1] = 5000
+    # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
+    replicas: Optional[Annotated[int, AT_LEAST_1]] = None
+    min_lr: Annotated[float, NON_NEGATIVE] = 0.0
+    optimizer: Optimizer = "adam"  # rnmt.train.optimizers
+    adam_betas: List[Annotated[float, PROBABILITY]] = field(default_factory=lambda: [0.9, 0.999])
+    adam_eps: Annotated[float, POSITIVE] = 1e-8
+    adadelta_rho: Annotated[float, PROBABILITY] = 0.95  # Zeiler (2012)
+    adadelta_eps: Annotated[float, POSITIVE] = 1e-6
+    momentum: Annotated[float, PROBABILITY] = 0.0  # sgd
     nesterov: bool = False  # sgd, with momentum > 0
-    weight_decay: float = 0.0
-    clip_norm: float = 5.0
-    label_smoothing: float = 0.1
-    init_scale: float = 0.08  # uniform init in [-s, s]
-    accumulate: int = 1  # batches per update and process (gradient accumulation)
-    amp: str = "auto"  # bf16 autocast: auto (CUDA, or a CPU measured fast in bf16) | bf16 | none
-    log_every: int = 100
-    validate_every: int = 1000
-    validation_search: str = "greedy"  # greedy | beam
-    patience: Optional[int] = 10  # validations without improvement of best_metric before stopping
-    best_metric: str = "bleu"  # bleu | chrf | loss: what "best" means for best.safetensors, patience, plateau
-    plateau_patience: int = 2  # plateau: validations without improvement before the rate decays
-    keep_last: int = 3
+    weight_decay: Annotated[float, NON_NEGATIVE] = 0.0
+    clip_norm: Annotated[float, NON_NEGATIVE] = 5.0  # 0: no clipping
+    label_smoothing: Annotated[float, PROBABILITY] = 0.1
+    init_scale: Annotated[float, POSITIVE] = 0.08  # uniform init in [-s, s]
+    accumulate: Annotated[int, AT_LEAST_1] = 1  # batches per update and process (gradient accumulation)
+    amp: Amp = "auto"  # bf16 autocast: auto (CUDA, or a CPU measured fast in bf16)
+    log_every: Annotated[int, AT_LEAST_1] = 100
+    validate_every: Annotated[int, NON_NEGATIVE] = 1000  # 0: no validation
+    validation_search: SearchKind = "greedy"
+    patience: Optional[Annotated[int, AT_LEAST_1]] = 10  # validations without improvement of best_metric: stop
+    best_metric: BestMetric = "bleu"  # what "best" means for best.safetensors, patience and plateau
+    plateau_patience: Annotated[int, AT_LEAST_1] = 2  # plateau: validations without improvement, then decay
+    keep_last: Annotated[int, AT_LEAST_1] = 3
     # checkpoint every N updates; None: every validate_every (with or without a dev set)
-    save_every: Optional[int] = None
-    max_nonfinite: int = 20  # non-finite losses in a row (each update skipped) before training stops
-    threads: Optional[int] = None  # torch intra-op threads; None keeps torch's default
-    device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N
+    save_every: Optional[Annotated[int, NON_NEGATIVE]] = None  # 0: at validations and the end only
+    # non-finite losses in a row (each update skipped) before training stops
+    max_nonfinite: Annotated[int, AT_LEAST_1] = 20
+    threads: Optional[Annotated[int, AT_LEAST_1]] = None  # torch intra-op threads; None keeps torch's default
+    device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N (DEVICE_PATTERN)
     progress: bool = True
     tensorboard: bool = False  # also write the log as TensorBoard events to OUT/tensorboard
 
 
 @dataclass
 class SearchConfig:
-    beam: int = 5
-    alpha: float = 0.6  # GNMT length penalty ((5+|Y|)/6)^alpha; 0 disables
-    normalize: str = "gnmt"  # gnmt | length | none
-    max_len_ratio: float = 1.5  # output at most ratio * source length + max_len_offset
-    max_len_offset: int = 10
-    batch_tokens: int = 4000
-    nbest: int = 1
+    beam: Annotated[int, AT_LEAST_1] = 5
+    alpha: Annotated[float, NON_NEGATIVE] = 0.6  # GNMT length penalty ((5+|Y|)/6)^alpha; 0 disables
+    normalize: Normalize = "gnmt"
+    max_len_ratio: Annotated[float, NON_NEGATIVE] = 1.5  # output at most ratio * source length + max_len_offset
+    max_len_offset: Annotated[int, NON_NEGATIVE] = 10
+    batch_tokens: Annotated[int, AT_LEAST_1] = 4000
+    nbest: Annotated[int, AT_LEAST_1] = 1
 
 
 @dataclass
@@ -160,55 +219,109 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp).replace("typing.", ""))
 
 
-def _coerce(value: Any, tp: Any, key: str) -> Any:
-    """Check ``value`` against the annotation ``tp``; ints are accepted for floats."""
+def _show(value: Any) -> str:
+    """``repr(value)``, shortened: an error message stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _choice(value: Any, choices: Sequence[str], key: str, noun: str = "config key") -> str:
+    if isinstance(value, str) and value in choices:
+        return value
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.5) if isinstance(value, str) else []
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise UserError(f"{noun} '{key}' must be one of {', '.join(choices)}, got {_show(value)}{hint}")
+
+
+def _coerce(value: Any, tp: Any, key: str, bounded: bool = False, noun: str = "config key") -> Any:
+    """Check ``value`` against the annotation ``tp``; ints are accepted for floats.
+    ``bounded``: a `Range` checks the value next, so the int64 check can wait for it."""
     origin = typing.get_origin(tp)
     if origin is typing.Union:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None:
             return None
-        return _coerce(value, args[0], key)
+        return _coerce(value, args[0], key, noun=noun)
+    if origin is Annotated:
+        base, *bounds = typing.get_args(tp)
+        value = _coerce(value, base, key, bounded=True, noun=noun)
+        for bound in bounds:
+            if isinstance(bound, Range) and not bound.holds(value):
+                raise UserError(f"{noun} '{key}' must be {bound.describe()}, got {_show(value)}")
+        return _coerce(value, base, key, noun=noun)  # the int64 check
+    if origin is Literal:
+        return _choice(value, typing.get_args(tp), key, noun)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
-            raise UserError(f"config key '{key}' must be a mapping, got {value!r}")
+            raise UserError(f"{noun} '{key}' must be a mapping, got {_show(value)}")
         return _build(tp, value, key + ".")
     if origin in (list, List):
         if not isinstance(value, (list, tuple)):
-            raise UserError(f"config key '{key}' must be a list, got {value!r}")
+            raise UserError(f"{noun} '{key}' must be a list, got {_show(value)}")
         (item,) = typing.get_args(tp)
-        return [_coerce(v, item, f"{key}[{i}]") for i, v in enumerate(value)]
+        return [_coerce(v, item, f"{key}[{i}]", noun=noun) for i, v in enumerate(value)]
     if origin in (dict, Dict):
         if not isinstance(value, dict):
-            raise UserError(f"config key '{key}' must be a mapping, got {value!r}")
+            raise UserError(f"{noun} '{key}' must be a mapping, got {_show(value)}")
         return dict(value)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            raise UserError(f"{noun} '{key}' is too large, got {_show(value)}") from None
     if tp is float and isinstance(value, str):
         # YAML 1.1 reads 5e-4 (no dot) as a string; accept what float() accepts.
         try:
-            return float(value)
+            value = float(value)
         except ValueError:
             pass
     if tp is bool and not isinstance(value, bool):
-        raise UserError(f"config key '{key}' must be true or false, got {value!r}")
+        raise UserError(f"{noun} '{key}' must be true or false, got {_show(value)}")
     if tp in (int, float) and isinstance(value, bool):
-        raise UserError(f"config key '{key}' must be a number, got {value!r}")
+        raise UserError(f"{noun} '{key}' must be a number, got {_show(value)}")
     if tp in (int, float, str) and not isinstance(value, tp):
-        raise UserError(f"config key '{key}' must be of type {_type_name(tp)}, got {value!r}")
+        raise UserError(f"{noun} '{key}' must be of type {_type_name(tp)}, got {_show(value)}")
+    if tp is float and not math.isfinite(value):
+        raise UserError(f"{noun} '{key}' must be a finite number, got {_show(value)}")
+    if tp is int and not bounded and not INT64.holds(value):
+        raise UserError(f"{noun} '{key}' is out of range, got {_show(value)}")
+    if tp is str and "\x00" in value:  # no path or name has one; the OS would refuse it later
+        raise UserError(f"{noun} '{key}' must not contain a NUL character, got {_show(value)}")
     return value
 
 
 def _build(cls: Any, values: Dict[str, Any], prefix: str = "") -> Any:
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     names = [f.name for f in dataclasses.fields(cls)]
     kwargs = {}
     for key, value in values.items():
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.5)
             hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; valid keys: {', '.join(names)}"
-            raise UserError(f"unknown config key '{prefix}{key}'{hint}")
+            raise UserError(f"unknown config key {_show(prefix + str(key))}{hint}")
         kwargs[key] = _coerce(value, hints[key], prefix + key)
     return cls(**kwargs)
+
+
+def check_value(section: type, name: str, value: Any, noun: str = "option") -> Any:
+    """``value`` checked (and converted) as the field ``name`` of the config class
+    ``section`` would be, for settings that do not come from a config file (the Python
+    API's keyword arguments): the error says ``{noun} '{name}' must be ...``."""
+    return _coerce(value, typing.get_type_hints(section, include_extras=True)[name], name, noun=noun)
+
+
+def _check_together(cfg: Config) -> None:
+    """Checks that involve two values, or a value and a pattern."""
+    tc = cfg.train
+    if len(tc.adam_betas) != 2:
+        raise UserError(f"config key 'train.adam_betas' must be a list of two numbers, got {_show(tc.adam_betas)}")
+    if tc.schedule == "rnmt_plus" and tc.decay_end <= tc.decay_start:
+        raise UserError(f"config key 'train.decay_end' ({tc.decay_end}) must be greater than train.decay_start "
+                        f"({tc.decay_start}) with train.schedule rnmt_plus")
+    if not DEVICE_PATTERN.fullmatch(tc.device):
+        close = difflib.get_close_matches(tc.device, ["auto", "cpu", "cuda"], n=1, cutoff=0.5)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise UserError(f"config key 'train.device' must be auto, cpu, cuda or cuda:N, got {_show(tc.device)}{hint}")
 
 
 def _set_path(tree: Dict[str, Any], dotted: str, value: Any) -> None:
@@ -217,7 +330,7 @@ def _set_path(tree: Dict[str, Any], dotted: str, value: Any) -> None:
     for part in parts[:-1]:
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            raise UserError(f"--set {dotted}: '{part}' is not a section")
+            raise UserError(f"--set {_show(dotted)}: {_show(part)} is not a section")
         node = child
     node[parts[-1]] = value
 
@@ -227,7 +340,7 @@ def parse_overrides(overrides: Sequence[str]) -> List[tuple]:
     pairs = []
     for item in overrides:
         if "=" not in item:
-            raise UserError(f"--set expects key.path=value, got '{item}'")
+            raise UserError(f"--set expects key.path=value, got {_show(item)}")
         key, raw = item.split("=", 1)
         try:
             value = yaml.safe_load(raw) if raw != "" else ""
@@ -243,12 +356,14 @@ def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source
         _set_path(tree, key, value)
     if not isinstance(tree, dict):
         raise UserError(f"{source}: the top level must be a mapping")
-    return _build(Config, tree)
+    cfg = _build(Config, tree)
+    _check_together(cfg)
+    return cfg
 
 
-def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
-    """Read a YAML config file (or a built-in config by name, see `rnmt.resources`),
-    apply ``--set`` overrides and validate everything."""
+def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
+    """(the file, its sections as read) of a YAML config file or a built-in config by name
+    (see `rnmt.resources`), before overrides and checks."""
     from rnmt.resources import resolve_config
 
     path = resolve_config(path)
@@ -256,12 +371,21 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
         tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:
         raise UserError(f"{path}: not valid UTF-8") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({(exc.strerror or str(exc)).lower()})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise UserError(f"{path}:{where} invalid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(tree, dict):
         raise UserError(f"{path}: the top level must be a mapping of sections")
+    return path, tree
+
+
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
+    """Read a YAML config file (or a built-in config by name, see `rnmt.resources`),
+    apply ``--set`` overrides and validate everything."""
+    path, tree = read_config_tree(path)
     try:
         return config_from_dict(tree, overrides, source=str(path))
     except UserError as exc:

@@ -83,7 +83,7 @@ def test_api_errors_are_user_errors(tiny_run):
         model.score(["a", "b"], ["a"])
     with pytest.raises(rnmt.UserError, match="unknown translate option"):
         model.translate(["a"], bem=3)
-    with pytest.raises(rnmt.UserError, match="beam must be at least 1"):
+    with pytest.raises(rnmt.UserError, match="'beam' must be at least 1"):
         model.translate(["a"], beam=0)
     with pytest.raises(rnmt.UserError, match="no such file|not found"):
         rnmt.load(tiny_run / "missing.safetensors")

@@ -195,3 +195,75 @@ def test_bench_reports_training_and_decoding_throughput(tiny_corpus, tmp_path, c
     report = json.loads(capsys.readouterr().out)["model"]
     assert report["train_tokens_per_s"] > 0 and report["decode_sentences"] == 3
     assert report["params"] > 0 and report["peak_rss_mb"] > 0
+
+
+# -- bad values: refused when the config loads, before anything is written -----------------
+
+def tiny_config_file(tiny_corpus, tmp_path, **train):
+    import yaml
+
+    from conftest import tiny_config_tree
+
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["train"].update(train)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    return path
+
+
+def assert_one_line(err, *needles):
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for needle in needles:
+        assert needle in lines[0], err
+
+
+@pytest.mark.parametrize("override, needles", [
+    ("train.max_steps=-3", ["train.max_steps", "-3"]),
+    ("train.lr=-0.01", ["train.lr", "-0.01"]),
+    ("train.schedule=bogus", ["train.schedule", "bogus", "warmup_decay"]),
+    ("search.normalize=bogus", ["search.normalize", "bogus"]),
+    ("train.validation_search=bogus", ["train.validation_search", "bogus"]),
+    ("model.readout=bogus", ["model.readout", "bogus", "maxout"]),
+    ("model.arch=luong", ["model.attention", "additive"]),  # the model's shapes, built on the meta device
+    ("model.cell=grru", ["model.cell", "did you mean 'gru'"]),
+])
+def test_a_bad_value_stops_train_before_anything_is_written(tiny_corpus, tmp_path, capsys, override, needles):
+    cfg, out = tiny_config_file(tiny_corpus, tmp_path), tmp_path / "run"
+    assert main(["train", str(cfg), "--out", str(out), "--set", override]) == 2
+    assert_one_line(capsys.readouterr().err, *needles)
+    assert not out.exists()  # no vocabulary trained, no directory made
+
+
+def test_a_bad_value_in_a_separate_process_is_one_line(tiny_corpus, tmp_path):
+    cfg = tiny_config_file(tiny_corpus, tmp_path)
+    cfg.write_text(cfg.read_text().replace("emb_size: 16", "emb_size: 16\n  readout: maxuot"))
+    assert_one_line_error(rnmt("train", cfg, "--out", tmp_path / "run"), "model.readout", "did you mean 'maxout'")
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n\n"])
+def test_an_empty_corpus_is_one_line_naming_the_file(tmp_path, capsys, text):
+    (tmp_path / "c.es").write_text(text)
+    (tmp_path / "c.en").write_text(text)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"data: {{train: {tmp_path / 'c'}, src: es, tgt: en, vocab: {{size: 30}}}}\n")
+    assert main(["train", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"error: {tmp_path / 'c.es'}: no text to train the vocabulary on (the file is empty or " \
+                      f"has only blank lines)", err
+    assert not any(line.startswith("error: ") for line in err[:-1])
+
+
+def test_an_empty_dev_set_is_one_line_before_anything_is_written(tiny_corpus, tmp_path, capsys):
+    for lang in ("es", "en"):
+        (tmp_path / f"dev.{lang}").write_text("\n")
+    cfg, out = tiny_config_file(tiny_corpus, tmp_path), tmp_path / "run"
+    assert main(["train", str(cfg), "--out", str(out), "--set", f"data.dev={tmp_path / 'dev'}"]) == 2
+    assert_one_line(capsys.readouterr().err, f"data.dev: {tmp_path / 'dev.es'} has no text")
+    assert not out.exists()
+
+
+def test_a_huge_unit_depth_is_refused_not_built(capsys):
+    args = ["params", "quickstart", "--set", "model.cell=transition", "--set", "model.cell_options={depth: 100000}"]
+    assert main(args) == 2  # before, building 100,000 T-GRUs (even on the meta device) took hours
+    assert_one_line(capsys.readouterr().err, "option 'depth' must be an integer in [0, 128]")

@@ -99,8 +99,15 @@ def test_bad_vocab_files_are_user_errors(tmp_path):
 
 def test_too_large_vocab_size_is_a_user_error(tmp_path):
     src, tgt = corpus(tmp_path, n=20)
-    with pytest.raises(UserError, match=r"joint vocabulary: .*(?i:vocabulary size).*\d"):
+    with pytest.raises(UserError, match=r"joint vocabulary of .*train\.es, .*train\.en: .*(?i:vocabulary size).*\d"):
         train_vocabs(src, tgt, tmp_path / "v", src_size=5000)
+
+
+def test_a_file_without_text_is_named(tmp_path):
+    src, tgt = corpus(tmp_path, n=20)
+    tgt.write_text("\n \n")
+    with pytest.raises(UserError, match=r"train\.en: no text to train the vocabulary on"):
+        train_vocabs(src, tgt, tmp_path / "v", src_size=40, joint=False)
 
 
 def test_invalid_utf8_in_training_data_names_the_line(tmp_path):

@@ -74,3 +74,13 @@ def test_best_metric_loss_keeps_the_checkpoint_of_the_lowest_dev_loss(tmp_path, 
 
     assert json.loads(json.dumps(read_checked(tmp_path / "run" / "best.safetensors")[0].meta))["step"] == 4
 
+
+
+def test_the_config_accepts_exactly_the_registered_optimizers():
+    import typing
+
+    from rnmt.config import Optimizer
+
+    assert set(typing.get_args(Optimizer)) == set(optimizer_names())
+    with pytest.raises(UserError, match="did you mean 'adadelta'"):
+        config_from_dict({"train": {"optimizer": "adadelt"}})

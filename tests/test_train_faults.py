@@ -203,16 +203,16 @@ def test_written_files_follow_the_umask(tmp_path, mask):
 
 
 class FullDisk:
-    """A file that takes ``room`` bytes, then fails as a full disk does."""
+    """A file that takes ``room`` bytes, then fails as a full disk does (or with ``code``)."""
 
-    def __init__(self, path, room):
-        self.fh, self.room = open(path, "wb"), room
+    def __init__(self, path, room, code=errno.ENOSPC):
+        self.fh, self.room, self.code = open(path, "wb"), room, code
 
     def write(self, data):
         data = bytes(data)
         if len(data) > self.room:
             self.fh.write(data[:self.room])
-            raise OSError(errno.ENOSPC, "No space left on device")
+            raise OSError(self.code, os.strerror(self.code))
         self.room -= len(data)
         return self.fh.write(data)
 
@@ -248,6 +248,68 @@ def test_enospc_during_a_save_is_one_line_and_loses_nothing(tmp_path, tiny_corpu
     assert load_train_state(out / "train_state.pt")["step"] == 4
 
 
+@pytest.mark.parametrize("code, needle", [(errno.EFBIG, "file too large"), (errno.EROFS, "read-only file system"),
+                                           (errno.EACCES, "permission denied"), (errno.EIO, "input/output error")])
+def test_every_refused_write_is_one_line_naming_the_file(tmp_path, tiny_corpus, monkeypatch, capsys, code, needle):
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2, save_every=1)))
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out)]) == 0
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    monkeypatch.setattr(checkpoint, "_open_for_write", lambda path: FullDisk(path, 5000, code))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and needle in err[-1] and str(out / "ckpt-3.safetensors") in err[-1]
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    for name in ("ckpt-2.safetensors", "best.safetensors", "train_state.pt", "spm.model"):
+        assert (out / name).read_bytes() == files[name], name  # the last good checkpoint is untouched
+
+
+def test_a_file_size_limit_is_one_line_and_loses_nothing(tmp_path, tiny_corpus, capsys):
+    """A real EFBIG: the process's file size limit (ulimit -f) below a checkpoint's size."""
+    import resource
+
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2, save_every=1)))
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out)]) == 0
+    files = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    limit = len(files["best.safetensors"]) // 2  # over the config and the log, under a checkpoint
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    capsys.readouterr()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        code = main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=4"])
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith("error: ") and "file too large" in err[-1], err
+    assert "ckpt-3.safetensors" in err[-1] and "ulimit -f" in err[-1]
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    for name in ("ckpt-2.safetensors", "best.safetensors", "train_state.pt"):
+        assert (out / name).read_bytes() == files[name], name
+
+
+def test_an_unwritable_output_or_cache_directory_is_one_line(tmp_path, tiny_corpus, capsys):
+    import yaml
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2)))
+    assert main(["train", str(config), "--out", str(blocker / "run")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {blocker / 'run'}: cannot create the output directory (a part of"), err
+    assert main(["train", str(config), "--out", str(tmp_path / "run"), "--set", f"data.cache_dir={blocker}/cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {blocker}") and "corpus cache" in err[-1] and "data.cache_dir" in err[-1], err
+
+
 # -- damaged and hostile checkpoints -----------------------------------------------------
 
 def test_truncated_checkpoint_is_a_one_line_error(tmp_path, tiny_run):
@@ -270,11 +332,15 @@ def test_metadata_asking_for_a_huge_model_is_rejected_before_building(tmp_path, 
         meta = fh.metadata()
         tensors = {k: fh.get_tensor(k) for k in fh.keys()}
     config = json.loads(meta["config"])
-    config["model"]["hidden_size"] = 10 ** 7  # a trillion-parameter model if it were built
+    config["model"]["hidden_size"] = 10 ** 6  # a trillion-parameter model if it were built
     config["model"]["emb_size"] = 10 ** 6
     save_file(tensors, str(tmp_path / "huge.safetensors"), metadata={**meta, "config": json.dumps(config)})
     with pytest.raises(UserError, match="do not match the model"):
         load_model(tmp_path / "huge.safetensors")
+    config["model"]["hidden_size"] = 10 ** 9  # beyond what a config may ask for at all
+    save_file(tensors, str(tmp_path / "huger.safetensors"), metadata={**meta, "config": json.dumps(config)})
+    with pytest.raises(UserError, match=r"huger.safetensors: config key 'model.hidden_size' must be in \[1, 1048576\]"):
+        load_model(tmp_path / "huger.safetensors")
 
 
 # -- resume safety -----------------------------------------------------------------------
@@ -283,12 +349,68 @@ def test_a_rejected_resume_set_leaves_config_yaml_alone(tmp_path, tiny_corpus):
     tree = no_dev_tree(tiny_corpus, 2)
     Trainer(config_from_dict(tree), tmp_path, **quiet).run()
     before = (tmp_path / "config.yaml").read_bytes()
-    for change in ("train.lr=0.01", "model.dropout=0.3", "model.hidden_size=32"):
+    for change in ("train.label_smoothing=0.2", "model.dropout=0.3", "model.hidden_size=32"):
         with pytest.raises(UserError, match=change.split("=")[0].replace(".", r"\.") + " changed"):
             Trainer(config_from_dict(tree, [change]), tmp_path, resume=True, **quiet)
         assert (tmp_path / "config.yaml").read_bytes() == before
     Trainer(config_from_dict(tree, ["train.max_steps=3"]), tmp_path, resume=True, **quiet).run()
     assert "max_steps: 3" in (tmp_path / "config.yaml").read_text()
+
+
+def start_from_file(tmp_path, tiny_corpus, *overrides):
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 2)))
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out), *overrides]) == 0
+    return config, out
+
+
+def test_resume_refuses_an_edit_to_the_file_that_would_change_the_run(tmp_path, tiny_corpus, capsys):
+    config, out = start_from_file(tmp_path, tiny_corpus)
+    before = {name: (out / name).read_bytes() for name in ("config.yaml", "train_state.pt", "best.safetensors")}
+    config.write_text(config.read_text().replace("hidden_size: 24", "hidden_size: 64"))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot resume with model.hidden_size changed"), err
+    assert str(config) in err[0] and "24" in err[0] and "64" in err[0]
+    for name, data in before.items():
+        assert (out / name).read_bytes() == data, name
+
+
+def test_resume_applies_and_logs_an_edit_that_may_change(tmp_path, tiny_corpus, capsys):
+    config, out = start_from_file(tmp_path, tiny_corpus)
+    config.write_text(config.read_text().replace("max_steps: 2", "max_steps: 4").replace("lr: 0.003", "lr: 0.001"))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "config changed on resume" in err and "train.max_steps: 2 -> 4" in err and "train.lr: 0.003 -> 0.001" in err
+    assert load_train_state(out / "train_state.pt")["step"] == 4
+    saved = (out / "config.yaml").read_text()
+    assert "max_steps: 4" in saved and "lr: 0.001" in saved
+    records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["lr"] for r in records if r.get("step") == 4] == [pytest.approx(0.001)]  # the new peak, after warm-up
+
+
+def test_resume_without_repeating_the_runs_set_values(tmp_path, tiny_corpus, capsys):
+    """The --set values a run started with stay; only edits to the file are changes."""
+    config, out = start_from_file(tmp_path, tiny_corpus, "--set", "model.hidden_size=32", "--set", "train.lr=0.002")
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=3"]) == 0
+    saved = (out / "config.yaml").read_text()
+    assert "hidden_size: 32" in saved and "lr: 0.002" in saved and "max_steps: 3" in saved
+
+
+def test_resume_of_a_run_without_a_source_record_keeps_its_config(tmp_path, tiny_corpus, capsys):
+    config, out = start_from_file(tmp_path, tiny_corpus)
+    (out / "config.source.yaml").unlink()  # as a run saved before the file was compared
+    config.write_text(config.read_text().replace("hidden_size: 24", "hidden_size: 64"))
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=3"]) == 0
+    assert "is not compared" in capsys.readouterr().err
+    assert "hidden_size: 24" in (out / "config.yaml").read_text()
+    assert "hidden_size: 64" in (out / "config.source.yaml").read_text()  # compared from the next resume on
 
 
 def test_a_corpus_changed_between_runs_is_reported_on_resume(tmp_path):

@@ -32,6 +32,7 @@ from rnmt.cells import ln_gates
 from rnmt.cells.base import Cell, GateNorm, interpolate
 from rnmt.cells.lau import _ThreeGateLinearCell
 from rnmt.cells.registry import build, register, registered_names
+from rnmt.config import DEPTH
 from rnmt.errors import UserError
 
 
@@ -130,8 +131,9 @@ class DeepTransition(Cell):
         valid = [n for n in registered_names() if n not in _NOT_BOTTOM]
         if bottom not in valid:
             raise UserError(f"cell 'transition': option 'bottom' must be one of {', '.join(valid)}, got {bottom!r}")
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
-            raise UserError(f"cell 'transition': option 'depth' must be a non-negative integer, got {depth!r}")
+        if not isinstance(depth, int) or isinstance(depth, bool) or not DEPTH.holds(depth):
+            raise UserError(f"cell 'transition': option 'depth' must be an integer {DEPTH.describe()} (the bound of "
+                            f"the config's depths), got {depth!r}")
         self.bottom = build(bottom, input_size, hidden_size, layer_norm=layer_norm, dropout=dropout)
         self.transitions = nn.ModuleList(
             TGRU(hidden_size, hidden_size, layer_norm=layer_norm, dropout=dropout) for _ in range(depth)

@@ -11,11 +11,9 @@ from __future__ import annotations
 import argparse
 import json
 
-import torch
-
 from rnmt.config import Config, load_config
 from rnmt.errors import UserError
-from rnmt.models import build_model, count_parameters
+from rnmt.models import build_skeleton, count_parameters
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,8 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
     cfg.model.src_vocab_size, cfg.model.tgt_vocab_size = vocab_sizes(cfg)
-    with torch.device("meta"):  # shapes only: no memory, no initialisation
-        model = build_model(cfg.model)
+    model = build_skeleton(cfg.model)  # shapes only: no memory, no initialisation
     counts = count_parameters(model)
     if args.json:
         print(json.dumps({"arch": cfg.model.arch, "cell": cfg.model.cell, **counts}))

@@ -13,6 +13,7 @@ import sys
 import torch
 
 from rnmt.errors import UserError
+from rnmt.search.limits import MAX_OUTPUT_TOKENS
 from rnmt.serve.settings import ServeSettings
 
 
@@ -40,8 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="seconds a request may take; then 504 and its search stops (default: 120)")
     lim.add_argument("--max-request-tokens", type=int, default=1000,
                      help="source subwords per request, end marks included; over: 413 (default: 1000)")
-    lim.add_argument("--max-output-tokens", type=int, default=256,
-                     help="longest output in subwords, whatever the source (default: 256)")
+    lim.add_argument("--max-output-tokens", type=int, default=MAX_OUTPUT_TOKENS,
+                     help=f"longest output in subwords, whatever the source (default: {MAX_OUTPUT_TOKENS}, "
+                          f"as rnmt translate)")
     lim.add_argument("--max-queue", type=int, default=64,
                      help="requests waiting for the model; over: 503 with Retry-After (default: 64)")
     lim.add_argument("--max-connections", type=int, default=256,

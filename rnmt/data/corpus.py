@@ -24,7 +24,7 @@ import numpy as np
 
 from rnmt.data.reading import PathLike, is_blank, iter_parallel
 from rnmt.data.vocab import EOS_ID, Vocab
-from rnmt.errors import UserError
+from rnmt.errors import UserError, write_failure
 
 CACHE_FORMAT = 1
 _ENCODE_CHUNK = 4096  # lines handed to sentencepiece per call
@@ -294,9 +294,10 @@ def encode_corpus(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_
     entry = root / key
     if (entry / "meta.json").is_file():
         return _load_entry(entry, from_cache=True)
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
+    tmp = None
     try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=root))
         meta: Dict[str, Any] = dict(_encode_into(tmp, src_path, tgt_path, src_vocab, tgt_vocab, max_len))
         meta.update(format=CACHE_FORMAT, key=key, max_len=max_len or 0,
                     src_file=Path(src_path).name, tgt_file=Path(tgt_path).name)
@@ -307,6 +308,13 @@ def encode_corpus(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_
             # Another process finished the same entry first; its arrays are identical.
             if not (entry / "meta.json").is_file():
                 raise
+    except OSError as exc:
+        # A write refused (full disk, read-only cache_dir, ...): name the file when the
+        # system did, else the cache directory (a failed write() names no file).
+        what, advice = write_failure(exc)
+        raise UserError(f"{exc.filename or root}: {what} while writing the corpus cache: {advice} "
+                        f"(data.cache_dir chooses where it goes)") from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
     return _load_entry(entry, from_cache=False)

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 import sentencepiece as spm
 
 from rnmt.data.reading import PathLike, is_blank, iter_lines
-from rnmt.errors import UserError
+from rnmt.errors import UserError, write_failure
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
@@ -67,8 +67,22 @@ class Vocab:
         return self._bytes
 
     def save(self, path: PathLike) -> None:
-        """Write the model to `path` (a regular ``.model`` file sentencepiece can load)."""
-        Path(path).write_bytes(self._bytes)
+        """Write the model to `path` (a regular ``.model`` file sentencepiece can load).
+
+        Written under a temporary name and renamed: a failed write (a full disk) leaves no
+        torn model for a later run to pick up."""
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.tmp")
+        try:
+            tmp.write_bytes(self._bytes)
+            os.replace(tmp, target)
+        except OSError as exc:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass
+            what, advice = write_failure(exc)
+            raise UserError(f"{target}: {what} while writing the vocabulary: {advice}") from None
         self.path = str(path)
 
     @property
@@ -149,6 +163,15 @@ def _as_paths(files: Union[PathLike, Sequence[PathLike]]) -> List[PathLike]:
     if isinstance(files, (str, os.PathLike)):
         return [files]
     return list(files)
+
+
+def _require_text(files: Sequence[PathLike]) -> None:
+    """A file without a non-blank line is an error naming it: sentencepiece would fail on
+    it with an internal assertion that names no file."""
+    for path in files:
+        if all(is_blank(line) for line in iter_lines(path)):  # stops at the first line with text
+            raise UserError(f"{path}: no text to train the vocabulary on (the file is empty or has only "
+                            f"blank lines)")
 
 
 def _nonblank_lines(files: Sequence[PathLike]) -> Iterator[str]:
@@ -256,18 +279,22 @@ def train_vocabs(
     ``spm.tgt.model`` (`tgt_size`). Blank lines are ignored.
     """
     src_paths, tgt_paths = _as_paths(src_files), _as_paths(tgt_files)
+    _require_text(src_paths + tgt_paths)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     def train(lines: Iterable[str], size: int, name: str) -> Vocab:
         return train_spm(lines, size, model_type=model_type, character_coverage=character_coverage, seed=seed,
                          max_sentences=max_sentences, byte_fallback=byte_fallback, name=name)
 
+    def named(kind: str, files: Sequence[PathLike]) -> str:  # sentencepiece's errors name no file
+        return f"{kind} vocabulary of {', '.join(str(f) for f in files)}"
+
     if joint:
-        vocab = train(_nonblank_lines(src_paths + tgt_paths), src_size, "joint vocabulary")
+        vocab = train(_nonblank_lines(src_paths + tgt_paths), src_size, named("joint", src_paths + tgt_paths))
         vocab.save(out / "spm.model")
         return vocab, vocab
-    src_vocab = train(_nonblank_lines(src_paths), src_size, "source vocabulary")
-    tgt_vocab = train(_nonblank_lines(tgt_paths), tgt_size, "target vocabulary")
+    src_vocab = train(_nonblank_lines(src_paths), src_size, named("source", src_paths))
+    tgt_vocab = train(_nonblank_lines(tgt_paths), tgt_size, named("target", tgt_paths))
     src_vocab.save(out / "spm.src.model")
     tgt_vocab.save(out / "spm.tgt.model")
     return src_vocab, tgt_vocab

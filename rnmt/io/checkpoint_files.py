@@ -53,8 +53,8 @@ def read_model_file(path: Path) -> ModelFile:
             tensors = {k: fh.get_tensor(k) for k in fh.keys()}
         config = config_from_dict(json.loads(metadata["config"]), source=str(path))
         meta = json.loads(metadata.get("meta", "{}"))
-    except UserError:
-        raise
+    except UserError as exc:
+        raise UserError(exc if str(exc).startswith(f"{path}:") else f"{path}: {exc}") from None
     except Exception as exc:  # safetensors raises several types for damaged files
         raise UserError(f"{path}: corrupt or truncated checkpoint ({str(exc).splitlines()[0][:120]})") from None
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}

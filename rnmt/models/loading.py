@@ -13,7 +13,7 @@ from rnmt.data.vocab import Vocab
 from rnmt.errors import UserError
 from rnmt.io.checkpoint_files import ModelFile, load_state_into, read_model_file
 from rnmt.models.base import TranslationModel
-from rnmt.models.registry import build_model
+from rnmt.models.registry import build_model, build_skeleton
 
 
 @dataclass
@@ -47,8 +47,7 @@ def check_shapes(mf: ModelFile, src_size: int, tgt_size: int) -> None:
     device (shapes only, no memory), so a config asking for a huge model is rejected before
     anything is allocated for it."""
     try:
-        with torch.device("meta"):
-            skeleton = build_model(mf.config.model, src_size, tgt_size)
+        skeleton = build_skeleton(mf.config.model, src_size, tgt_size)
     except UserError as exc:
         raise UserError(f"{mf.path}: {exc}") from None
     load_state_into(skeleton, mf.state, mf.path, assign=False)

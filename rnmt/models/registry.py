@@ -11,6 +11,9 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Sequence
 
+import torch
+
+from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel
@@ -73,6 +76,13 @@ def architecture(name: str) -> Architecture:
 def check_model_config(cfg: ModelConfig) -> Any:
     """Validate ``cfg`` against its architecture; returns the typed options."""
     arch = architecture(cfg.arch)
+    units = cells.registered_names()
+    for key in ("cell", "enc_cell", "dec_cell"):
+        name = getattr(cfg, key)
+        if name is not None and name not in units:
+            close = difflib.get_close_matches(name, units, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(units)}"
+            raise UserError(f"unknown model.{key} '{name}'{hint}")
     check_unused_keys(cfg.arch, cfg, arch.reads)
     return parse_options(cfg.arch, arch.options, cfg.options)
 
@@ -96,3 +106,20 @@ def build_model(cfg: ModelConfig, src_vocab_size: int | None = None, tgt_vocab_s
         raise UserError("model.src_vocab_size and model.tgt_vocab_size are needed to build a model without data")
     options = check_model_config(cfg)
     return _BUILDERS[cfg.arch].builder(cfg, int(src_v), int(tgt_v), options)
+
+
+def build_skeleton(cfg: ModelConfig, src_vocab_size: int | None = None,
+                   tgt_vocab_size: int | None = None) -> TranslationModel:
+    """`build_model` on PyTorch's meta device: shapes only, no memory, no initialisation.
+
+    Checks a config without training or loading anything. A module's own argument check
+    (it knows no config keys) becomes a one-line `UserError` too.
+    """
+    try:
+        with torch.device("meta"):
+            return build_model(cfg, src_vocab_size, tgt_vocab_size)
+    except UserError:
+        raise
+    except (ValueError, TypeError, RuntimeError, AssertionError) as exc:  # torch asserts some arguments
+        message = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise UserError(f"the model section of the config does not build: {message[:200]}") from None

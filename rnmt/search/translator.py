@@ -2,6 +2,8 @@
 
 Empty or whitespace-only input lines are never sent to the model; they come back as
 empty translations so that line i of the output always belongs to line i of the input.
+A line longer than ``max_input`` subwords is translated in pieces joined into one
+translation (`rnmt.search.limits`).
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, List, Optional, Sequence
 
+import numpy as np
 import torch
 
 from rnmt.config import SearchConfig
 from rnmt.data import Vocab, make_translation_batches, restore_order
 from rnmt.models.base import TranslationModel
 from rnmt.search.beam import Hypothesis, beam_search, greedy_search
+from rnmt.search.limits import ends_sentence, output_limits, split_source
 
 
 @dataclass
@@ -35,30 +39,42 @@ class Translator:
         self.tgt_vocab = tgt_vocab
         self.search = search or SearchConfig()
         self.device = torch.device(device)
+        self._word_starts: Optional[np.ndarray] = None
+        self._sentence_ends: Optional[np.ndarray] = None
 
     def translate(self, lines: Sequence[str], greedy: bool = False, return_attention: bool = False,
                   max_output: Optional[int] = None, should_stop: Optional[Callable[[], bool]] = None,
+                  max_input: Optional[int] = None, on_split: Optional[Callable[[int, int, int], None]] = None,
                   **overrides) -> List[List[Translation]]:
         """N-best translations of every line (one empty translation for a blank line).
 
         ``overrides`` replace fields of the search config (beam, alpha, nbest, ...).
-        ``max_output`` caps every output length (EOS included) whatever the source length;
-        ``should_stop`` is passed to the search (it raises `SearchStopped` when it fires).
+        ``max_output`` caps every output length (EOS included) whatever the source length
+        (`rnmt.search.limits.output_limits`); ``should_stop`` is passed to the search (it
+        raises `SearchStopped` when it fires). A line of more than ``max_input`` subwords
+        (EOS included) is translated in pieces; ``on_split(index, subwords, pieces)`` is
+        called for it first. Its k-th hypothesis joins the pieces' k-th ones (or their
+        last) with a space, its score is their mean, and it has no attention matrix.
         """
         opts = replace(self.search, **{k: v for k, v in overrides.items() if v is not None})
         was_training = self.model.training
         self.model.eval()
         results: List[List[Translation]] = [[Translation("", 0.0, [], [], [])] for _ in lines]
         todo = [i for i, line in enumerate(lines) if line.strip()]
-        ids = [self.src_vocab.encode(lines[i]) for i in todo]
+        segments: List[List[int]] = []  # what the model translates: whole lines and pieces
+        owners: List[int] = []  # the position in todo of each segment's line
+        for k, i in enumerate(todo):
+            ids = self.src_vocab.encode(lines[i])
+            pieces = [ids] if max_input is None or len(ids) + 1 <= max_input else self._split(ids, max_input - 1)
+            if len(pieces) > 1 and on_split is not None:
+                on_split(i, len(ids) + 1, len(pieces))
+            segments.extend(pieces)
+            owners.extend([k] * len(pieces))
         try:
             batch_indices, batch_results = [], []
-            for idx, src, mask in make_translation_batches(ids, opts.batch_tokens):
+            for idx, src, mask in make_translation_batches(segments, opts.batch_tokens):
                 src, mask = src.to(self.device), mask.to(self.device)
-                src_len = mask.sum(1)
-                max_len = (src_len.float() * opts.max_len_ratio).long() + opts.max_len_offset
-                if max_output is not None:
-                    max_len = max_len.clamp(max=max(1, max_output))
+                max_len = output_limits(mask.sum(1), opts.max_len_ratio, opts.max_len_offset, max_output)
                 if greedy or opts.beam <= 1 and opts.nbest <= 1:
                     nbest = [[h] for h in greedy_search(self.model, src, mask, max_len, return_attention,
                                                         should_stop=should_stop)]
@@ -67,12 +83,24 @@ class Translator:
                                         alpha=opts.alpha, normalize=opts.normalize, nbest=opts.nbest,
                                         return_attention=return_attention, should_stop=should_stop)
                 batch_indices.append(idx)
-                batch_results.append([[self._finish(h, ids[i]) for h in hyps] for i, hyps in zip(idx, nbest)])
-            for pos, translations in zip(todo, restore_order(batch_indices, batch_results) if todo else []):
-                results[pos] = translations
+                batch_results.append([[self._finish(h, segments[i]) for h in hyps] for i, hyps in zip(idx, nbest)])
+            per_segment = restore_order(batch_indices, batch_results) if segments else []
         finally:
             self.model.train(was_training)
+        grouped: List[List[List[Translation]]] = [[] for _ in todo]
+        for k, translations in zip(owners, per_segment):
+            grouped[k].append(translations)
+        for i, parts in zip(todo, grouped):
+            results[i] = parts[0] if len(parts) == 1 else _join(parts)
         return results
+
+    def _split(self, ids: List[int], size: int) -> List[List[int]]:
+        if self._word_starts is None or self._sentence_ends is None:  # per piece, once, on the first long line
+            pieces = self.src_vocab.pieces
+            self._word_starts = np.array([p.startswith("\u2581") for p in pieces])
+            self._sentence_ends = np.array([ends_sentence(p) for p in pieces])
+        starts, ends = self._word_starts, self._sentence_ends
+        return split_source(ids, max(size, 1), lambda t: bool(starts[t]), lambda t: bool(ends[t]))
 
     def translate_best(self, lines: Sequence[str], **kwargs) -> List[str]:
         return [nbest[0].text for nbest in self.translate(lines, **kwargs)]
@@ -89,3 +117,18 @@ class Translator:
             tgt_pieces=[self.tgt_vocab.id_to_piece(i) for i in hyp.tokens],
             attention=attention,
         )
+
+
+def _join(parts: List[List[Translation]]) -> List[Translation]:
+    """One n-best list from the n-best lists of a line's pieces, in order."""
+    joined = []
+    for k in range(max(len(p) for p in parts)):
+        chosen = [p[min(k, len(p) - 1)] for p in parts]
+        joined.append(Translation(
+            text=" ".join(t.text for t in chosen if t.text),
+            score=sum(t.score for t in chosen) / len(chosen),
+            tokens=[tok for t in chosen for tok in t.tokens],
+            src_pieces=[p for t in chosen for p in t.src_pieces],
+            tgt_pieces=[p for t in chosen for p in t.tgt_pieces],
+        ))
+    return joined

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import List, Optional
 
 from rnmt.errors import UserError
+from rnmt.search.limits import MAX_OUTPUT_TOKENS
 
 
 @dataclass
@@ -21,7 +22,7 @@ class ServeSettings:
     request_timeout: float = 120.0  # seconds a request may wait for its translation
     threads: Optional[int] = None  # torch intra-op threads for the model worker
     max_request_tokens: int = 1000  # source subwords (EOS included) of one request; over: 413
-    max_output_tokens: int = 256  # absolute cap on every output's length, whatever the source
+    max_output_tokens: int = MAX_OUTPUT_TOKENS  # every output's length cap (rnmt.search.limits, shared)
     max_queue: int = 64  # requests waiting for the model; over: 503 with Retry-After
     max_connections: int = 256  # requests in progress once fully received (queued or translating)
     read_timeout: float = 10.0  # seconds a request may take to arrive, headers and body; then 408

@@ -18,7 +18,7 @@ without allocating), so a file whose metadata asks for a huge model is rejected,
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import io
 import json
 import os
@@ -30,7 +30,7 @@ import torch
 from safetensors.torch import save as safetensors_bytes
 
 from rnmt.config import Config
-from rnmt.errors import UserError
+from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import FORMAT, FORMAT_VERSION
 
 
@@ -61,23 +61,21 @@ def _open_for_write(path: str):
     return open(path, "wb")
 
 
-def is_no_space(exc: BaseException) -> bool:
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
 def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     """Call ``write(fh)`` on a temporary file, fsync it, move it over ``path`` and fsync the
     directory, so ``path`` is always either the old or the complete new file.
 
     The file gets the mode a plain ``open`` would (0666 less the umask), not mkstemp's 0600,
-    so a server running as another user of the group can read it. A full disk is a one-line
+    so a server running as another user of the group can read it. A write the system refuses
+    (a full disk, a file size limit, a read-only or foreign directory) is a one-line
     `UserError` naming the file; the previous version of ``path`` is untouched.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
         os.chmod(tmp, 0o666 & ~_umask())
         with _open_for_write(tmp) as fh:
             write(fh)
@@ -86,11 +84,13 @@ def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
         os.replace(tmp, path)
         fsync_dir(path.parent)
     except BaseException as exc:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if is_no_space(exc):
-            raise UserError(f"{path}: no space left on device while writing it; the previous "
-                            f"version of the file (if any) is intact: free some space and resume") from None
+        if tmp is not None:
+            with contextlib.suppress(OSError):  # a read-only file system refuses this too
+                os.unlink(tmp)
+        if isinstance(exc, OSError):
+            what, advice = write_failure(exc)
+            raise UserError(f"{path}: {what} while writing it; the previous version of the file "
+                            f"(if any) is intact: {advice}") from None
         raise
 
 

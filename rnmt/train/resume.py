@@ -2,16 +2,27 @@
 
 A resumed run continues the saved one exactly only if everything that shapes the
 updates is unchanged. The keys below change when training stops, what it logs, where it
-validates or how it searches, never the updates themselves; any other difference between
-the run's ``config.yaml`` and the resumed config is rejected before anything is written.
+validates or how it searches, or the learning rate of the rest of the run, never the
+updates already made; any other difference between the run's ``config.yaml`` and the
+resumed config is rejected before anything is written.
+
+The resumed config is the run's ``config.yaml`` with the edits made to the config file
+since the run last read it, then ``--set``. The file as last read is kept in
+``config.source.yaml`` (defaults filled in, before ``--set``), so an edited file is told
+apart from the ``--set`` values the run was started with, which need not be repeated.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Tuple
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from rnmt.config import Config
+import yaml
+
+from rnmt.config import Config, config_from_dict, load_config
 from rnmt.errors import UserError
+
+SOURCE_FILE = "config.source.yaml"  # the config file as the run last read it, before --set
 
 # Dotted keys (or section prefixes ending in '.') that --resume --set may change.
 MAY_CHANGE = (
@@ -19,6 +30,7 @@ MAY_CHANGE = (
     "train.validate_every", "train.save_every", "train.validation_search", "train.patience",
     "train.keep_last", "train.threads", "train.device", "train.progress", "train.max_nonfinite",
     "train.accumulate",  # with another number of processes, K keeps the batches per update
+    "train.lr",  # the peak of the schedule from the next update on (a diverging run, a lower rate)
     "data.train",  # the path only: the corpus' content is checked by its cache key
     "data.dev", "data.test", "data.dev_max_sentences", "data.cache_dir",
     "search.",
@@ -52,6 +64,49 @@ def check_resume_config(saved: Config, new: Config, source: str) -> List[str]:
                             f"change the updates of the run; start a new run with --out, or see "
                             f"docs/reliability.md for the keys that may change on resume")
     return [f"{key}: {old!r} -> {cur!r}" for key, old, cur in changes]
+
+
+def _set_path(tree: Dict[str, Any], dotted: str, value: Any) -> None:
+    *sections, key = dotted.split(".")
+    for name in sections:
+        tree = tree.setdefault(name, {})
+    tree[key] = value
+
+
+def resumed_config(run_dir: Path, given: Dict[str, Any], overrides: Sequence[str],
+                   given_name: str) -> Tuple[Config, Optional[str]]:
+    """The config a resumed run trains with, and a note for the log (or None).
+
+    ``given`` is the config file's sections as read now (or the dict given to
+    `rnmt.train`). Its differences from ``config.source.yaml`` are edits: one to a key that
+    may not change is a `UserError` naming the key and both values; the others are
+    applied to the run's ``config.yaml``, then the ``overrides``. A run saved before
+    ``config.source.yaml`` existed keeps its ``config.yaml`` (the file is compared from the
+    next resume on).
+    """
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
+    if not (run_dir / SOURCE_FILE).is_file():
+        return (config_from_dict(saved, overrides, source=str(run_dir / "config.yaml")),
+                f"{run_dir / SOURCE_FILE} not found (the run predates it): {given_name} is not compared "
+                f"with the file the run started from; {run_dir / 'config.yaml'} and --set apply")
+    then = load_config(run_dir / SOURCE_FILE)
+    try:
+        now = config_from_dict(given, source=given_name)
+    except UserError as exc:
+        raise UserError(f"{given_name}: {exc}") from None
+    run = dict(_flatten(config_from_dict(saved, source=str(run_dir / "config.yaml")).to_dict()))
+    for key, _, cur in changed_keys(then, now):
+        if not may_change(key) and cur != run.get(key):
+            raise UserError(f"cannot resume with {key} changed in {given_name} ({run.get(key)!r} in the run, "
+                            f"now {cur!r}): it would change the updates of the run; undo the edit, or start "
+                            f"a new run with --out (docs/reliability.md lists the keys that may change)")
+        _set_path(saved, key, cur)
+    return config_from_dict(saved, overrides, source=given_name), None
+
+
+def source_record(given: Dict[str, Any]) -> str:
+    """What `resumed_config` compares a later file with: the given sections, defaults filled in."""
+    return config_from_dict(given).dump()
 
 
 def check_corpus(saved_key: Any, current_key: Any, train_files: str, allow: bool) -> bool:

@@ -3,6 +3,8 @@
 Output directory layout:
 
     OUT/config.yaml          the resolved config
+    OUT/config.source.yaml   the config file as `rnmt.train` last read it, before --set (what
+                             --resume compares an edited file with: rnmt.train.resume)
     OUT/spm*.model           the sentencepiece model(s)
     OUT/ckpt-<step>.safetensors   the last ``train.keep_last`` checkpoints
     OUT/best.safetensors     the checkpoint with the best dev BLEU, or the newest one when
@@ -46,31 +48,22 @@ from rnmt import precision
 from rnmt.config import Config, load_config
 from rnmt.data import TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel, train_vocabs
 from rnmt.device import pick_device, rank_device
-from rnmt.errors import UserError
+from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.models.loading import read_checked
 from rnmt.search.translator import Translator
-from rnmt.train.checkpoint import atomic_write_text, is_no_space, load_train_state, save_model, save_train_state
+from rnmt.train.checkpoint import atomic_write_text, load_train_state, save_model, save_train_state
 from rnmt.train.distributed import DistContext, init_distributed
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.optimizers import build_optimizer
+from rnmt.train.preflight import check_before_writing, corpus_files
 from rnmt.train.resume import check_corpus, check_resume_config
 from rnmt.train.schedules import learning_rate
 from rnmt.train.signals import StopSignals
 
 STATE_FILE = "train_state.pt"
-
-
-def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> tuple:
-    if not prefix:
-        raise UserError(f"config key 'data.{key}' is not set")
-    src, tgt = Path(f"{prefix}.{cfg.data.src}"), Path(f"{prefix}.{cfg.data.tgt}")
-    for path in (src, tgt):
-        if not path.is_file():
-            raise UserError(f"data.{key}: file not found: {path}")
-    return src, tgt
 
 
 def amp_dtype(name: str, device: torch.device, hidden: int = 0, threads: int = 1) -> Optional[torch.dtype]:
@@ -120,6 +113,7 @@ class Trainer:
         self.resume = resume
         self.corpus_changed_ok = corpus_changed_ok
         self.stop_signal: Optional[str] = None
+        check_before_writing(cfg)  # the model's shapes and the corpus files, before any file is made
         tc = cfg.train
         self.dist = dist if dist is not None else init_distributed(tc.device)
         self.is_main = self.dist.is_main
@@ -238,7 +232,11 @@ class Trainer:
 
     # -- set-up ------------------------------------------------------------------------
     def _check_out_dir(self) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            what, advice = write_failure(exc)
+            raise UserError(f"{self.out}: cannot create the output directory ({what}): {advice}") from None
         has_run = (self.out / STATE_FILE).exists()
         if has_run and not self.resume:
             raise UserError(f"{self.out} already holds a training run; pass --resume to continue it "
@@ -463,10 +461,9 @@ class Trainer:
             with open(self.out / "log.jsonl", "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(record) + "\n")
         except OSError as exc:
-            if is_no_space(exc):
-                raise UserError(f"{self.out / 'log.jsonl'}: no space left on device; the checkpoints in "
-                                f"{self.out} are intact: free some space and resume") from None
-            raise
+            what, advice = write_failure(exc)
+            raise UserError(f"{self.out / 'log.jsonl'}: {what} while appending to it; the checkpoints in "
+                            f"{self.out} are intact: {advice}, then resume") from None
         if self.tensorboard is not None:
             self.tensorboard.write(record)
 

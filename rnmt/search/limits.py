@@ -1,0 +1,73 @@
+"""How long a translation may be, and what happens to a source line too long for it.
+
+One rule for `rnmt translate`, the Python API and the server: an output has at most
+
+    min(floor(source length * search.max_len_ratio) + search.max_len_offset, max_output_tokens)
+
+subwords, end-of-sentence mark included, where the source length counts its end mark
+too; ``max_output_tokens`` defaults to `MAX_OUTPUT_TOKENS` everywhere (the server's
+``--max-output-tokens``). The cap bounds the work a line can cause whatever its length.
+
+The cap alone would cut off the translation of a long line, so the command line and the
+API also translate a source line longer than ``max_input_tokens`` subwords in pieces:
+cut after a sentence end where there is one in the second half of the piece, else before
+a word, never inside one unless a single word is longer than a piece. Each piece is
+translated on its own and the translations are joined with a space: one output line per
+input line. The default piece length is the longest source whose output limit fits under
+the cap, so no piece's translation is cut short by it. The server does not split: it
+refuses a request over ``--max-request-tokens`` (413) instead.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence
+
+import torch
+
+MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included
+_MIN_PIECE = 16  # subwords (end mark included) below which a piece is not worth cutting to
+_SENTENCE_ENDS = (".", "!", "?", "…", "。", "！", "？")
+_CLOSERS = "\"')]}»”’」』"  # may follow a sentence end: 'said.' ends at the quote
+
+
+def output_limits(src_len: torch.Tensor, ratio: float, offset: int, cap: Optional[int]) -> torch.Tensor:
+    """The longest output (subwords, end mark included) of each source of ``src_len``
+    subwords (end mark included): ``ratio * length + offset``, at most ``cap``, at least 1."""
+    limit = (src_len.float() * ratio).long() + offset
+    if cap is not None:
+        limit = limit.clamp(max=cap)
+    return limit.clamp(min=1)
+
+
+def default_input_limit(ratio: float, offset: int, cap: int) -> int:
+    """The longest source (subwords, end mark included) whose output limit is not cut by
+    ``cap``: pieces of this length translate in full. At least `_MIN_PIECE`."""
+    if ratio <= 0:
+        return max(_MIN_PIECE, cap)  # the output limit does not grow with the source
+    return max(_MIN_PIECE, int((cap - offset) / ratio))
+
+
+def ends_sentence(piece: str) -> bool:
+    """Whether a sentencepiece piece ends a sentence (``.``, ``?)``, ``!"``, ...)."""
+    return piece.rstrip(_CLOSERS).endswith(_SENTENCE_ENDS)
+
+
+def split_source(ids: Sequence[int], size: int, starts_word: Callable[[int], bool],
+                 ends_sentence_at: Callable[[int], bool]) -> List[List[int]]:
+    """Cut ``ids`` into pieces of at most ``size`` ids (``size >= 1``).
+
+    Each cut falls after the last sentence end in the second half of the window, else
+    before the last word start in it, else (one word longer than a piece) at ``size``.
+    """
+    pieces: List[List[int]] = []
+    start, n = 0, len(ids)
+    while n - start > size:
+        end = start + size  # the next piece starts at a cut c with start < c <= end < n
+        cut = next((c for c in range(end, start + size // 2, -1)
+                    if starts_word(ids[c]) and ends_sentence_at(ids[c - 1])), None)
+        if cut is None:
+            cut = next((c for c in range(end, start, -1) if starts_word(ids[c])), end)
+        pieces.append(list(ids[start:cut]))
+        start = cut
+    pieces.append(list(ids[start:]))
+    return pieces
