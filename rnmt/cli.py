@@ -44,13 +44,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(message: str) -> str:
+    """An error stays one line whatever it quotes: a key or file name read from the user
+    may hold line breaks, which are shown escaped."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
     except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -63,7 +69,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if exc.errno not in WRITE_ERRNOS:
             raise
         what, advice = write_failure(exc)
-        print(f"error: {f'{exc.filename}: ' if exc.filename else ''}{what}: {advice}", file=sys.stderr)
+        print(one_line(f"error: {f'{exc.filename}: ' if exc.filename else ''}{what}: {advice}"), file=sys.stderr)
         return 2
 
 

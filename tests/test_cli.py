@@ -267,3 +267,10 @@ def test_a_huge_unit_depth_is_refused_not_built(capsys):
     args = ["params", "quickstart", "--set", "model.cell=transition", "--set", "model.cell_options={depth: 100000}"]
     assert main(args) == 2  # before, building 100,000 T-GRUs (even on the meta device) took hours
     assert_one_line(capsys.readouterr().err, "option 'depth' must be an integer in [0, 128]")
+
+
+def test_an_error_quoting_a_line_break_stays_one_line(capsys):
+    """Found by the property test: a key with a line break in it was quoted as is."""
+    code = main(["params", str(REPO / "configs" / "quickstart.yaml"), "--set", "model.options.\n0=1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and err.startswith("error: model.options.\\n0")

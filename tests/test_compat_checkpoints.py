@@ -29,7 +29,9 @@ def test_every_architecture_has_a_stored_checkpoint():
     registry.architecture("rnnsearch")  # loads every built-in architecture
     stored = {e["config"] for e in EXPECTED.values()}
     assert len(stored) == len(EXPECTED) >= 12
-    missing = set(registry._BUILDERS) - set(EXPECTED)
+    # rnmt's own architectures (a test may register an example of its own in-process)
+    builtin = {name for name, arch in registry._BUILDERS.items() if arch.builder.__module__.startswith("rnmt.")}
+    missing = builtin - set(EXPECTED)
     assert not missing, f"no stored checkpoint for {sorted(missing)}: run scripts/make_compat_checkpoints.py --only ..."
 
 
