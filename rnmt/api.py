@@ -27,10 +27,14 @@ PathLike = Union[str, Path]
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """One translation of an n-best list: its text and its (length-normalised) score."""
+    """One translation of an n-best list: its text and its (length-normalised) score; with
+    ``token_scores=True`` also its target subwords (``</s>`` last) and the natural-log
+    probability of each."""
 
     text: str
     score: float
+    pieces: Tuple[str, ...] = ()
+    token_log_probs: Tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,8 @@ class Score:
 
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
 SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens"}  # beyond beam, nbest, alpha
+SAMPLING_OPTIONS = {"sample", "topk", "topp", "temperature", "seed", "line_offset"}
+OUTPUT_OPTIONS = {"prefix", "token_scores"}
 
 
 class Model:
@@ -77,20 +83,42 @@ class Model:
         default to the model's config; ``beam=1`` is greedy search. Further options:
         ``greedy``, ``normalize`` (gnmt | length | none), ``max_len_ratio``,
         ``batch_tokens``. Blank lines give empty translations.
+
+        ``sample=True`` draws each word instead of searching (``nbest`` samples per line),
+        with ``topk``, ``topp``, ``temperature`` and ``seed`` (the same seed gives the same
+        samples; line i's draws are keyed by ``line_offset + i``, so a text translated in
+        pieces samples as in one call). ``prefix``: one target prefix per line (``""`` for
+        none), which each output starts with. ``token_scores=True`` returns `Hypothesis`
+        objects (one per line, or lists with ``nbest > 1``) with per-subword log-probabilities.
         """
+        from rnmt.search.sampling import sampling_options
+
         single = isinstance(lines, str)
         batch = [lines] if single else list(lines)
-        unknown = sorted(set(options) - SEARCH_OPTIONS)
+        unknown = sorted(set(options) - SEARCH_OPTIONS - SAMPLING_OPTIONS - OUTPUT_OPTIONS)
         if unknown:
+            known = sorted(SEARCH_OPTIONS | SAMPLING_OPTIONS | OUTPUT_OPTIONS)
             raise UserError(f"unknown translate option(s) {', '.join(unknown)}; "
-                            f"known: beam, nbest, alpha, {', '.join(sorted(SEARCH_OPTIONS))}")
+                            f"known: beam, nbest, alpha, {', '.join(known)}")
         for name, value in (("beam", beam), ("nbest", nbest), ("batch_tokens", options.get("batch_tokens"))):
             if value is not None and value < 1:
                 raise UserError(f"{name} must be at least 1, got {value}")
         greedy = bool(options.pop("greedy", False))
-        results = self._translator.translate(batch, greedy=greedy, beam=beam, nbest=nbest, alpha=alpha, **options)
-        if nbest > 1:
-            out: list = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
+        sampling = sampling_options(bool(options.pop("sample", False)), options.pop("topk", None),
+                                    options.pop("topp", None), options.pop("temperature", None),
+                                    options.pop("seed", None), beam, greedy)
+        first_line = int(options.pop("line_offset", 0))
+        prefixes = _prefix_list(options.pop("prefix", None), batch, single)
+        token_scores = bool(options.pop("token_scores", False))
+        results = self._translator.translate(batch, greedy=greedy, beam=beam, nbest=nbest, alpha=alpha,
+                                             sampling=sampling, prefixes=prefixes, first_line=first_line, **options)
+        if token_scores:
+            self._translator.add_token_scores(batch, results, options.get("batch_tokens"))
+            out: list = [[_hypothesis(t) for t in hyps] for hyps in results]
+            if nbest == 1:
+                out = [hyps[0] for hyps in out]
+        elif nbest > 1:
+            out = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
         else:
             out = [hyps[0].text for hyps in results]
         return out[0] if single else out
@@ -134,6 +162,26 @@ class Model:
             tgt_pieces = [v.tgt_vocab.id_to_piece(i) for i in fd.tgt_ids]
             links[k] = [tuple(link) for link in word_alignment(fd, src_pieces, tgt_pieces, source, threshold)]
         return links
+
+
+def _hypothesis(t: Any) -> Hypothesis:
+    """The public form of a `rnmt.search.translator.Translation` with token scores."""
+    scores = tuple(t.token_log_probs or ())
+    pieces = tuple(t.tgt_pieces) + (("</s>",) if scores else ())
+    return Hypothesis(t.text, float(t.score), pieces, scores)
+
+
+def _prefix_list(prefix: Any, batch: List[str], single: bool) -> Optional[List[str]]:
+    """``prefix`` as one string per line (a string for a single line), or None."""
+    if prefix is None:
+        return None
+    given = [prefix] if single and isinstance(prefix, str) else prefix
+    if isinstance(given, str) or not all(isinstance(p, str) for p in given):
+        raise UserError("prefix must be one string per line (a string when translating one line)")
+    given = list(given)
+    if len(given) != len(batch):
+        raise UserError(f"{len(given)} prefixes for {len(batch)} lines")
+    return given
 
 
 def _check_pairs(src: Sequence[str], tgt: Sequence[str]) -> None:
