@@ -1,19 +1,20 @@
 """rnmt translate --model DIR_OR_CHECKPOINT [--model ...] [--input FILE] [--output FILE] [--beam N] ...
 
 Several ``--model`` options decode with the ensemble of those models (the mean of their
-log-probabilities at every step); they must share their vocabularies.
+log-probabilities at every step); they must share their vocabularies. Input is read and
+answered chunk by chunk (`rnmt.commands.translate_stream`, which also defines the output
+formats): files in bounded memory, pipes line by line as they are written.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 
 import torch
 
-from rnmt.data import read_lines
 from rnmt.errors import UserError
+
+DEFAULT_CHUNK_LINES = 5000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,40 +34,37 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
     p.add_argument("--threads", type=int, help="CPU threads")
     p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
+    p.add_argument("--sample", action="store_true",
+                   help="draw each word from the model's distribution instead of searching (--nbest N: N samples)")
+    p.add_argument("--topk", type=int, help="with --sample: draw among the K most probable words")
+    p.add_argument("--topp", type=float, help="with --sample: draw among the most probable words of mass P")
+    p.add_argument("--temperature", type=float, help="with --sample: divide log-probabilities by T first")
+    p.add_argument("--seed", type=int, help="with --sample: seed of the draws (default 1; same seed, same output)")
+    p.add_argument("--prefix", metavar="FILE",
+                   help="target prefixes, one per input line (empty: none); each output starts with its prefix")
+    p.add_argument("--scores", action="store_true",
+                   help="add each output subword's log-probability: TEXT<TAB>LOGPROBS<TAB>PIECES")
+    p.add_argument("--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
+                   help=f"lines of a file translated per chunk (bounds memory; default {DEFAULT_CHUNK_LINES})")
 
 
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import load
+    from rnmt.commands.translate_stream import Inputs, translate_stream
+    from rnmt.search.sampling import sampling_options
 
-    for name in ("beam", "nbest", "batch_tokens"):  # before the model loads, in option terms
+    for name in ("beam", "nbest", "batch_tokens", "chunk_lines"):  # before the model loads, in option terms
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    sampling_options(args.sample, args.topk, args.topp, args.temperature, args.seed, args.beam, args.greedy,
+                     dash="--")  # checked here for the option names; the API checks again
+    inputs = Inputs(args)  # a missing input or a prefix file of another length: before the model loads
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
-    lines = read_lines(args.input)
-    nbest = args.nbest or 1
-    start = time.perf_counter()
-    results = model.translate(lines, beam=args.beam, nbest=nbest, alpha=args.alpha, greedy=args.greedy,
-                              normalize=args.normalize, max_len_ratio=args.max_len_ratio,
-                              batch_tokens=args.batch_tokens)
-    seconds = time.perf_counter() - start
-    best = [hyps[0].text for hyps in results] if nbest > 1 else results
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
-    try:
-        for i, result in enumerate(results):
-            if nbest > 1:
-                for h in result:
-                    out.write(f"{i} ||| {h.text} ||| {h.score:.4f}\n")
-            else:
-                out.write(result + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    if args.speed:
-        words = sum(len(text.split()) for text in best)
-        print(f"translated {len(lines)} sentences, {words} words in {seconds:.2f} s: "
-              f"{len(lines) / max(seconds, 1e-9):.1f} sentences/s, {words / max(seconds, 1e-9):.1f} words/s",
-              file=sys.stderr)
-    return 0
+    options = dict(beam=args.beam, nbest=args.nbest or 1, alpha=args.alpha, greedy=args.greedy,
+                   normalize=args.normalize, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
+                   sample=args.sample, topk=args.topk, topp=args.topp, temperature=args.temperature,
+                   seed=args.seed, token_scores=args.scores)
+    return translate_stream(model, inputs, args, options)
