@@ -218,7 +218,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: 
 
 def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = (), out: Optional[PathLike] = None,
           resume: bool = False, log: Optional[Callable[[str], None]] = None,
-          corpus_changed_ok: bool = False) -> Dict[str, Any]:
+          corpus_changed_ok: bool = False, init_from: Optional[PathLike] = None) -> Dict[str, Any]:
     """Train a model and return the run's summary (steps, stop reason, best dev BLEU, ...).
 
     ``config``: a YAML file, a built-in config name (``quickstart``, ``atr/rnnsearch-atr``)
@@ -228,6 +228,9 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     progress lines (default: standard error). ``corpus_changed_ok`` lets a resumed run
     continue on a training corpus whose content changed. The summary's ``stop_signal`` names
     the signal (SIGTERM, SIGINT) that stopped the run with a checkpoint, or is None.
+    ``init_from`` (a run directory or checkpoint) fine-tunes: the new run starts from its
+    weights and vocabularies with a fresh optimiser and schedule; the config's ``model.*``
+    keys must describe the same architecture (`rnmt.train.init_from`).
     """
     from rnmt.config import config_from_dict, load_config
     from rnmt.train.distributed import shutdown
@@ -245,7 +248,8 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     if log is None:
         def log(message: str) -> None:
             print(message, file=sys.stderr, flush=True)
-    trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok)
+    trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok,
+                      init_from=init_from)
     summary = trainer.run()
     shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
     return {**summary, "out": str(out_dir), "stop_signal": trainer.stop_signal, "step": trainer.step}
