@@ -28,10 +28,14 @@ PathLike = Union[str, Path]
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """One translation of an n-best list: its text and its (length-normalised) score."""
+    """One translation of an n-best list: its text and its (length-normalised) score; with
+    ``token_scores=True`` also its target subwords (``</s>`` last) and the natural-log
+    probability of each."""
 
     text: str
     score: float
+    pieces: Tuple[str, ...] = ()
+    token_log_probs: Tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,8 @@ class Score:
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
 # beyond beam, nbest, alpha
 SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens"}
+SAMPLING_OPTIONS = {"sample", "topk", "topp", "temperature", "seed", "line_offset"}
+OUTPUT_OPTIONS = {"prefix", "token_scores"}
 
 
 class Model:
@@ -83,16 +89,25 @@ class Model:
         ``max_input_tokens`` (a longer line is translated in pieces joined into one, with
         a `rnmt.errors.LongLineWarning`; default: the longest source whose output the cap
         does not cut). Blank lines give empty translations.
+
+        ``sample=True`` draws each word instead of searching (``nbest`` samples per line),
+        with ``topk``, ``topp``, ``temperature`` and ``seed`` (the same seed gives the same
+        samples; line i's draws are keyed by ``line_offset + i``, so a text translated in
+        pieces samples as in one call). ``prefix``: one target prefix per line (``""`` for
+        none), which each output starts with. ``token_scores=True`` returns `Hypothesis`
+        objects (one per line, or lists with ``nbest > 1``) with per-subword log-probabilities.
         """
         from rnmt.config import SearchConfig, check_value
         from rnmt.search.limits import MAX_OUTPUT_TOKENS, default_input_limit
+        from rnmt.search.sampling import sampling_options
 
         single = isinstance(lines, str)
         batch = [lines] if single else list(lines)
-        unknown = sorted(set(options) - SEARCH_OPTIONS)
+        unknown = sorted(set(options) - SEARCH_OPTIONS - SAMPLING_OPTIONS - OUTPUT_OPTIONS)
         if unknown:
+            known = sorted(SEARCH_OPTIONS | SAMPLING_OPTIONS | OUTPUT_OPTIONS)
             raise UserError(f"unknown translate option(s) {', '.join(unknown)}; "
-                            f"known: beam, nbest, alpha, {', '.join(sorted(SEARCH_OPTIONS))}")
+                            f"known: beam, nbest, alpha, {', '.join(known)}")
         if any(not isinstance(line, str) for line in batch):
             raise UserError("translate() takes a string or a list of strings")
         given = {"beam": beam, "nbest": nbest, "alpha": alpha,
@@ -108,14 +123,25 @@ class Model:
         max_output = options.get("max_output_tokens") or MAX_OUTPUT_TOKENS
         max_input = options.get("max_input_tokens") or default_input_limit(
             ratio, self.config.search.max_len_offset, max_output)
+        sampling = sampling_options(bool(options.get("sample", False)), options.get("topk"), options.get("topp"),
+                                    options.get("temperature"), options.get("seed"), beam, greedy)
+        first_line = int(options.get("line_offset", 0))
+        prefixes = _prefix_list(options.get("prefix"), batch, single)
+        token_scores = bool(options.get("token_scores", False))
 
         def warn_long(index: int, subwords: int, pieces: int) -> None:
             warnings.warn(LongLineWarning(index + 1, subwords, max_input, pieces), stacklevel=4)
 
         results = self._translator.translate(batch, greedy=greedy, max_output=max_output, max_input=max_input,
-                                             on_split=warn_long, **search)
-        if nbest > 1:
-            out: list = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
+                                             on_split=warn_long, sampling=sampling, prefixes=prefixes,
+                                             first_line=first_line, **search)
+        if token_scores:
+            self._translator.add_token_scores(batch, results, search.get("batch_tokens"))
+            out: list = [[_hypothesis(t) for t in hyps] for hyps in results]
+            if nbest == 1:
+                out = [hyps[0] for hyps in out]
+        elif nbest > 1:
+            out = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
         else:
             out = [hyps[0].text for hyps in results]
         return out[0] if single else out
@@ -161,6 +187,26 @@ class Model:
         return links
 
 
+def _hypothesis(t: Any) -> Hypothesis:
+    """The public form of a `rnmt.search.translator.Translation` with token scores."""
+    scores = tuple(t.token_log_probs or ())
+    pieces = tuple(t.tgt_pieces) + (("</s>",) if scores else ())
+    return Hypothesis(t.text, float(t.score), pieces, scores)
+
+
+def _prefix_list(prefix: Any, batch: List[str], single: bool) -> Optional[List[str]]:
+    """``prefix`` as one string per line (a string for a single line), or None."""
+    if prefix is None:
+        return None
+    given = [prefix] if single and isinstance(prefix, str) else prefix
+    if isinstance(given, str) or not all(isinstance(p, str) for p in given):
+        raise UserError("prefix must be one string per line (a string when translating one line)")
+    given = list(given)
+    if len(given) != len(batch):
+        raise UserError(f"{len(given)} prefixes for {len(batch)} lines")
+    return given
+
+
 def _check_pairs(src: Sequence[str], tgt: Sequence[str]) -> None:
     if isinstance(src, str) or isinstance(tgt, str):
         raise UserError("score() and align() take lists of sentences")
@@ -195,7 +241,7 @@ def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: 
 
 def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = (), out: Optional[PathLike] = None,
           resume: bool = False, log: Optional[Callable[[str], None]] = None,
-          corpus_changed_ok: bool = False) -> Dict[str, Any]:
+          corpus_changed_ok: bool = False, init_from: Optional[PathLike] = None) -> Dict[str, Any]:
     """Train a model and return the run's summary (steps, stop reason, best dev BLEU, ...).
 
     ``config``: a YAML file, a built-in config name (``quickstart``, ``atr/rnnsearch-atr``)
@@ -206,7 +252,9 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     receives the progress lines (default: standard error). ``corpus_changed_ok`` lets a
     resumed run continue on a training corpus whose content changed. The summary's
     ``stop_signal`` names the signal (SIGTERM, SIGINT) that stopped the run with a
-    checkpoint, or is None.
+    checkpoint, or is None. ``init_from`` (a run directory or checkpoint) fine-tunes: the
+    new run starts from its weights and vocabularies with a fresh optimiser and schedule;
+    the config's ``model.*`` keys must describe the same architecture (`rnmt.train.init_from`).
     """
     from rnmt.config import config_from_dict, read_config_tree
     from rnmt.train.checkpoint import atomic_write_text
@@ -236,7 +284,8 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
         cfg, note = resumed_config(out_dir, given, overrides, given_name)
         if note:
             log(note)
-    trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok)
+    trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok,
+                      init_from=init_from)
     record = source_record(given)
     source = out_dir / SOURCE_FILE
     if trainer.is_main and (not source.is_file() or source.read_text(encoding="utf-8") != record):

@@ -22,6 +22,7 @@ COMMANDS = {
     "evaluate-alignment": ("evaluate_alignment", "word-alignment precision, recall and AER"),
     "params": ("params", "count a config's parameters without data"),
     "bench": ("bench", "measure training/decoding throughput and unit step times"),
+    "score": ("score", "score given translations by forced decoding: one log-probability per line"),
     "align": ("align", "word alignments from a model's attention or gates (forced decoding)"),
     "analyze": ("analyze", "attention and gate heatmaps, ATR gate statistics, index.html"),
     "serve": ("serve", "serve a model over HTTP (JSON API and a web page)"),

@@ -1,4 +1,4 @@
-"""rnmt train CONFIG.yaml [--out DIR] [--set key.path=value ...] [--resume] [--accumulate K]
+"""rnmt train CONFIG.yaml [--out DIR] [--set key.path=value ...] [--resume] [--accumulate K] [--init-from RUN]
 
 Data-parallel training: ``torchrun --nproc-per-node N -m rnmt train CONFIG ...``
 (docs/scaling.md).
@@ -20,6 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus-changed-ok", action="store_true",
                    help="with --resume: accept a training corpus whose content changed (continues "
                         "with the next epoch of the new corpus); without it a changed corpus is an error")
+    p.add_argument("--init-from", metavar="RUN_OR_CHECKPOINT",
+                   help="fine-tune: start from this model's weights and vocabulary with a fresh optimiser and "
+                        "schedule (the config's model.* keys must match it)")
     p.add_argument("--accumulate", type=int, metavar="K",
                    help="accumulate the gradients of K batches per update and process "
                         "(sets train.accumulate; K = N on one process matches N processes)")
@@ -36,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"train.accumulate={args.accumulate}")
 
     summary = train(args.config, overrides, out=args.out, resume=args.resume,
-                    corpus_changed_ok=args.corpus_changed_ok)
+                    corpus_changed_ok=args.corpus_changed_ok, init_from=args.init_from)
     if summary["stop_signal"]:
         # Stopped by SIGTERM/SIGINT with everything saved: say so and exit as the signal would.
         print(f"stopped by {summary['stop_signal']} at step {summary['step']}; checkpoint saved in "

@@ -1,7 +1,9 @@
 """rnmt translate --model DIR_OR_CHECKPOINT [--model ...] [--input FILE] [--output FILE] [--beam N] ...
 
 Several ``--model`` options decode with the ensemble of those models (the mean of their
-log-probabilities at every step); they must share their vocabularies.
+log-probabilities at every step); they must share their vocabularies. Input is read and
+answered chunk by chunk (`rnmt.commands.translate_stream`, which also defines the output
+formats): files in bounded memory, pipes line by line as they are written.
 
 Every output has at most ``--max-output-tokens`` subwords (the server's rule and
 default, `rnmt.search.limits`); a line longer than ``--max-input-tokens`` subwords is
@@ -11,16 +13,13 @@ translated in pieces joined into its one output line, with a warning naming the 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import sys
-import time
-import warnings
 
 import torch
 
-from rnmt.data import read_lines
-from rnmt.errors import LongLineWarning, UserError, write_failure
+from rnmt.errors import UserError
 from rnmt.search.limits import MAX_OUTPUT_TOKENS
+
+DEFAULT_CHUNK_LINES = 5000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,13 +45,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
     p.add_argument("--threads", type=int, help="CPU threads")
     p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
+    p.add_argument("--sample", action="store_true",
+                   help="draw each word from the model's distribution instead of searching (--nbest N: N samples)")
+    p.add_argument("--topk", type=int, help="with --sample: draw among the K most probable words")
+    p.add_argument("--topp", type=float, help="with --sample: draw among the most probable words of mass P")
+    p.add_argument("--temperature", type=float, help="with --sample: divide log-probabilities by T first")
+    p.add_argument("--seed", type=int, help="with --sample: seed of the draws (default 1; same seed, same output)")
+    p.add_argument("--prefix", metavar="FILE",
+                   help="target prefixes, one per input line (empty: none); each output starts with its prefix")
+    p.add_argument("--scores", action="store_true",
+                   help="add each output subword's log-probability: TEXT<TAB>LOGPROBS<TAB>PIECES")
+    p.add_argument("--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
+                   help=f"lines of a file translated per chunk (bounds memory; default {DEFAULT_CHUNK_LINES})")
 
 
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import load
+    from rnmt.commands.translate_stream import Inputs, translate_stream
+    from rnmt.search.sampling import sampling_options
 
     # before the model loads, in option terms
-    for name, low in (("beam", 1), ("nbest", 1), ("batch_tokens", 1), ("max_output_tokens", 1),
+    for name, low in (("beam", 1), ("nbest", 1), ("batch_tokens", 1), ("chunk_lines", 1), ("max_output_tokens", 1),
                       ("max_input_tokens", 2)):
         value = getattr(args, name)
         if value is not None and value < low:
@@ -61,62 +74,15 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and not 0 <= value < float("inf"):  # NaN fails too
             raise UserError(f"--{name.replace('_', '-')} must be a finite number of at least 0, got {value}")
+    sampling_options(args.sample, args.topk, args.topp, args.temperature, args.seed, args.beam, args.greedy,
+                     dash="--")  # checked here for the option names; the API checks again
+    inputs = Inputs(args)  # a missing input or a prefix file of another length: before the model loads
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
-    lines = read_lines(args.input)
-    nbest = args.nbest or 1
-    source = args.input if args.input and args.input != "-" else "<stdin>"
-
-    def show(message, *_, **__) -> None:
-        if isinstance(message, LongLineWarning):
-            print(f"warning: {source} line {message.line}: {message.subwords} subwords, more than "
-                  f"--max-input-tokens {message.limit}: translated in {message.pieces} pieces joined into one "
-                  f"output line", file=sys.stderr, flush=True)
-        else:
-            print(f"warning: {message}", file=sys.stderr, flush=True)
-
-    # The output file is opened first: an unwritable one is reported before the translation, not after.
-    out = _open_output(args.output) if args.output else sys.stdout
-    try:
-        start = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", LongLineWarning)
-            warnings.showwarning = show
-            results = model.translate(lines, beam=args.beam, nbest=nbest, alpha=args.alpha, greedy=args.greedy,
-                                      normalize=args.normalize, max_len_ratio=args.max_len_ratio,
-                                      batch_tokens=args.batch_tokens, max_output_tokens=args.max_output_tokens,
-                                      max_input_tokens=args.max_input_tokens)
-        seconds = time.perf_counter() - start
-        for i, result in enumerate(results):
-            if nbest > 1:
-                for h in result:
-                    out.write(f"{i} ||| {h.text} ||| {h.score:.4f}\n")
-            else:
-                out.write(result + "\n")
-        if out is not sys.stdout:
-            out.close()
-    except OSError as exc:
-        if out is sys.stdout or isinstance(exc, BrokenPipeError):
-            raise
-        what, advice = write_failure(exc)
-        raise UserError(f"{args.output}: {what} while writing the translations: {advice}") from None
-    finally:
-        if out is not sys.stdout:
-            with contextlib.suppress(OSError):  # closed above, or already failing: the error is reported
-                out.close()
-    best = [hyps[0].text for hyps in results] if nbest > 1 else results
-    if args.speed:
-        words = sum(len(text.split()) for text in best)
-        print(f"translated {len(lines)} sentences, {words} words in {seconds:.2f} s: "
-              f"{len(lines) / max(seconds, 1e-9):.1f} sentences/s, {words / max(seconds, 1e-9):.1f} words/s",
-              file=sys.stderr)
-    return 0
-
-
-def _open_output(path: str):
-    try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as exc:
-        what, advice = write_failure(exc)
-        raise UserError(f"{path}: {what}: {advice}") from None
+    options = dict(beam=args.beam, nbest=args.nbest or 1, alpha=args.alpha, greedy=args.greedy,
+                   normalize=args.normalize, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
+                   max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,
+                   sample=args.sample, topk=args.topk, topp=args.topp, temperature=args.temperature,
+                   seed=args.seed, token_scores=args.scores)
+    return translate_stream(model, inputs, args, options)

@@ -19,6 +19,8 @@ from rnmt.data import Vocab, make_translation_batches, restore_order
 from rnmt.models.base import TranslationModel
 from rnmt.search.beam import Hypothesis, beam_search, greedy_search
 from rnmt.search.limits import ends_sentence, output_limits, split_source
+from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
+from rnmt.search.sampling import Sampling, sample_search
 
 
 @dataclass
@@ -29,6 +31,7 @@ class Translation:
     src_pieces: List[str]
     tgt_pieces: List[str]
     attention: Optional[torch.Tensor] = None  # [len(tgt_pieces) + 1, len(src_pieces) + 1] (EOS rows/cols)
+    token_log_probs: Optional[List[float]] = None  # per target piece and </s>, from `add_token_scores`
 
 
 class Translator:
@@ -45,7 +48,8 @@ class Translator:
     def translate(self, lines: Sequence[str], greedy: bool = False, return_attention: bool = False,
                   max_output: Optional[int] = None, should_stop: Optional[Callable[[], bool]] = None,
                   max_input: Optional[int] = None, on_split: Optional[Callable[[int, int, int], None]] = None,
-                  **overrides) -> List[List[Translation]]:
+                  sampling: Optional[Sampling] = None, prefixes: Optional[Sequence[str]] = None,
+                  first_line: int = 0, **overrides) -> List[List[Translation]]:
         """N-best translations of every line (one empty translation for a blank line).
 
         ``overrides`` replace fields of the search config (beam, alpha, nbest, ...).
@@ -55,6 +59,10 @@ class Translator:
         (EOS included) is translated in pieces; ``on_split(index, subwords, pieces)`` is
         called for it first. Its k-th hypothesis joins the pieces' k-th ones (or their
         last) with a space, its score is their mean, and it has no attention matrix.
+        ``sampling`` draws ``nbest`` samples per line instead of searching; line i's draws
+        are keyed by ``first_line + i`` (`rnmt.search.sampling`; the pieces of a split line
+        share its key). ``prefixes`` (one per line, empty for none) start the outputs
+        (`rnmt.search.prefix`; a split line's prefix starts its first piece).
         """
         opts = replace(self.search, **{k: v for k, v in overrides.items() if v is not None})
         was_training = self.model.training
@@ -70,20 +78,37 @@ class Translator:
                 on_split(i, len(ids) + 1, len(pieces))
             segments.extend(pieces)
             owners.extend([k] * len(pieces))
+        first_piece = [k == 0 or owners[k - 1] != owners[k] for k in range(len(owners))]
+        line_prefix_ids = encode_prefixes(prefixes, len(lines), self.tgt_vocab.encode)
+        # per segment: the line's prefix on its first piece, none on the others
+        prefix_ids = None if line_prefix_ids is None else [
+            line_prefix_ids[todo[k]] if first else [] for k, first in zip(owners, first_piece)]
+        prefix_text = None if prefixes is None else [
+            prefixes[todo[k]] if first else "" for k, first in zip(owners, first_piece)]
         try:
             batch_indices, batch_results = [], []
             for idx, src, mask in make_translation_batches(segments, opts.batch_tokens):
                 src, mask = src.to(self.device), mask.to(self.device)
                 max_len = output_limits(mask.sum(1), opts.max_len_ratio, opts.max_len_offset, max_output)
-                if greedy or opts.beam <= 1 and opts.nbest <= 1:
-                    nbest = [[h] for h in greedy_search(self.model, src, mask, max_len, return_attention,
+                model = self.model
+                if prefix_ids is not None:
+                    model, max_len = with_prefixes(model, [prefix_ids[i] for i in idx], max_len, self.device)
+                if sampling is not None:
+                    nbest = sample_search(model, src, mask, max_len, sampling,
+                                          [first_line + todo[owners[i]] for i in idx],
+                                          n=opts.nbest, alpha=opts.alpha, normalize=opts.normalize,
+                                          return_attention=return_attention, should_stop=should_stop)
+                elif greedy or opts.beam <= 1 and opts.nbest <= 1:
+                    nbest = [[h] for h in greedy_search(model, src, mask, max_len, return_attention,
                                                         should_stop=should_stop)]
                 else:
-                    nbest = beam_search(self.model, src, mask, max_len, beam=max(opts.beam, opts.nbest),
+                    nbest = beam_search(model, src, mask, max_len, beam=max(opts.beam, opts.nbest),
                                         alpha=opts.alpha, normalize=opts.normalize, nbest=opts.nbest,
                                         return_attention=return_attention, should_stop=should_stop)
                 batch_indices.append(idx)
-                batch_results.append([[self._finish(h, segments[i]) for h in hyps] for i, hyps in zip(idx, nbest)])
+                batch_results.append([[self._finish(h, segments[i], prefix_text[i] if prefix_text else None,
+                                                    prefix_ids[i] if prefix_ids else None) for h in hyps]
+                                      for i, hyps in zip(idx, nbest)])
             per_segment = restore_order(batch_indices, batch_results) if segments else []
         finally:
             self.model.train(was_training)
@@ -105,12 +130,31 @@ class Translator:
     def translate_best(self, lines: Sequence[str], **kwargs) -> List[str]:
         return [nbest[0].text for nbest in self.translate(lines, **kwargs)]
 
-    def _finish(self, hyp: Hypothesis, src_ids: List[int]) -> Translation:
+    def add_token_scores(self, lines: Sequence[str], results: List[List[Translation]],
+                         batch_tokens: Optional[int] = None) -> None:
+        """Fill in ``token_log_probs`` of every non-blank translation by forced decoding of
+        its own subwords (the log-probabilities the search saw, prefix and EOS included)."""
+        from rnmt.search.forced import forced_decode
+
+        pairs = [(k, t) for k, hyps in enumerate(results) if lines[k].strip() for t in hyps]
+        if not pairs:
+            return
+        src = [self.src_vocab.encode(lines[k]) for k, _ in pairs]
+        decoded = forced_decode(self.model, src, [t.tokens for _, t in pairs],
+                                batch_tokens or self.search.batch_tokens, self.device)
+        for (_, t), fd in zip(pairs, decoded):
+            t.token_log_probs = [float(x) for x in fd.token_log_probs]
+
+    def _finish(self, hyp: Hypothesis, src_ids: List[int], prefix: Optional[str] = None,
+                prefix_ids: Optional[List[int]] = None) -> Translation:
         attention = None
         if hyp.attention is not None:
             attention = hyp.attention[:, : len(src_ids) + 1]
+        text = self.tgt_vocab.decode(hyp.tokens)
+        if prefix_ids:
+            text = restore_prefix(text, self.tgt_vocab.decode(prefix_ids), prefix or "")
         return Translation(
-            text=self.tgt_vocab.decode(hyp.tokens),
+            text=text,
             score=hyp.score,
             tokens=hyp.tokens,
             src_pieces=[self.src_vocab.id_to_piece(i) for i in src_ids],

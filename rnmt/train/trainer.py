@@ -56,6 +56,7 @@ from rnmt.models.loading import read_checked
 from rnmt.search.translator import Translator
 from rnmt.train.checkpoint import atomic_write_text, load_train_state, save_model, save_train_state
 from rnmt.train.distributed import DistContext, init_distributed
+from rnmt.train.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.optimizers import build_optimizer
 from rnmt.train.preflight import check_before_writing, corpus_files
@@ -107,7 +108,8 @@ BEST_METRICS = {"bleu": "dev_bleu", "chrf": "dev_chrf", "loss": "dev_loss"}
 
 class Trainer:
     def __init__(self, cfg: Config, out_dir: str | Path, resume: bool = False,
-                 log=print, dist: Optional[DistContext] = None, corpus_changed_ok: bool = False) -> None:
+                 log=print, dist: Optional[DistContext] = None, corpus_changed_ok: bool = False,
+                 init_from: Optional[str | Path] = None) -> None:
         self.cfg = cfg
         self.out = Path(out_dir)
         self.resume = resume
@@ -125,6 +127,12 @@ class Trainer:
         auto_replicas = tc.replicas is None
         if tc.replicas is None:
             tc.replicas = self.dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
+        # Fine-tuning (rnmt/train/init_from.py), checked before anything is written; read
+        # only when the run starts: a resumed run continues from its own checkpoint.
+        self.init: Optional[InitCheckpoint] = read_init_checkpoint(init_from) if init_from and not resume else None
+        if self.init is not None:
+            cfg.model.src_vocab_size, cfg.model.tgt_vocab_size = self.init.src_vocab.size, self.init.tgt_vocab.size
+            check_architecture(self.init, cfg.model)
         self._check_out_dir()
         if self.device.type == "cpu":
             # Build or load the C++ kernels now (rank 0 first), so that a first build is not
@@ -169,6 +177,11 @@ class Trainer:
 
         self.model: TranslationModel = build_model(cfg.model, self.src_vocab.size, self.tgt_vocab.size)
         uniform_init_(self.model, tc.init_scale)
+        if self.init is not None:
+            load_state_into(self.model, self.init.file.state, self.init.file.path)
+            self.init.file.state = {}  # copied into the model: no second copy for the whole run
+            self.log(f"fine-tuning from {self.init.file.path} (step {self.init.file.meta.get('step')}): its weights "
+                     f"and vocabulary, a fresh optimiser and schedule")
         self.model.to(self.device)
         if self.dist.rank > 0:
             torch.manual_seed(tc.seed + _RANK_SEED_STRIDE * self.dist.rank)
@@ -252,6 +265,13 @@ class Trainer:
     def _vocabularies(self) -> tuple:
         vc, data = self.cfg.data.vocab, self.cfg.data
         joint_file, src_file, tgt_file = self.out / "spm.model", self.out / "spm.src.model", self.out / "spm.tgt.model"
+        if self.init is not None:  # the checkpoint's embeddings index its vocabulary
+            if self.init.src_vocab.to_bytes() == self.init.tgt_vocab.to_bytes():
+                self.init.src_vocab.save(joint_file)
+                return self.init.src_vocab, self.init.src_vocab
+            self.init.src_vocab.save(src_file)
+            self.init.tgt_vocab.save(tgt_file)
+            return self.init.src_vocab, self.init.tgt_vocab
         if self.resume or joint_file.exists() or src_file.exists():
             if joint_file.exists():
                 v = load_vocab(joint_file)
@@ -348,6 +368,8 @@ class Trainer:
         self._check_finite()
         snapshot = snapshot or self._snapshot()
         meta = {"step": self.step, "epoch": snapshot["sampler"]["epoch"], "dev_bleu": dev_bleu}
+        if self.init is not None:
+            meta["init_from"] = self.init.provenance
         name = f"ckpt-{self.step}.safetensors"
         save_model(self.out / name, self.model, self.cfg, self._vocab_bytes(), meta)
         # Without a dev set there is no "best": best.safetensors follows the newest checkpoint,

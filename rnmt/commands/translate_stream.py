@@ -1,0 +1,170 @@
+"""The loop behind ``rnmt translate``: input in chunks, each translated, written and flushed.
+
+Each chunk (up to ``--chunk-lines`` lines of a file, or the lines waiting in a pipe) is
+translated in one call, which sorts its lines by length into token batches, and written
+in input order before the next chunk is read: memory is bounded by the chunk, and a line
+written into an open pipe is answered at once (`rnmt.data.streaming`).
+
+Output formats, one entry per input line (blank lines give empty entries):
+
+* ``TEXT``; with ``--nbest N``: N lines ``i ||| TEXT ||| SCORE`` (i counts from 0);
+* with ``--scores``: ``TEXT<TAB>LOGPROBS<TAB>PIECES``, or ``i ||| TEXT ||| SCORE ||| LOGPROBS
+  ||| PIECES``: the target subwords (``</s>`` last, space-separated; a subword never holds a
+  space) and the natural-log probability of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import sys
+import time
+import warnings
+from typing import Any, Iterator, List, Optional, TextIO
+
+from rnmt.data import count_lines, iter_lines
+from rnmt.data.streaming import LineSource
+from rnmt.errors import LongLineWarning, UserError, write_failure
+
+
+def open_output(path: Optional[str]) -> TextIO:
+    if not path:
+        return sys.stdout
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        what, advice = write_failure(exc)
+        raise UserError(f"{path}: {what}: {advice}") from None
+
+
+class AlignedLines:
+    """A file read alongside the input, one line per input line (``--prefix``, ``--tgt``)."""
+
+    def __init__(self, path: str, option: str, source_name: str, expected: Optional[int]) -> None:
+        self.path, self.option = path, option
+        if expected is not None:  # both are files: compare before anything is done
+            n = count_lines(path)
+            if n != expected:
+                raise UserError(f"{option} {path} has {n} lines but the input {source_name} has {expected}")
+        self._lines: Iterator[str] = iter_lines(path)
+        self._used = 0
+
+    def take(self, n: int) -> List[str]:
+        chunk = list(itertools.islice(self._lines, n))
+        self._used += len(chunk)
+        if len(chunk) < n:
+            raise UserError(f"{self.option} {self.path} has {self._used} lines but the input has more")
+        return chunk
+
+    def finish(self) -> None:
+        if next(self._lines, None) is not None:
+            raise UserError(f"{self.option} {self.path} has more lines than the input ({self._used})")
+
+
+def format_result(i: int, hyps: Any, nbest: int, scores: bool) -> str:
+    """The output lines of input line ``i`` (see the module docstring)."""
+    if nbest == 1 and not scores:
+        return hyps + "\n"
+    hyps = hyps if isinstance(hyps, list) else [hyps]
+    out = []
+    for h in hyps:
+        columns = [h.text]
+        if nbest > 1:
+            columns = [str(i), h.text, f"{h.score:.4f}"]
+        if scores:
+            columns += [" ".join(f"{x:.4f}" for x in h.token_log_probs), " ".join(h.pieces)]
+        out.append((" ||| " if nbest > 1 else "\t").join(columns) + "\n")
+    return "".join(out)
+
+
+def progress_bar(source: LineSource, total: Optional[int]):
+    """A lines/s bar on a terminal's stderr, unless the input is typed on a terminal."""
+    if not sys.stderr.isatty() or source.is_terminal:
+        return None
+    from tqdm import tqdm
+
+    # Always lines/s (tqdm turns a rate below one into s/line by default).
+    rate = "{elapsed}, {rate_noinv_fmt}"
+    bar_format = ("{l_bar}{bar}| {n_fmt}/{total_fmt} [" + rate + "]" if total is not None
+                  else "{n_fmt} lines [" + rate + "]")
+    return tqdm(total=total, unit=" lines", file=sys.stderr, dynamic_ncols=True, leave=False, bar_format=bar_format)
+
+
+class Inputs:
+    """The source lines and their prefixes, opened and checked before a model is loaded."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.source = LineSource(args.input)
+        self.total = self.source.remaining_lines()  # None for a pipe or a terminal
+        try:
+            self.prefixes = (AlignedLines(args.prefix, "--prefix", self.source.name, self.total)
+                             if args.prefix else None)
+        except BaseException:
+            self.source.close()
+            raise
+
+
+def translate_stream(model: Any, inputs: Inputs, args: argparse.Namespace, options: dict) -> int:
+    """Translate ``inputs`` into ``args.output`` (or stdout) chunk by chunk."""
+    source, prefixes = inputs.source, inputs.prefixes
+    bar = progress_bar(source, inputs.total)
+    nbest = options.get("nbest", 1)
+    try:
+        out = open_output(args.output)
+    except UserError:
+        source.close()
+        raise
+    lines = words = 0
+    seconds = 0.0
+
+    def show(message, *_, **__) -> None:
+        # a split line, named by its line number in the whole input (the chunk's lines + its own)
+        if isinstance(message, LongLineWarning):
+            print(f"warning: {source.name} line {lines + message.line}: {message.subwords} subwords, more than "
+                  f"--max-input-tokens {message.limit}: translated in {message.pieces} pieces joined into one "
+                  f"output line", file=sys.stderr, flush=True)
+        else:
+            print(f"warning: {message}", file=sys.stderr, flush=True)
+
+    try:
+        for chunk in source.chunks(args.chunk_lines):
+            if prefixes is not None:
+                options["prefix"] = prefixes.take(len(chunk))
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", LongLineWarning)
+                warnings.showwarning = show
+                results = model.translate(chunk, line_offset=lines, **options)
+            seconds += time.perf_counter() - start
+            try:
+                out.write("".join(format_result(lines + k, r, nbest, args.scores) for k, r in enumerate(results)))
+                out.flush()
+            except OSError as exc:
+                if out is sys.stdout or isinstance(exc, BrokenPipeError):
+                    raise
+                what, advice = write_failure(exc)
+                raise UserError(f"{args.output}: {what} while writing the translations: {advice}") from None
+            lines += len(chunk)
+            words += sum(len(_best_text(r).split()) for r in results)
+            if bar is not None:
+                bar.update(len(chunk))
+        if prefixes is not None:
+            prefixes.finish()
+    finally:
+        source.close()
+        if bar is not None:
+            bar.close()
+        if out is not sys.stdout:
+            with contextlib.suppress(OSError):  # a failing write is reported above
+                out.close()
+    if args.speed:
+        print(f"translated {lines} sentences, {words} words in {seconds:.2f} s: "
+              f"{lines / max(seconds, 1e-9):.1f} sentences/s, {words / max(seconds, 1e-9):.1f} words/s",
+              file=sys.stderr)
+    return 0
+
+
+def _best_text(result: Any) -> str:
+    first = result[0] if isinstance(result, list) else result
+    return first if isinstance(first, str) else first.text
