@@ -3,7 +3,8 @@
 Forced decoding of given pairs: one score per line, log p(target | source) in natural-log
 units, ``</s>`` included (``--normalize length``: per token). Both files are read in chunks
 of lines, so memory stays bounded. For n-best rescoring, write each hypothesis on its own
-line of ``--tgt`` with its source repeated on the same line of ``--src`` (docs/evaluation.md).
+line of ``--tgt`` with its source repeated on the same line of ``--src``
+(docs/translation.md, "N-best rescoring").
 """
 
 from __future__ import annotations
