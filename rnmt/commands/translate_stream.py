@@ -88,7 +88,10 @@ def progress_bar(source: LineSource, total: Optional[int]):
     rate = "{elapsed}, {rate_noinv_fmt}"
     bar_format = ("{l_bar}{bar}| {n_fmt}/{total_fmt} [" + rate + "]" if total is not None
                   else "{n_fmt} lines [" + rate + "]")
-    return tqdm(total=total, unit=" lines", file=sys.stderr, dynamic_ncols=True, leave=False, bar_format=bar_format)
+    # One update per chunk: draw each one (tqdm's default skips updates within 0.1 s of the
+    # last, so a fast file could end without its final count ever shown).
+    return tqdm(total=total, unit=" lines", file=sys.stderr, dynamic_ncols=True, leave=False, bar_format=bar_format,
+                mininterval=0, miniters=1)
 
 
 class Inputs:
