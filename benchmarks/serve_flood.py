@@ -31,6 +31,10 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rnmt.bench.server_process import serve_process  # noqa: E402
+
 SAMPLE = REPO / "data" / "sample"
 ANSWERS = {200, 413, 429, 503, 504}
 
@@ -42,21 +46,6 @@ def peak_rss_mb(pid: int) -> Optional[float]:
         return None
     match = re.search(r"VmHWM:\s+(\d+) kB", text)
     return int(match.group(1)) / 1024 if match else None
-
-
-def start_server(model: str, extra: List[str], timeout: float = 60.0):
-    cmd = [sys.executable, "-m", "rnmt", "serve", "--model", model, "--port", "0", "--threads", "1", *extra]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, cwd=REPO)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        match = re.search(r"on (http://127\.0\.0\.1:\d+)/", line or "")
-        if match:
-            return proc, match.group(1)
-        if proc.poll() is not None:
-            raise RuntimeError(f"rnmt serve exited: {line}{proc.stderr.read()}")
-    proc.kill()
-    raise RuntimeError("rnmt serve did not start")
 
 
 def bodies(n: int, seed: int = 0) -> List[dict]:
@@ -114,10 +103,10 @@ def run_flood(model: str, n: int, sigterm: bool = False, client_timeout: float =
               extra: Optional[List[str]] = None) -> Dict[str, object]:
     extra = extra or ["--max-queue", "8", "--timeout", "10",
                       "--max-request-tokens", "400", "--max-batch-tokens", "1000"]
-    proc, url = start_server(model, extra)
-    try:
+    with serve_process(model, extra, log_level="info") as server:
+        proc = server.proc
         before = peak_rss_mb(proc.pid)
-        result = asyncio.run(flood(url, n, client_timeout,
+        result = asyncio.run(flood(server.url, n, client_timeout,
                                    on_sent=(lambda: proc.send_signal(signal.SIGTERM)) if sigterm else None))
         result["peak_rss_mb_before"] = before
         result["peak_rss_mb"] = peak_rss_mb(proc.pid)
@@ -130,14 +119,6 @@ def run_flood(model: str, n: int, sigterm: bool = False, client_timeout: float =
                 result["exited"] = True
                 result["exit_code"] = proc.returncode
         return result
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        proc.stderr.close()
 
 
 def main() -> int:

@@ -32,43 +32,21 @@ import resource
 import shlex
 import socket
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rnmt.bench.server_process import serve_process, waiting  # noqa: E402
+
 MAX_COUNT = 50_000  # a bound on what one run may open
 HEADERS = (b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
            b"Content-Length: 100\r\n\r\n")
 PARTIAL_BODY = HEADERS + b'{"text": "Y dijo'
 PARTIAL_HEADERS = b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty"
-
-
-def start_server(model: str, extra: List[str], nofile: Optional[int], timeout: float = 90.0):
-    """``rnmt serve`` on a free loopback port: (process, URL) once its address is printed."""
-    def limit_files() -> None:
-        if nofile:  # the hard limit too: rnmt serve raises its soft limit to the hard one
-            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
-    cmd = [sys.executable, "-m", "rnmt", "serve", "--model", model, "--port", "0", "--threads", "1",
-           "--log-level", "critical", *extra]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, cwd=REPO, preexec_fn=limit_files)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        match = re.search(r"on (http://127\.0\.0\.1:\d+)/", line or "")
-        if match:
-            # Keep reading its log (asyncio reports each accept() that runs out of files): a full
-            # pipe would block the server.
-            threading.Thread(target=proc.stderr.read, daemon=True).start()
-            return proc, match.group(1)
-        if proc.poll() is not None:
-            raise RuntimeError(f"rnmt serve exited: {line}{proc.stderr.read()}")
-    proc.kill()
-    raise RuntimeError("rnmt serve did not start")
 
 
 def source_address(i: int, per_address: int) -> str:
@@ -84,18 +62,6 @@ def open_stalled(port: int, n: int, per_address: int, socks: List[socket.socket]
                                         source_address=(source_address(i, per_address), 0))
         sock.sendall(PARTIAL_HEADERS if i % 4 == 3 else PARTIAL_BODY)
         socks.append(sock)
-
-
-def waiting(sock: socket.socket) -> bool:
-    """Whether the connection is open and the server has sent nothing on it."""
-    sock.setblocking(False)
-    try:
-        sock.recv(1, socket.MSG_PEEK)
-        return False
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
 
 
 def probe(url: str, n: int) -> Dict[str, Dict[str, object]]:
@@ -133,43 +99,28 @@ def server_files_and_rss(pid: int) -> Dict[str, Optional[float]]:
 
 
 def measure(model: str, n: int, args: argparse.Namespace) -> Dict[str, object]:
-    proc, url = start_server(model, shlex.split(args.server_args), args.server_nofile)
     socks: List[socket.socket] = []
-    try:
-        import httpx
-
-        deadline = time.monotonic() + 60
-        while True:  # the model is loaded before the server listens; wait for it to answer
+    with serve_process(model, shlex.split(args.server_args), open_files=args.server_nofile,
+                       log_level="critical") as server:
+        try:
+            before = server_files_and_rss(server.proc.pid)
+            t0 = time.monotonic()
+            error = None
             try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server did not answer /health")
-            time.sleep(0.1)
-        before = server_files_and_rss(proc.pid)
-        t0 = time.monotonic()
-        error = None
-        try:
-            open_stalled(int(url.rsplit(":", 1)[1]), n, args.per_address, socks)
-        except OSError as exc:  # this side's own file limit, most likely
-            error = f"opened {len(socks)}: {exc}"
-        opened = time.monotonic() - t0
-        time.sleep(1.0)  # the server reads them all
-        result: Dict[str, object] = {"stalled": n, "open_error": error, "open_seconds": round(opened, 2),
-                                     "server_before": before, "server_during": server_files_and_rss(proc.pid)}
-        result.update(probe(url, args.probes))
-        result["stalled_waiting"] = sum(waiting(s) for s in socks)
-        return result
-    finally:
-        for sock in socks:
-            sock.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+                open_stalled(server.port, n, args.per_address, socks)
+            except OSError as exc:  # this side's own file limit, most likely
+                error = f"opened {len(socks)}: {exc}"
+            opened = time.monotonic() - t0
+            time.sleep(1.0)  # the server reads them all
+            during = server_files_and_rss(server.proc.pid)
+            result: Dict[str, object] = {"stalled": n, "open_error": error, "open_seconds": round(opened, 2),
+                                         "server_before": before, "server_during": during}
+            result.update(probe(server.url, args.probes))
+            result["stalled_waiting"] = sum(waiting(s) for s in socks)
+            return result
+        finally:
+            for sock in socks:
+                sock.close()
 
 
 def main() -> int:

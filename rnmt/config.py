@@ -157,6 +157,9 @@ class TrainConfig:
     # warmup_decay: the factor per decay_steps after decay_start; plateau: the factor per plateau
     decay_rate: Annotated[float, FRACTION] = 0.5
     decay_steps: Annotated[int, AT_LEAST_1] = 5000
+    # epoch_halving: the first halving comes after this many epochs (Luong et al. 2015: 5, or 8
+    # with dropout), then one after each further epoch
+    halve_after_epoch: Annotated[int, AT_LEAST_1] = 1
     # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
     replicas: Optional[Annotated[int, AT_LEAST_1]] = None
     min_lr: Annotated[float, NON_NEGATIVE] = 0.0

@@ -52,7 +52,9 @@ SEARCH = {"beam": 4, "nbest": 3, "alpha": 0.6}
 TINY = ["model.emb_size=16", "model.hidden_size=16", "data.vocab.size=160", "data.batch_tokens=600",
         "data.max_len=60", "train.max_steps=100", "train.validate_every=100", "train.log_every=100",
         "train.warmup_steps=5", "train.lr=0.005", "train.threads=1", "train.progress=false", "train.patience=null",
-        "train.seed=1", "train.init_scale=0.1", "train.amp=none", "data.dev=null"]
+        "train.seed=1", "train.init_scale=0.1", "train.amp=none", "data.dev=null",
+        # as when the stored files were written: Adam and halving from the first epoch, for every family
+        "train.optimizer=adam", "train.halve_after_epoch=1", "train.max_epochs=null"]
 
 
 def commit() -> str:

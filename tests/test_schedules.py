@@ -1,8 +1,12 @@
+from pathlib import Path
+
 import pytest
 
 from rnmt.config import TrainConfig
 from rnmt.errors import UserError
 from rnmt.train.schedules import learning_rate, rnmt_plus
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_rnmt_plus_matches_dtmt_eq_17_checkpoints():
@@ -40,6 +44,23 @@ def test_inverse_sqrt_peaks_at_warmup():
 def test_epoch_halving_and_floor():
     cfg = TrainConfig(lr=1.0, schedule="epoch_halving", min_lr=0.2)
     assert [learning_rate(cfg, 0, e) for e in range(4)] == pytest.approx([1.0, 0.5, 0.25, 0.2])
+
+
+def test_epoch_halving_can_start_late_as_luong_et_al():
+    # 12 epochs, the rate halved after each epoch from the 8th on (Luong et al. 2015, with dropout).
+    cfg = TrainConfig(lr=1.0, schedule="epoch_halving", halve_after_epoch=8)
+    assert [learning_rate(cfg, 0, e) for e in range(12)] == pytest.approx([1.0] * 8 + [0.5, 0.25, 0.125, 0.0625])
+
+
+def test_the_paper_configs_train_with_the_papers_optimisers():
+    from rnmt.config import load_config
+
+    for path in sorted((REPO / "configs" / "papers" / "cseq2seq").glob("*.yaml")):
+        tc = load_config(path).train
+        assert (tc.optimizer, tc.lr, tc.schedule, tc.halve_after_epoch) == ("adadelta", 1.0, "epoch_halving", 1), path
+    for path in sorted((REPO / "configs" / "papers" / "survey").glob("luong-*.yaml")):
+        tc = load_config(path).train
+        assert (tc.optimizer, tc.lr, tc.halve_after_epoch, tc.max_epochs) == ("sgd", 1.0, 8, 12), path
 
 
 def test_unknown_schedule_is_a_user_error():

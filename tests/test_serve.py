@@ -6,7 +6,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -232,32 +231,11 @@ def test_bad_settings_and_taken_port_fail_with_one_line(tiny_run):
 def test_rnmt_serve_runs_end_to_end(tiny_run, extra):
     import httpx
 
-    proc = subprocess.Popen([sys.executable, "-m", "rnmt", "serve", "--model", str(tiny_run), "--port", "0",
-                             "--threads", "1", "--log-level", "warning", *extra],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=REPO)
-    try:
-        line = proc.stderr.readline()  # "serving ... on http://127.0.0.1:PORT/ ..."
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert match, line
-        url = f"http://127.0.0.1:{match.group(1)}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not answer /health"
-            time.sleep(0.1)
-        r = httpx.post(f"{url}/translate", json={"texts": ["", SENTENCES[0]]}, timeout=30)
+    from rnmt.bench.server_process import serve_process
+
+    with serve_process(tiny_run, extra) as server:
+        r = httpx.post(f"{server.url}/translate", json={"texts": ["", SENTENCES[0]]}, timeout=30)
         assert r.status_code == 200 and r.json()["translations"][0]["text"] == ""
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 def test_no_page_loads_anything_from_outside(client):

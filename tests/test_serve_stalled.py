@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-import resource
 import select
 import socket
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
 import pytest
+
+from rnmt.bench.server_process import serve_process, waiting
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
@@ -36,41 +33,9 @@ PARTIAL_HEADERS = b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty"
 
 @contextlib.contextmanager
 def rnmt_serve(run_dir: Path, *options: str, open_files: Optional[int] = None) -> Iterator[int]:
-    """``rnmt serve`` on a free loopback port, its limit on open files ``open_files`` if given;
-    yields the port once ``/health`` answers."""
-    def limit_open_files() -> None:
-        if open_files:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
-
-    proc = subprocess.Popen([sys.executable, "-m", "rnmt", "serve", "--model", str(run_dir), "--port", "0",
-                             "--threads", "1", "--log-level", "warning", *options],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=REPO,
-                            preexec_fn=limit_open_files)
-    try:
-        line = proc.stderr.readline()  # "serving ... on http://127.0.0.1:PORT/ ..."
-        match = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert match, line + proc.stderr.read()
-        port = int(match.group(1))
-        # Keep reading what it logs (asyncio reports every accept() that runs out of files):
-        # a full pipe would block the server.
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not answer /health"
-            time.sleep(0.1)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    """``rnmt serve`` on a free loopback port (rnmt.bench.server_process); yields its port."""
+    with serve_process(run_dir, options, open_files=open_files) as server:
+        yield server.port
 
 
 def stall(port: int, data: bytes, source: str = "127.0.0.1") -> socket.socket:
@@ -97,20 +62,6 @@ def read_until_closed(sock: socket.socket, timeout: float) -> Tuple[bytes, Optio
             return received, time.monotonic() - t0
         received += chunk
     return received, None
-
-
-def waiting(sock: socket.socket) -> bool:
-    """Whether the connection is open and the server has sent nothing on it."""
-    sock.setblocking(False)
-    try:
-        sock.recv(1, socket.MSG_PEEK)
-        return False
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        sock.setblocking(True)
 
 
 def json_408(answer: bytes) -> str:

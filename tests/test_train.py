@@ -102,7 +102,7 @@ def test_plateau_schedule_decays_on_plateaus_and_early_stopping_ends_the_run(tmp
     _scripted_validation(trainer, [1.0, 2.0, 1.5, 2.5, 2.0, 2.4, 2.1, 2.2, 9.9])
     summary = trainer.run()
     assert summary["stop_reason"] == "early_stopping" and summary["steps"] == 16
-    assert summary["best_step"] == 8 and trainer.plateau_decays == 2
+    assert summary["best_step"] == 8 and trainer.progress.plateau_decays == 2
     assert summary["wall_seconds"] >= summary["train_seconds"]
     records = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if "dev_bleu" in r] == [2, 4, 6, 8, 10, 12, 14, 16]  # none twice
@@ -119,9 +119,9 @@ def test_a_resumed_plateau_run_keeps_its_decays(tmp_path, tiny_corpus):
     first = Trainer(config_from_dict(tree), out, log=lambda *_: None)
     _scripted_validation(first, [3.0, 2.0, 1.0, 0.5])
     first.run()
-    assert first.plateau_decays == 3
+    assert first.progress.plateau_decays == 3
     resumed = Trainer(config_from_dict(tree, ["train.max_steps=10"]), out, resume=True, log=lambda *_: None)
-    assert resumed.plateau_decays == 3 and resumed.best_step == 2
+    assert resumed.progress.plateau_decays == 3 and resumed.progress.best_step == 2
     _scripted_validation(resumed, [0.1])
     resumed.run()
     rates = {r["step"]: r["lr"] for r in (json.loads(x) for x in (out / "log.jsonl").read_text().splitlines())

@@ -85,7 +85,7 @@ def _index_dtype(n: int) -> type:
     return np.int32 if n < 2 ** 31 else np.int64
 
 
-def _lengths(values: Sequence[int]) -> np.ndarray:
+def _lengths(values: Sequence[int] | np.ndarray) -> np.ndarray:
     """Lengths as a compact integer array (no copy when they already are int32)."""
     arr = np.asarray(values)
     if arr.dtype.kind not in "iu":
@@ -135,7 +135,8 @@ class TokenBatchSampler:
     holds the corpus as Python objects.
     """
 
-    def __init__(self, src_lens: Sequence[int], tgt_lens: Sequence[int], max_tokens: int = 4096,
+    def __init__(self, src_lens: Sequence[int] | np.ndarray, tgt_lens: Sequence[int] | np.ndarray,
+                 max_tokens: int = 4096,
                  shuffle: bool = True, seed: int = 1, max_sentences: Optional[int] = None,
                  chunk_size: int = 10000, rank: int = 0, world_size: int = 1) -> None:
         if len(src_lens) != len(tgt_lens):

@@ -213,7 +213,7 @@ def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) 
     sampler = trainer.sampler  # epochs as a fraction: whole epochs plus the share of the current one
     summary["epochs"] = round(sampler.epoch + sampler.position / max(len(sampler), 1), 2)
     summary["updates_per_epoch"] = len(sampler)
-    summary["plateau_decays"] = trainer.plateau_decays
+    summary["plateau_decays"] = trainer.progress.plateau_decays
     done.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return summary
 

@@ -24,7 +24,10 @@ from rnmt.models.base import TranslationModel, repeat_rows, select
 
 
 @dataclass
-class Hypothesis:
+class SearchHypothesis:
+    """A finished hypothesis of the search, in subword ids (the translator detokenises it;
+    the public `rnmt.Hypothesis` and the server's `NBestHypothesis` are made from it)."""
+
     tokens: List[int]  # without BOS / EOS
     score: float  # length-normalised log-probability (what the beam ranks by)
     logprob: float  # total log-probability, EOS included
@@ -107,7 +110,7 @@ def _check(should_stop: Optional[Callable[[], bool]]) -> None:
 @torch.no_grad()
 def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
                   return_attention: bool = False,
-                  should_stop: Optional[Callable[[], bool]] = None) -> List[Hypothesis]:
+                  should_stop: Optional[Callable[[], bool]] = None) -> List[SearchHypothesis]:
     """Pick the most probable word at every step until EOS or ``max_len[b]`` tokens.
 
     ``should_stop`` is called before every step; when it returns True the search raises
@@ -138,7 +141,7 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     for b in range(B):
         n = int(lengths[b])
         seq = out[b][: n - 1] if out[b][n - 1] == model.eos_id else out[b][:n]
-        hyps.append(Hypothesis(seq, float(logprob[b]), float(logprob[b]),
+        hyps.append(SearchHypothesis(seq, float(logprob[b]), float(logprob[b]),
                                torch.stack(attn, 1)[b, :n].cpu() if return_attention else None))
     return hyps
 
@@ -147,7 +150,7 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
 def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
                 beam: int = 5, alpha: float = 0.6, normalize: str = "gnmt", nbest: int = 1,
                 return_attention: bool = False,
-                should_stop: Optional[Callable[[], bool]] = None) -> List[List[Hypothesis]]:
+                should_stop: Optional[Callable[[], bool]] = None) -> List[List[SearchHypothesis]]:
     """Batched beam search; returns the ``nbest`` best finished hypotheses of each sentence.
 
     ``max_len[b]`` bounds the output length of sentence b (EOS included): at that step only
@@ -167,7 +170,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     history = torch.full((B * K, 0), model.bos_id, dtype=torch.long, device=device)
     attn_history = None
     prev = torch.full((B * K,), model.bos_id, dtype=torch.long, device=device)
-    finished: List[List[Hypothesis]] = [[] for _ in range(B)]
+    finished: List[List[SearchHypothesis]] = [[] for _ in range(B)]
     t = 0
     while sent_ids.numel() > 0:
         _check(should_stop)
@@ -192,7 +195,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
             for row, sent, logp in zip(rows.tolist(), sents.tolist(), top_scores[finalize].tolist()):
                 hyp_attn = attn_history[row].cpu() if attn_history is not None else None
                 finished[int(sent_ids[sent])].append(
-                    Hypothesis(history[row].tolist(), logp / lp, logp, hyp_attn))
+                    SearchHypothesis(history[row].tolist(), logp / lp, logp, hyp_attn))
 
         # The K best hypotheses that did not end continue.
         alive_scores, pick = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=-1)

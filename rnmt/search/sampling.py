@@ -23,7 +23,7 @@ from torch import Tensor
 
 from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel, repeat_rows, select
-from rnmt.search.beam import Hypothesis, _check, _force_eos, _mask_specials, length_penalty
+from rnmt.search.beam import SearchHypothesis, _check, _force_eos, _mask_specials, length_penalty
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def draw(log_probs: Tensor, sampling: Sampling, u: Tensor) -> Tensor:
 def sample_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor, sampling: Sampling,
                   keys: Sequence[int], n: int = 1, alpha: float = 0.6, normalize: str = "gnmt",
                   return_attention: bool = False,
-                  should_stop: Optional[Callable[[], bool]] = None) -> List[List[Hypothesis]]:
+                  should_stop: Optional[Callable[[], bool]] = None) -> List[List[SearchHypothesis]]:
     """``n`` samples of each sentence, best score first (scores as beam search's: the
     model's log-probability, untempered, over the length penalty).
 
@@ -150,7 +150,7 @@ def sample_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     logprob = torch.zeros(B * n, device=device)
     ended = torch.zeros(B * n, dtype=torch.bool, device=device)
     collected = torch.zeros(B, dtype=torch.bool, device=device)
-    results: List[List[Hypothesis]] = [[] for _ in range(B)]
+    results: List[List[SearchHypothesis]] = [[] for _ in range(B)]
     t = 0
     while sent_ids.numel() > 0:
         _check(should_stop)
@@ -187,7 +187,7 @@ def sample_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     return [sorted(hyps, key=lambda h: -h.score) for hyps in results]
 
 
-def _collect(results: List[List[Hypothesis]], sents: List[int], sent_ids: Tensor, history: Tensor,
+def _collect(results: List[List[SearchHypothesis]], sents: List[int], sent_ids: Tensor, history: Tensor,
              attn_history: Optional[Tensor], logprob: Tensor, n: int, eos_id: int, alpha: float,
              normalize: str) -> None:
     """Turn the rows of the finished sentences ``sents`` (current positions) into hypotheses."""
@@ -198,5 +198,5 @@ def _collect(results: List[List[Hypothesis]], sents: List[int], sent_ids: Tensor
             attn = attn_history[r, :length].cpu() if attn_history is not None else None
             lp = float(logprob[r])
             results[int(sent_ids[s])].append(
-                Hypothesis(seq[:length - 1] if seq[length - 1] == eos_id else seq[:length],
+                SearchHypothesis(seq[:length - 1] if seq[length - 1] == eos_id else seq[:length],
                            lp / length_penalty(float(length), alpha, normalize), lp, attn))

@@ -17,7 +17,7 @@ import torch
 from rnmt.config import SearchConfig
 from rnmt.data import Vocab, make_translation_batches, restore_order
 from rnmt.models.base import TranslationModel
-from rnmt.search.beam import Hypothesis, beam_search, greedy_search
+from rnmt.search.beam import SearchHypothesis, beam_search, greedy_search
 from rnmt.search.limits import ends_sentence, output_limits, split_source
 from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
 from rnmt.search.sampling import Sampling, sample_search
@@ -145,7 +145,7 @@ class Translator:
         for (_, t), fd in zip(pairs, decoded):
             t.token_log_probs = [float(x) for x in fd.token_log_probs]
 
-    def _finish(self, hyp: Hypothesis, src_ids: List[int], prefix: Optional[str] = None,
+    def _finish(self, hyp: SearchHypothesis, src_ids: List[int], prefix: Optional[str] = None,
                 prefix_ids: Optional[List[int]] = None) -> Translation:
         attention = None
         if hyp.attention is not None:

@@ -53,7 +53,9 @@ class Alignment(BaseModel):
     attention: List[List[float]]
 
 
-class Hypothesis(BaseModel):
+class NBestHypothesis(BaseModel):
+    """One entry of a response's n-best list."""
+
     text: str
     score: float
 
@@ -62,7 +64,7 @@ class TranslationResult(BaseModel):
     source: str
     text: str = Field(description="the best translation ('' for an empty source)")
     score: float = Field(description="search score of the best translation (higher is better)")
-    nbest: Optional[List[Hypothesis]] = Field(None, description="the n best hypotheses, when nbest > 1")
+    nbest: Optional[List[NBestHypothesis]] = Field(None, description="the n best hypotheses, when nbest > 1")
     alignment: Optional[Alignment] = Field(None, description="when return_alignment is true")
 
 

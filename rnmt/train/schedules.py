@@ -48,8 +48,9 @@ def learning_rate(cfg: TrainConfig, step: int, epoch: int = 0, plateau_decays: i
     elif cfg.schedule == "rnmt_plus":
         value = rnmt_plus(step, lr, cfg.replicas or 1, warm, cfg.decay_start, cfg.decay_end)
     elif cfg.schedule == "epoch_halving":
-        # ATR / Cseq2seq practice: halve the rate after every epoch.
-        value = lr * 0.5 ** epoch
+        # ATR / Cseq2seq practice: halve the rate after every epoch; Luong et al. (2015) start
+        # halving after the 5th (8th with dropout). Epochs count from 0.
+        value = lr * 0.5 ** max(0, epoch - cfg.halve_after_epoch + 1)
     elif cfg.schedule == "plateau":
         # Linear warm-up, then decay_rate once per plateau of the dev metric
         # (train.plateau_patience validations without improvement): no update count fixed in

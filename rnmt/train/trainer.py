@@ -1,4 +1,7 @@
-"""The training loop: batches -> loss -> Adam step, with validation, checkpoints and resume.
+"""The training loop: batches -> loss -> optimiser step, with validation, checkpoints and resume.
+
+The run is set up by `rnmt.train.setup`, its saved state is `rnmt.train.state.TrainState`,
+and `rnmt.train.validator` scores the dev set; this module runs the updates around them.
 
 Output directory layout:
 
@@ -9,7 +12,8 @@ Output directory layout:
     OUT/ckpt-<step>.safetensors   the last ``train.keep_last`` checkpoints
     OUT/best.safetensors     the checkpoint with the best dev BLEU, or the newest one when
                              there is no dev set (what `translate` and `serve` load)
-    OUT/train_state.pt       optimiser, step, data position and random state (for --resume)
+    OUT/train_state.pt       optimiser, step, data position and random state (for --resume;
+                             rnmt.train.state.TrainState)
     OUT/log.jsonl            one JSON object per logging interval and per validation
     OUT/tensorboard/         the same as TensorBoard events (train.tensorboard: true)
 
@@ -37,181 +41,82 @@ import json
 import math
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
-import sacrebleu
 import torch
 from tqdm import tqdm
 
-from rnmt import precision
-from rnmt.config import Config, load_config
-from rnmt.data import TokenBatchSampler, collate, encode_corpus, iter_parallel, load_vocab, read_parallel, train_vocabs
-from rnmt.device import pick_device, rank_device
+from rnmt.config import Config
+from rnmt.data import TokenBatchSampler, collate
 from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
-from rnmt.models import build_model
-from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.models.loading import read_checked
 from rnmt.search.translator import Translator
 from rnmt.train.checkpoint import atomic_write_text, load_train_state, save_model, save_train_state
-from rnmt.train.distributed import DistContext, init_distributed
-from rnmt.train.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
+from rnmt.train.distributed import DistContext
 from rnmt.train.loss import label_smoothed_nll
 from rnmt.train.optimizers import build_optimizer
-from rnmt.train.preflight import check_before_writing, corpus_files
-from rnmt.train.resume import check_corpus, check_resume_config
+from rnmt.train.preflight import corpus_files
+from rnmt.train.resume import check_corpus
 from rnmt.train.schedules import learning_rate
+from rnmt.train.setup import RANK_SEED_STRIDE, STATE_FILE, amp_dtype, resolve_amp, set_up_run
 from rnmt.train.signals import StopSignals
+from rnmt.train.state import Progress, TrainState
+from rnmt.train.validator import BEST_METRICS, Validator, improves
 
-STATE_FILE = "train_state.pt"
-
-
-def amp_dtype(name: str, device: torch.device, hidden: int = 0, threads: int = 1) -> Optional[torch.dtype]:
-    """The autocast dtype of ``train.amp`` on ``device`` (None: full precision); see `resolve_amp`."""
-    return resolve_amp(name, device, hidden, threads)[0]
+# Re-exported: callers import these from here (the CLI, the API, benchmarks, tests).
+__all__ = ["Trainer", "STATE_FILE", "amp_dtype", "resolve_amp", "corpus_files", "BEST_METRICS"]
 
 
-def resolve_amp(name: str, device: torch.device, hidden: int = 0,
-                threads: int = 1) -> Tuple[Optional[torch.dtype], str]:
-    """The autocast dtype of ``train.amp`` on ``device`` and why, for the log.
-
-    ``auto`` is bf16 on a CUDA device that supports it. On the CPU it is bf16 when the
-    model's hidden size is at least `precision.BF16_MIN_HIDDEN` and this processor's bf16
-    products, measured at that size on ``threads`` threads, run at least
-    `precision.BF16_MIN_SPEEDUP` times fp32's (`precision.cpu_bf16_speedup`): processors
-    that list ``avx512_bf16`` differ (2.1-2.7x fp32 on a Zen 4, 0.5-0.8x on a Xeon without
-    AMX), so the flag alone cannot decide. bf16 keeps quality at equal updates
-    (`rnmt reproduce bf16`, docs/performance.md). ``bf16`` and ``none`` force the choice.
-    """
-    if name == "none":
-        return None, "fp32 (train.amp: none)"
-    if name not in ("auto", "bf16"):
-        raise UserError(f"train.amp: unknown value '{name}'; choose auto, bf16 or none")
-    if device.type == "cuda":
-        if torch.cuda.is_bf16_supported():
-            return torch.bfloat16, f"bf16 ({torch.cuda.get_device_name(device)})"
-        if name == "bf16":
-            raise UserError(f"train.amp is bf16 but {torch.cuda.get_device_name(device)} does not support bf16")
-        return None, f"fp32 ({torch.cuda.get_device_name(device)} has no bf16)"
-    if name == "bf16":
-        return torch.bfloat16, "bf16 (train.amp: bf16)"
-    return precision.cpu_auto_dtype(hidden, threads)
-
-
-# Rank r > 0 reseeds its generator with seed + r * _RANK_SEED_STRIDE after the (identical)
-# initialisation, so dropout masks differ between processes.
-_RANK_SEED_STRIDE = 1_000_003
-# train.best_metric -> the validation figure it reads (loss: lower is better).
-BEST_METRICS = {"bleu": "dev_bleu", "chrf": "dev_chrf", "loss": "dev_loss"}
+def _no_dev_set() -> Dict[str, float]:
+    raise UserError("validation needs a dev set (data.dev)")
 
 
 class Trainer:
+    """A training run: `rnmt.train.setup` prepares it, this class runs the updates.
+
+    The jobs are split by module: `set_up_run` (checks, vocabularies, data, model), the
+    typed `TrainState` and `Progress` (what a checkpoint saves and --resume restores), the
+    `Validator` (dev loss, BLEU, chrF), and here the loop with its checkpoints.
+    """
+
     def __init__(self, cfg: Config, out_dir: str | Path, resume: bool = False,
                  log=print, dist: Optional[DistContext] = None, corpus_changed_ok: bool = False,
                  init_from: Optional[str | Path] = None) -> None:
-        self.cfg = cfg
-        self.out = Path(out_dir)
-        self.resume = resume
+        run = set_up_run(cfg, out_dir, resume=resume, log=log, dist=dist, init_from=init_from)
+        self.cfg, self.out, self.resume, self.dist, self.log = run.cfg, run.out, resume, run.dist, run.log
+        self.is_main, self.device, self.amp_dtype, self.init = run.is_main, run.device, run.amp_dtype, run.init
+        self.src_vocab, self.tgt_vocab, self.corpus, self.model = run.src_vocab, run.tgt_vocab, run.corpus, run.model
         self.corpus_changed_ok = corpus_changed_ok
         self.stop_signal: Optional[str] = None
-        check_before_writing(cfg)  # the model's shapes and the corpus files, before any file is made
         tc = cfg.train
-        self.dist = dist if dist is not None else init_distributed(tc.device)
-        self.is_main = self.dist.is_main
-        self.log = log if self.is_main else (lambda *_, **__: None)
-        if tc.threads:
-            torch.set_num_threads(tc.threads)
-        self.device = rank_device(pick_device(tc.device), self.dist.local_rank if self.dist.enabled else None)
-        self.amp_dtype = self._resolve_amp()
-        auto_replicas = tc.replicas is None
-        if tc.replicas is None:
-            tc.replicas = self.dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
-        # Fine-tuning (rnmt/train/init_from.py), checked before anything is written; read
-        # only when the run starts: a resumed run continues from its own checkpoint.
-        self.init: Optional[InitCheckpoint] = read_init_checkpoint(init_from) if init_from and not resume else None
-        if self.init is not None:
-            cfg.model.src_vocab_size, cfg.model.tgt_vocab_size = self.init.src_vocab.size, self.init.tgt_vocab.size
-            check_architecture(self.init, cfg.model)
-        self._check_out_dir()
-        if self.device.type == "cpu":
-            # Build or load the C++ kernels now (rank 0 first), so that a first build is not
-            # counted as training time (train.max_minutes, tokens/s).
-            from rnmt import kernels
-
-            self._main_first(kernels.extension)
-        torch.manual_seed(tc.seed)
-
-        # Rank 0 trains the vocabulary and encodes the corpora first; the others then load
-        # the same files (or, on a node without the shared directory, rebuild them
-        # identically: both steps are deterministic).
-        self.src_vocab, self.tgt_vocab = self._main_first(self._vocabularies)
-        cfg.model.src_vocab_size = self.src_vocab.size
-        cfg.model.tgt_vocab_size = self.tgt_vocab.size
-        config_changes: List[str] = []
-        if resume and (self.out / "config.yaml").is_file():
-            # Checked before anything is written: a rejected --resume --set leaves the run as it was.
-            saved = load_config(self.out / "config.yaml")
-            if auto_replicas:  # the run's resolved n, whatever the number of processes now
-                cfg.train.replicas = saved.train.replicas
-            config_changes = check_resume_config(saved, cfg, str(self.out / "config.yaml"))
-        if self.is_main and not resume:
-            atomic_write_text(self.out / "config.yaml", cfg.dump())
         self.tensorboard = None
         if tc.tensorboard and self.is_main:
             from rnmt.train.tensorboard import TensorBoardLog
 
             self.tensorboard = TensorBoardLog(self.out / "tensorboard")
-
-        train_src, train_tgt = corpus_files(cfg.data.train, cfg, "train")
-        cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else self.out / "cache"
-        self.corpus = self._main_first(lambda: encode_corpus(train_src, train_tgt, self.src_vocab, self.tgt_vocab,
-                                                             cache, cfg.data.max_len))
-        if len(self.corpus) == 0:
-            raise UserError(f"{train_src}: no training pairs left after removing empty and over-long lines")
-        self.log(f"training pairs: {len(self.corpus)} (skipped {self.corpus.n_empty} empty, "
-                 f"{self.corpus.n_too_long} longer than {cfg.data.max_len} subwords)")
-        # Validation runs on rank 0 only: the others never load the dev set.
         self.has_dev = bool(cfg.data.dev)
-        self.dev = self._main_first(lambda: self._dev_set(cache), others=lambda: None)
-
-        self.model: TranslationModel = build_model(cfg.model, self.src_vocab.size, self.tgt_vocab.size)
-        uniform_init_(self.model, tc.init_scale)
-        if self.init is not None:
-            load_state_into(self.model, self.init.file.state, self.init.file.path)
-            self.init.file.state = {}  # copied into the model: no second copy for the whole run
-            self.log(f"fine-tuning from {self.init.file.path} (step {self.init.file.meta.get('step')}): its weights "
-                     f"and vocabulary, a fresh optimiser and schedule")
-        self.model.to(self.device)
-        if self.dist.rank > 0:
-            torch.manual_seed(tc.seed + _RANK_SEED_STRIDE * self.dist.rank)
         self.optimizer = build_optimizer(self.model.parameters(), tc)
         self.sampler = TokenBatchSampler(self.corpus.src_lens, self.corpus.tgt_lens, cfg.data.batch_tokens,
                                          shuffle=True, seed=tc.seed, rank=self.dist.rank,
                                          world_size=self.dist.world_size)
         self.translator = Translator(self.model, self.src_vocab, self.tgt_vocab, cfg.search, self.device)
-        self.step = 0
-        self.train_seconds = 0.0
-        self.wall_seconds = 0.0  # training, validation and checkpoints, over every sitting
-        self.best_value: Optional[float] = None  # train.best_metric at the best checkpoint
-        self.best_bleu: Optional[float] = None  # dev BLEU at the best checkpoint
-        self.best_step: Optional[int] = None  # the update of the best checkpoint
-        self.bad_validations = 0
-        # The plateau schedule: decays so far, and validations without improvement since the
-        # last improvement or decay (train.plateau_patience of them trigger the next decay).
-        self.plateau_decays = 0
-        self.plateau_bad = 0
-        self.checkpoints: List[str] = []
-        self.nonfinite_total = 0  # updates skipped for a non-finite loss or gradient
-        self.nonfinite_run = 0  # ... in a row
-        # The data position and random state that match the weights and self.step: what an
+        # A callable attribute (not a method), so a test can stand in for validation.
+        self.validate: Callable[[], Dict[str, float]] = (
+            Validator(self.model, self.translator, run.dev, self.device, tc.validation_search)
+            if run.dev is not None else _no_dev_set)
+        self.progress = Progress()
+        self.nonfinite_run = 0  # updates skipped in a row (not saved: a resumed run starts afresh)
+        # The data position and random state that match the weights and the step: what an
         # emergency save (a peer process died mid-update) must store.
         self._consistent: Optional[Dict[str, Any]] = None
         if resume:
             self._restore()
-            if self.is_main and config_changes:
+            if self.is_main and run.config_changes:
                 atomic_write_text(self.out / "config.yaml", cfg.dump())
-                self.log("config changed on resume: " + "; ".join(config_changes))
+                self.log("config changed on resume: " + "; ".join(run.config_changes))
         # The replica that trains: DDP synchronises gradients in backward (and broadcasts
         # rank 0's weights once, here). Saving, validation and search use the bare model.
         self.train_model: torch.nn.Module = self.model
@@ -223,93 +128,10 @@ class Trainer:
             self.log(f"data parallel: {self.dist.world_size} processes ({self.dist.backend}), "
                      f"{tc.accumulate} batch(es) per process and update")
 
-    def _main_first(self, fn, others=None):
-        """Run ``fn`` on rank 0, then (if it succeeded) ``others or fn`` on the other ranks.
-
-        A failure on rank 0 is passed on, so no rank waits forever for a rank that stopped.
-        """
-        if not self.dist.enabled:
-            return fn()
-        if self.is_main:
-            try:
-                result = fn()
-            except BaseException as exc:
-                self.dist.broadcast_object(str(exc) or type(exc).__name__)
-                raise
-            self.dist.broadcast_object(None)
-            return result
-        error = self.dist.broadcast_object(None)
-        if error is not None:
-            raise UserError(f"rank 0 failed: {error}")
-        return (others or fn)()
-
-    # -- set-up ------------------------------------------------------------------------
-    def _check_out_dir(self) -> None:
-        try:
-            self.out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            what, advice = write_failure(exc)
-            raise UserError(f"{self.out}: cannot create the output directory ({what}): {advice}") from None
-        has_run = (self.out / STATE_FILE).exists()
-        if has_run and not self.resume:
-            raise UserError(f"{self.out} already holds a training run; pass --resume to continue it "
-                            "or choose another --out")
-        if self.resume and not has_run:
-            raise UserError(f"cannot resume: {self.out / STATE_FILE} not found")
-        if self.resume and self.is_main:
-            # Temporaries of a process killed mid-write (atomic_write names them .NAME.*.tmp):
-            # no other trainer writes to this directory, so none of them is in use.
-            for tmp in self.out.glob(".*.tmp"):
-                tmp.unlink(missing_ok=True)
-
-    def _vocabularies(self) -> tuple:
-        vc, data = self.cfg.data.vocab, self.cfg.data
-        joint_file, src_file, tgt_file = self.out / "spm.model", self.out / "spm.src.model", self.out / "spm.tgt.model"
-        if self.init is not None:  # the checkpoint's embeddings index its vocabulary
-            if self.init.src_vocab.to_bytes() == self.init.tgt_vocab.to_bytes():
-                self.init.src_vocab.save(joint_file)
-                return self.init.src_vocab, self.init.src_vocab
-            self.init.src_vocab.save(src_file)
-            self.init.tgt_vocab.save(tgt_file)
-            return self.init.src_vocab, self.init.tgt_vocab
-        if self.resume or joint_file.exists() or src_file.exists():
-            if joint_file.exists():
-                v = load_vocab(joint_file)
-                return v, v
-            return load_vocab(src_file), load_vocab(tgt_file)
-        if vc.model:
-            v = load_vocab(vc.model)
-            v.save(joint_file)
-            return v, v
-        if vc.src_model or vc.tgt_model:
-            if not (vc.src_model and vc.tgt_model):
-                raise UserError("data.vocab.src_model and data.vocab.tgt_model must be given together")
-            s, t = load_vocab(vc.src_model), load_vocab(vc.tgt_model)
-            s.save(src_file)
-            t.save(tgt_file)
-            return s, t
-        src, tgt = corpus_files(data.train, self.cfg, "train")
-        for _ in iter_parallel(src, tgt):  # line counts and UTF-8 first: clearer errors than sentencepiece's
-            pass
-        self.log("training the sentencepiece vocabulary ...")
-        return train_vocabs(src, tgt, self.out, joint=vc.joint, model_type=vc.type,
-                            src_size=vc.src_size or vc.size, tgt_size=vc.tgt_size or vc.size,
-                            character_coverage=vc.character_coverage, seed=self.cfg.train.seed)
-
-    def _dev_set(self, cache: Path) -> Optional[Dict[str, Any]]:
-        if not self.cfg.data.dev:
-            return None
-        src, tgt = corpus_files(self.cfg.data.dev, self.cfg, "dev")
-        src_lines, ref_lines, _ = read_parallel(src, tgt)
-        limit = self.cfg.data.dev_max_sentences
-        if limit:
-            src_lines, ref_lines = src_lines[:limit], ref_lines[:limit]
-        corpus = encode_corpus(src, tgt, self.src_vocab, self.tgt_vocab, cache, max_len=0)
-        indices = list(range(min(len(corpus), limit))) if limit else list(range(len(corpus)))
-        batches = TokenBatchSampler(corpus.src_lens[indices], corpus.tgt_lens[indices],
-                                    self.cfg.data.batch_tokens, shuffle=False).epoch_batches(0)
-        return {"src": src_lines, "ref": ref_lines, "corpus": corpus,
-                "batches": [[indices[i] for i in b] for b in batches]}
+    @property
+    def step(self) -> int:
+        """The number of updates done so far."""
+        return self.progress.step
 
     # -- checkpoints -------------------------------------------------------------------
     def _vocab_bytes(self) -> Dict[str, bytes]:
@@ -338,25 +160,6 @@ class Trainer:
     def _snapshot(self) -> Dict[str, Any]:
         return {"sampler": self.sampler.state_dict(), "rng": torch.get_rng_state()}
 
-    def _resolve_amp(self) -> Optional[torch.dtype]:
-        """``train.amp`` for this run: a resumed run keeps the dtype it started with (``auto``
-        measures the CPU, and a second measurement could decide otherwise), and every process
-        trains in rank 0's choice."""
-        saved = None
-        if self.resume and (self.out / STATE_FILE).is_file():
-            saved = load_train_state(self.out / STATE_FILE).get("amp")
-            if saved is None and self.cfg.train.amp == "auto" and self.device.type == "cpu":
-                saved = "fp32"  # saved before auto could choose bf16 on a CPU
-        if saved is not None:
-            dtype, why = (torch.bfloat16 if saved == "bf16" else None), f"{saved} (as this run started)"
-        else:
-            dtype, why = resolve_amp(self.cfg.train.amp, self.device, self.cfg.model.hidden_size,
-                                     torch.get_num_threads())
-            if self.dist.enabled:
-                dtype, why = self.dist.broadcast_object((dtype, why))
-        self.log(f"train.amp {self.cfg.train.amp}: {why}")
-        return dtype
-
     def _check_finite(self) -> None:
         bad = [n for n, p in self.model.named_parameters() if not bool(torch.isfinite(p).all())]
         if bad:
@@ -376,106 +179,61 @@ class Trainer:
         # so a run directory always loads the newest weights.
         if improved or not self.has_dev or not (self.out / "best.safetensors").exists():
             save_model(self.out / "best.safetensors", self.model, self.cfg, self._vocab_bytes(), meta)
-        if name not in self.checkpoints:
-            self.checkpoints.append(name)
-        state = {
-            "step": self.step,
-            "checkpoint": name,
-            "optimizer": self.optimizer.state_dict(),
-            "sampler": snapshot["sampler"],
-            "rng": snapshot["rng"],
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
-            "train_seconds": self.train_seconds,
-            "wall_seconds": self._wall_now(),
-            "best_bleu": self.best_bleu,
-            "best_value": self.best_value,
-            "best_step": self.best_step,
-            "plateau_decays": self.plateau_decays,
-            "plateau_bad": self.plateau_bad,
-            "bad_validations": self.bad_validations,
-            "checkpoints": list(self.checkpoints),
-            "world_size": self.dist.world_size,
-            "corpus_key": self._corpus_key(),
-            "nonfinite_total": self.nonfinite_total,
-            "amp": "bf16" if self.amp_dtype is not None else "fp32",
-        }
-        if rank_rng is not None:
-            state["rank_rng"] = rank_rng
-        save_train_state(self.out / STATE_FILE, state)
+        progress = self.progress
+        if name not in progress.checkpoints:
+            progress.checkpoints.append(name)
+        state = TrainState(
+            progress=replace(progress, wall_seconds=self._wall_now(), checkpoints=list(progress.checkpoints)),
+            checkpoint=name, optimizer=self.optimizer.state_dict(), sampler=snapshot["sampler"],
+            rng=snapshot["rng"], cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            rank_rng=rank_rng, world_size=self.dist.world_size, corpus_key=self._corpus_key(),
+            amp="bf16" if self.amp_dtype is not None else "fp32")
+        save_train_state(self.out / STATE_FILE, state.to_dict())
         # Old checkpoints go only after the state that no longer needs them is on disk.
-        while len(self.checkpoints) > max(1, self.cfg.train.keep_last):
-            old = self.checkpoints.pop(0)
+        while len(progress.checkpoints) > max(1, self.cfg.train.keep_last):
+            old = progress.checkpoints.pop(0)
             (self.out / old).unlink(missing_ok=True)
 
     def _corpus_key(self) -> Optional[str]:
         return self.corpus.cache_path.name if self.corpus.cache_path is not None else None
 
     def _restore(self) -> None:
-        state = load_train_state(self.out / STATE_FILE)
-        mf, _, _ = read_checked(self.out / state["checkpoint"])
+        path = self.out / STATE_FILE
+        state = TrainState.from_dict(load_train_state(path), str(path))
+        mf, _, _ = read_checked(self.out / state.checkpoint)
         load_state_into(self.model, mf.state, mf.path)
-        self.optimizer.load_state_dict(state["optimizer"])
-        changed = check_corpus(state.get("corpus_key"), self._corpus_key(), str(self.cfg.data.train),
+        self.optimizer.load_state_dict(state.optimizer)
+        changed = check_corpus(state.corpus_key, self._corpus_key(), str(self.cfg.data.train),
                                self.corpus_changed_ok)
-        self.sampler.load_state_dict(state["sampler"])
+        self.sampler.load_state_dict(state.sampler)
         if changed:
             # The saved position indexes the old corpus: continue with the next epoch's order.
             self.sampler.set_epoch(self.sampler.epoch + 1)
-            self.log(f"the training corpus changed since step {state['step']}: continuing at epoch "
+            self.log(f"the training corpus changed since step {state.progress.step}: continuing at epoch "
                      f"{self.sampler.epoch} of the new corpus")
-        self.nonfinite_total = int(state.get("nonfinite_total", 0))
         self._restore_rng(state)
-        self.step = int(state["step"])
-        self.train_seconds = float(state["train_seconds"])
-        self.wall_seconds = float(state.get("wall_seconds", self.train_seconds))  # absent before plateau
-        self.plateau_decays = int(state.get("plateau_decays", 0))
-        self.plateau_bad = int(state.get("plateau_bad", 0))
-        self.best_bleu = state["best_bleu"]
-        self.best_value = state.get("best_value", self.best_bleu)  # before best_metric: always BLEU
-        self.best_step = state.get("best_step")
-        self.bad_validations = int(state["bad_validations"])
-        self.checkpoints = list(state["checkpoints"])
+        self.progress = state.progress
         self.log(f"resumed from step {self.step} (epoch {self.sampler.epoch}, batch {self.sampler.position})"
-                 + (f"; the run had {state.get('world_size', 1)} processes, now {self.dist.world_size}"
-                    if state.get("world_size", 1) != self.dist.world_size else ""))
+                 + (f"; the run had {state.world_size} processes, now {self.dist.world_size}"
+                    if state.world_size != self.dist.world_size else ""))
 
-    def _restore_rng(self, state: Dict[str, Any]) -> None:
+    def _restore_rng(self, state: TrainState) -> None:
         """Each rank's own generator when the world size is unchanged; otherwise rank 0
         continues the saved one and the others start fresh streams of their own."""
-        ranks = state.get("rank_rng")
+        ranks = state.rank_rng
         if not self.dist.enabled:
-            torch.set_rng_state(state["rng"])
-            if state.get("cuda_rng") and torch.cuda.is_available():
-                torch.cuda.set_rng_state_all(state["cuda_rng"])
+            torch.set_rng_state(state.rng)
+            if state.cuda_rng and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(state.cuda_rng)
         elif ranks and len(ranks) == self.dist.world_size:
             mine = ranks[self.dist.rank]
             torch.set_rng_state(mine["cpu"])
             if "cuda" in mine and self.device.type == "cuda":
                 torch.cuda.set_rng_state(mine["cuda"], self.device)
         elif self.is_main:
-            torch.set_rng_state(state["rng"])
+            torch.set_rng_state(state.rng)
         else:
-            torch.manual_seed(self.cfg.train.seed + _RANK_SEED_STRIDE * self.dist.rank + int(state["step"]))
-
-    # -- validation --------------------------------------------------------------------
-    @torch.no_grad()
-    def validate(self) -> Dict[str, float]:
-        dev = self.dev
-        self.model.eval()
-        loss_sum, ntok = 0.0, 0
-        for indices in dev["batches"]:
-            batch = collate(dev["corpus"], indices, self.device)
-            logits = self.model(batch.src, batch.src_mask, batch.tgt_in)
-            _, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, 0.0)
-            loss_sum += float(nll)
-            ntok += batch.ntokens
-        greedy = self.cfg.train.validation_search == "greedy"
-        hyps = self.translator.translate_best(dev["src"], greedy=greedy)
-        self.model.train()
-        bleu = sacrebleu.corpus_bleu(hyps, [dev["ref"]]).score
-        chrf = sacrebleu.corpus_chrf(hyps, [dev["ref"]]).score
-        dev_loss = loss_sum / max(ntok, 1)
-        return {"dev_loss": dev_loss, "dev_ppl": math.exp(min(dev_loss, 50)), "dev_bleu": bleu, "dev_chrf": chrf}
+            torch.manual_seed(self.cfg.train.seed + RANK_SEED_STRIDE * self.dist.rank + state.progress.step)
 
     # -- the loop ----------------------------------------------------------------------
     def _write_log(self, record: Dict[str, Any]) -> None:
@@ -489,9 +247,9 @@ class Trainer:
         if self.tensorboard is not None:
             self.tensorboard.write(record)
 
-    def _next_batches(self, it) -> List[List[int]]:
+    def _next_batches(self, it: Iterator[List[int]]) -> List[List[int]]:
         """The index lists of the next update (``accumulate`` batches, crossing epochs)."""
-        out = []
+        out: List[List[int]] = []
         while len(out) < self.cfg.train.accumulate:
             try:
                 out.append(next(it))
@@ -505,7 +263,7 @@ class Trainer:
     def train_step(self, batches: List[List[int]]) -> Dict[str, float]:
         """One optimiser update over ``batches`` (gradient accumulation), loss per target token."""
         tc = self.cfg.train
-        lr = learning_rate(tc, self.step, self.sampler.epoch, self.plateau_decays)
+        lr = learning_rate(tc, self.step, self.sampler.epoch, self.progress.plateau_decays)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         collated = [collate(self.corpus, idx, self.device) for idx in batches]
@@ -515,11 +273,12 @@ class Trainer:
             # Normalise by the update's tokens over all processes; DDP averages the
             # gradients over the N ranks, hence the factor N.
             ntokens = int(self.dist.all_reduce_sum([ntokens], self.device)[0])
-        loss_total, nll_total = 0.0, 0.0
+        loss_total: Any = 0.0  # becomes a tensor: summed on the device, read once
+        nll_total: Any = 0.0
         for k, batch in enumerate(collated):
             # Only the update's last backward synchronises gradients between processes.
             sync = k == len(collated) - 1 or not self.dist.enabled
-            with contextlib.nullcontext() if sync else self.train_model.no_sync():
+            with contextlib.nullcontext() if sync else self.train_model.no_sync():  # type: ignore[operator]
                 with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.bfloat16,
                                     enabled=self.amp_dtype is not None):
                     logits = self.train_model(batch.src, batch.src_mask, batch.tgt_in)
@@ -537,13 +296,13 @@ class Trainer:
         loss_value = float(loss_total)
         if not (math.isfinite(loss_value) and bool(torch.isfinite(norm))):
             self.optimizer.zero_grad(set_to_none=True)
-            self.nonfinite_total += 1
+            self.progress.nonfinite_total += 1
             self.nonfinite_run += 1
             return {"skipped": True, "loss": loss_value, "lr": lr, "ntokens": ntokens}
         self.nonfinite_run = 0
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self.step += 1
+        self.progress.step += 1
         return {"loss": loss_value / ntokens, "nll": float(nll_total) / ntokens, "lr": lr, "ntokens": ntokens}
 
     def run(self) -> Dict[str, Any]:
@@ -573,7 +332,7 @@ class Trainer:
     def _should_stop(self, signals: StopSignals, budget: Optional[float]) -> Optional[str]:
         """``"signal"``, ``"time_budget"`` or None; one all-reduce agrees on it over all ranks."""
         flags = [float(signals.received is not None),
-                 float(budget is not None and self.train_seconds >= budget)]
+                 float(budget is not None and self.progress.train_seconds >= budget)]
         if self.dist.enabled:
             flags = self.dist.all_reduce_sum(flags, self.device)
         if flags[0] > 0:
@@ -585,7 +344,7 @@ class Trainer:
     def _wall_now(self) -> float:
         """Wall-clock seconds of this run over all its sittings, up to now."""
         started = getattr(self, "_sitting_start", None)
-        return self.wall_seconds + (time.perf_counter() - started if started is not None else 0.0)
+        return self.progress.wall_seconds + (time.perf_counter() - started if started is not None else 0.0)
 
     def _run(self, signals: StopSignals) -> Dict[str, Any]:
         tc = self.cfg.train
@@ -613,13 +372,13 @@ class Trainer:
             t0 = time.perf_counter()
             stats = self.train_step(batches)
             elapsed = time.perf_counter() - t0
-            self.train_seconds += elapsed
+            self.progress.train_seconds += elapsed
             self._consistent = self._snapshot()
             if stats.get("skipped"):
                 self.log(f"step {self.step:>6}  non-finite loss or gradient: update skipped "
-                         f"({self.nonfinite_run} in a row, {self.nonfinite_total} in all)")
+                         f"({self.nonfinite_run} in a row, {self.progress.nonfinite_total} in all)")
                 if self.is_main:
-                    self._write_log({"step": self.step, "skipped_nonfinite": self.nonfinite_total,
+                    self._write_log({"step": self.step, "skipped_nonfinite": self.progress.nonfinite_total,
                                      "nonfinite_in_a_row": self.nonfinite_run})
                 if self.nonfinite_run >= tc.max_nonfinite:
                     self.save()  # the weights are still finite: keep the data position
@@ -650,7 +409,7 @@ class Trainer:
         bar.close()
         if window["steps"]:
             last = self._log_window(window, learning_rate(tc, max(self.step - 1, 0), self.sampler.epoch,
-                                                          self.plateau_decays))
+                                                          self.progress.plateau_decays))
         if stop_reason == "signal":
             self.stop_signal = signals.name or "signal"
             self.log(f"{self.stop_signal}: stopping at step {self.step}")
@@ -665,12 +424,14 @@ class Trainer:
                     self._validate_and_save()
                 else:
                     self.save()
-        summary = {"steps": self.step, "stop_reason": stop_reason, "train_seconds": round(self.train_seconds, 1),
-                   "wall_seconds": round(self._wall_now(), 1), "best_dev_bleu": self.best_bleu,
-                   "best_metric": tc.best_metric, "best_value": self.best_value,
-                   "best_step": self.best_step, **{k: last[k] for k in ("loss", "tokens_per_s") if k in last}}
-        if self.nonfinite_total:
-            summary["skipped_nonfinite"] = self.nonfinite_total
+        p = self.progress
+        summary: Dict[str, Any] = {
+            "steps": self.step, "stop_reason": stop_reason, "train_seconds": round(p.train_seconds, 1),
+            "wall_seconds": round(self._wall_now(), 1), "best_dev_bleu": p.best_bleu,
+            "best_metric": tc.best_metric, "best_value": p.best_value, "best_step": p.best_step,
+            **{k: last[k] for k in ("loss", "tokens_per_s") if k in last}}
+        if self.progress.nonfinite_total:
+            summary["skipped_nonfinite"] = self.progress.nonfinite_total
         self.log("training finished: " + json.dumps(summary))
         return summary
 
@@ -684,10 +445,10 @@ class Trainer:
             "ppl": math.exp(min(window["nll"] / tokens, 50)),
             "lr": lr,
             "tokens_per_s": window["tokens"] / max(window["seconds"], 1e-9),
-            "train_seconds": round(self.train_seconds, 2),
+            "train_seconds": round(self.progress.train_seconds, 2),
         }
-        if self.nonfinite_total:
-            record["skipped_nonfinite"] = self.nonfinite_total
+        if self.progress.nonfinite_total:
+            record["skipped_nonfinite"] = self.progress.nonfinite_total
         if not self.is_main:
             return record
         self._write_log(record)
@@ -699,36 +460,38 @@ class Trainer:
     def _validate_and_save(self) -> bool:
         """Validate (rank 0 only), checkpoint, and say whether early stopping should end
         training; every rank gets rank 0's verdict."""
-        metrics, bleu, improved = None, None, False
+        metrics: Dict[str, float] = {}
+        bleu: Optional[float] = None
+        improved = False
+        p = self.progress
         if self.is_main:
             metrics = self.validate()
             bleu = metrics["dev_bleu"]
             value = metrics[BEST_METRICS[self.cfg.train.best_metric]]
-            improved = self.best_value is None or (
-                value < self.best_value if self.cfg.train.best_metric == "loss" else value > self.best_value)
+            improved = improves(self.cfg.train.best_metric, value, p.best_value)
             if improved:
-                self.best_value, self.best_bleu, self.best_step = value, bleu, self.step
-                self.bad_validations = self.plateau_bad = 0
+                p.best_value, p.best_bleu, p.best_step = value, bleu, self.step
+                p.bad_validations = p.plateau_bad = 0
             else:
-                self.bad_validations += 1
+                p.bad_validations += 1
                 self._note_plateau()
         if self.dist.enabled:
-            (self.best_value, self.best_bleu, self.best_step, self.bad_validations, self.plateau_bad,
-             self.plateau_decays, bleu, improved) = self.dist.broadcast_object(
-                (self.best_value, self.best_bleu, self.best_step, self.bad_validations, self.plateau_bad,
-                 self.plateau_decays, bleu, improved))
+            (p.best_value, p.best_bleu, p.best_step, p.bad_validations, p.plateau_bad, p.plateau_decays, bleu,
+             improved) = self.dist.broadcast_object(
+                (p.best_value, p.best_bleu, p.best_step, p.bad_validations, p.plateau_bad, p.plateau_decays, bleu,
+                 improved))
         self.save(dev_bleu=bleu, improved=improved)
         if self.is_main:
-            record = {"step": self.step, **metrics, "best_dev_bleu": self.best_bleu,
-                      f"best_dev_{self.cfg.train.best_metric}": self.best_value,
-                      "train_seconds": round(self.train_seconds, 2), "wall_seconds": round(self._wall_now(), 2)}
+            record = {"step": self.step, **metrics, "best_dev_bleu": p.best_bleu,
+                      f"best_dev_{self.cfg.train.best_metric}": p.best_value,
+                      "train_seconds": round(p.train_seconds, 2), "wall_seconds": round(self._wall_now(), 2)}
             if self.cfg.train.schedule == "plateau":
-                record["plateau_decays"] = self.plateau_decays
+                record["plateau_decays"] = p.plateau_decays
             self._write_log(record)
             self.log(f"step {self.step:>6}  dev loss {metrics['dev_loss']:.3f}  BLEU {bleu:.2f}  "
                      f"chrF {metrics['dev_chrf']:.2f}" + ("  (best)" if improved else ""))
         patience = self.cfg.train.patience
-        return patience is not None and self.bad_validations >= patience
+        return patience is not None and self.progress.bad_validations >= patience
 
     def _note_plateau(self) -> None:
         """One more validation without improvement of ``train.best_metric``: under the
@@ -737,10 +500,10 @@ class Trainer:
         tc = self.cfg.train
         if tc.schedule != "plateau":
             return
-        self.plateau_bad += 1
-        if self.plateau_bad >= tc.plateau_patience:
-            self.plateau_decays += 1
-            self.plateau_bad = 0
+        self.progress.plateau_bad += 1
+        if self.progress.plateau_bad >= tc.plateau_patience:
+            self.progress.plateau_decays += 1
+            self.progress.plateau_bad = 0
             self.log(f"step {self.step:>6}  dev {tc.best_metric} has not improved for {tc.plateau_patience} "
-                     f"validations: learning rate x{tc.decay_rate:g} (decay {self.plateau_decays})")
+                     f"validations: learning rate x{tc.decay_rate:g} (decay {self.progress.plateau_decays})")
 
