@@ -2,7 +2,8 @@
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; this file
 only wires them up and turns a `UserError` (or a write the system refused) into one line on
-stderr with exit code 2.
+stderr with exit code 2, and rnmt's own warnings (a deprecated config key) into one line
+``warning: ...``.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from typing import List, Optional
 
-from rnmt.errors import WRITE_ERRNOS, UserError, write_failure
+from rnmt.errors import WRITE_ERRNOS, DeprecatedConfigKey, UserError, write_failure
 
 # command name -> (module under rnmt.commands, one-line help)
 COMMANDS = {
@@ -51,11 +53,26 @@ def one_line(message: str) -> str:
     return message.replace("\r", "\\r").replace("\n", "\\n")
 
 
+def _one_line_warnings(show):
+    """``warnings.showwarning`` that prints rnmt's `DeprecatedConfigKey` as one line and
+    leaves every other warning to ``show``."""
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, DeprecatedConfigKey):
+            print(f"warning: {one_line(str(message))}", file=sys.stderr, flush=True)
+        else:
+            show(message, category, filename, lineno, file, line)
+
+    return showwarning
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warnings(warnings.showwarning)
+            return int(args._run(args) or 0)
     except UserError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code

@@ -6,6 +6,12 @@ checked against the field's type when the config loads: a ``Literal`` field take
 its names (a near miss gets the closest), an ``Annotated[..., Range(...)]`` field a number
 within its bounds, floats must be finite. ``--set a.b=value`` overrides use YAML syntax
 for the value (``--set train.max_steps=100``, ``--set model.cell=atr``).
+
+``model:`` holds the keys several architectures read; what only one architecture (or one
+family in one module) reads is under ``model.options``, parsed into that architecture's
+options dataclass when the model is built (`rnmt.models.options`). Keys that sat at the top
+of ``model:`` before they moved there (`MOVED_MODEL_KEYS`) are still accepted: each is moved
+under ``model.options`` with a one-line `DeprecatedConfigKey` warning.
 """
 
 from __future__ import annotations
@@ -16,13 +22,14 @@ import difflib
 import math
 import re
 import typing
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tuple
 
 import yaml
 
-from rnmt.errors import UserError
+from rnmt.errors import DeprecatedConfigKey, UserError
 
 
 @dataclass(frozen=True)
@@ -63,9 +70,7 @@ SEED = Range(0, 4294967295)  # numpy's and sentencepiece's seeds are unsigned 32
 INT64 = Range(-(2 ** 63), 2 ** 63 - 1)  # any other int: what a tensor or numpy can hold
 
 VocabType = Literal["bpe", "unigram"]
-Attention = Literal["additive", "dot", "general", "concat", "local-p"]  # the last four: luong only
 Readout = Literal["tanh", "maxout"]
-ContextMode = Literal["mean", "last"]
 EncoderKind = Literal["recurrent", "transformer"]
 EncoderNorm = Literal["post", "pre"]
 Schedule = Literal["constant", "warmup_decay", "inverse_sqrt", "rnmt_plus", "epoch_halving", "plateau"]
@@ -123,24 +128,32 @@ class ModelConfig:
     dropout: Annotated[float, PROBABILITY] = 0.0  # embeddings and readout
     rnn_dropout: Annotated[float, PROBABILITY] = 0.0  # candidate activation inside the units
     layer_norm: bool = False  # per-gate layer normalisation inside the units
-    attention: Attention = "additive"
-    attention_heads: Annotated[int, SIZE] = 1
-    readout: Readout = "tanh"
+    attention_heads: Annotated[int, SIZE] = 1  # dtmt, transformer, a Transformer encoder
+    readout: Readout = "tanh"  # seq2seq, cseq2seq1/2, rnnsearch-minus
     tie_target_embeddings: bool = False  # output layer shares the target input embedding
-    tie_all_embeddings: bool = False  # plus the source embedding (joint vocabulary only)
-    enc_layers: Annotated[int, LAYERS] = 1
+    enc_layers: Annotated[int, LAYERS] = 1  # stacked encoders (seq2seq-sutskever, luong, gnmt, transformer)
     dec_layers: Annotated[int, LAYERS] = 1
-    enc_depth: Annotated[int, DEPTH] = 0  # T-GRUs after the bottom unit in the encoder transition (DTMT)
-    query_depth: Annotated[int, DEPTH] = 0
-    dec_depth: Annotated[int, DEPTH] = 0
-    positional_encoding: bool = False
-    context: ContextMode = "mean"  # Cseq2seq context
     encoder: EncoderKind = "recurrent"  # rnnsearch, dtmt: their own, or rnmt/models/encoders.py
     # encoder: transformer only: post (Vaswani et al.) | pre (layer norm before each sub-layer and a
     # final one, as tensor2tensor and Sockeye, whose encoders the survey's hybrids used)
     encoder_norm: EncoderNorm = "post"
     cell_options: Dict[str, Any] = field(default_factory=dict)
-    options: Dict[str, Any] = field(default_factory=dict)  # architecture-specific extras
+    # what only this architecture reads: its options dataclass (rnmt/models/<arch>.py)
+    options: Dict[str, Any] = field(default_factory=dict)
+
+
+# model.* keys that moved into model.options (the options dataclass of the one architecture
+# that reads them), with the value each had when not given: a config or checkpoint written
+# before the move holds them at the top of model: (a resolved config every one of them).
+MOVED_MODEL_KEYS: Dict[str, Any] = {
+    "attention": "additive",  # luong's score (no other architecture read it)
+    "context": "mean",  # cseq2seq1, cseq2seq2
+    "enc_depth": 0,  # dtmt
+    "query_depth": 0,
+    "dec_depth": 0,
+    "positional_encoding": False,
+    "tie_all_embeddings": False,  # transformer
+}
 
 
 @dataclass
@@ -299,8 +312,11 @@ def _build(cls: Any, values: Dict[str, Any], prefix: str = "") -> Any:
     kwargs = {}
     for key, value in values.items():
         if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.5)
-            hint = f"; did you mean '{prefix}{close[0]}'?" if close else f"; valid keys: {', '.join(names)}"
+            # a misspelled moved key is shown in its new place
+            where = {**({k: f"options.{k}" for k in MOVED_MODEL_KEYS} if cls is ModelConfig else {}),
+                     **{name: name for name in names}}
+            close = difflib.get_close_matches(str(key), list(where), n=1, cutoff=0.5)
+            hint = f"; did you mean '{prefix}{where[close[0]]}'?" if close else f"; valid keys: {', '.join(names)}"
             raise UserError(f"unknown config key {_show(prefix + str(key))}{hint}")
         kwargs[key] = _coerce(value, hints[key], prefix + key)
     return cls(**kwargs)
@@ -353,12 +369,71 @@ def parse_overrides(overrides: Sequence[str]) -> List[tuple]:
     return pairs
 
 
-def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source: str = "config") -> Config:
-    tree = copy.deepcopy(dict(tree or {}))  # overrides must not leak into the caller's dict
-    for key, value in parse_overrides(overrides):
-        _set_path(tree, key, value)
-    if not isinstance(tree, dict):
+def _deprecated(key: str) -> None:
+    # Issued from this one line (stacklevel 1): Python's default filter shows each key's
+    # warning once per process, however often the config is read.
+    warnings.warn(DeprecatedConfigKey(f"model.{key} is deprecated: write it as model.options.{key} "
+                                      f"(the architecture's own options, docs/models.md)"), stacklevel=1)
+
+
+def upgrade_model_keys(tree: Dict[str, Any], warn: bool = True) -> Dict[str, Any]:
+    """``tree`` (a config's sections as read) with the keys of `MOVED_MODEL_KEYS` moved from
+    the top of ``model:`` into ``model.options``; the caller's dict is not changed.
+
+    A key at the value it had when not given says nothing and is dropped (a resolved config
+    written before the move holds every one of them, whatever its architecture); any other
+    value goes to ``model.options``. A key given both ways with different values is a
+    `UserError` naming both. ``warn``: one `DeprecatedConfigKey` warning per key (a config
+    file or ``--set``); files rnmt wrote itself (checkpoints, a run's saved config) are
+    upgraded silently."""
+    model = tree.get("model") if isinstance(tree, dict) else None
+    if not isinstance(model, dict) or not any(key in model for key in MOVED_MODEL_KEYS):
+        return tree
+    options = model.get("options")
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        return tree  # the type check of model.options reports it
+    model, options = dict(model), dict(options)
+    for key, before in MOVED_MODEL_KEYS.items():
+        if key not in model:
+            continue
+        value = model.pop(key)
+        if key in options and (options[key] != value or type(options[key]) is not type(value)):
+            raise UserError(f"model.{key} ({_show(value)}) and model.options.{key} ({_show(options[key])}) are "
+                            f"both given: model.{key} is the deprecated form of model.options.{key}; keep only "
+                            f"model.options.{key}")
+        if warn:
+            _deprecated(key)
+        if key not in options and (value != before or type(value) is not type(before)):
+            options[key] = value
+    model["options"] = options
+    return {**tree, "model": model}
+
+
+def upgrade_override_key(key: str, warn: bool = True) -> str:
+    """The dotted key of a ``--set`` (or of a reproduction recipe): ``model.KEY`` of a moved
+    key as ``model.options.KEY``, so that it sets the option (over the file's value in either
+    form)."""
+    parts = key.split(".")
+    if len(parts) == 2 and parts[0] == "model" and parts[1] in MOVED_MODEL_KEYS:
+        if warn:
+            _deprecated(parts[1])
+        return f"model.options.{parts[1]}"
+    return key
+
+
+def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source: str = "config",
+                     warn_deprecated: bool = True) -> Config:
+    """Build and check a config from its sections as read and ``--set`` overrides. Keys in
+    their form before a move (`MOVED_MODEL_KEYS`) are upgraded, each with a one-line warning
+    unless ``warn_deprecated`` is false (a file rnmt wrote itself)."""
+    if not isinstance(tree or {}, dict):
         raise UserError(f"{source}: the top level must be a mapping")
+    tree = upgrade_model_keys(copy.deepcopy(dict(tree or {})), warn_deprecated)  # the caller's dict is kept
+    for key, value in parse_overrides(overrides):
+        _set_path(tree, upgrade_override_key(key, warn_deprecated), value)
+    tree = upgrade_model_keys(tree, warn_deprecated)  # a whole model section given with --set
     cfg = _build(Config, tree)
     _check_together(cfg)
     return cfg
@@ -385,11 +460,11 @@ def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
     return path, tree
 
 
-def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
+def load_config(path: str | Path, overrides: Sequence[str] = (), warn_deprecated: bool = True) -> Config:
     """Read a YAML config file (or a built-in config by name, see `rnmt.resources`),
-    apply ``--set`` overrides and validate everything."""
+    apply ``--set`` overrides and validate everything (`config_from_dict`)."""
     path, tree = read_config_tree(path)
     try:
-        return config_from_dict(tree, overrides, source=str(path))
+        return config_from_dict(tree, overrides, source=str(path), warn_deprecated=warn_deprecated)
     except UserError as exc:
         raise UserError(f"{path}: {exc}") from None

@@ -19,6 +19,11 @@ class UserError(Exception):
     exit_code = 2
 
 
+class DeprecatedConfigKey(FutureWarning):
+    """A config key in a form that still works but will not forever (the command line
+    shows it as one line ``warning: ...``)."""
+
+
 class LongLineWarning(UserWarning):
     """A source line longer than the input limit, translated in pieces joined into one
     line (`rnmt.search.limits`); ``line`` counts from 1."""

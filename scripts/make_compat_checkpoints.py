@@ -10,7 +10,9 @@ checkpoint format it was written with, its 3-best beam translations with scores 
 sample verses, and the per-token log-probabilities of their reference translations (forced
 decoding: every weight of the model moves them). Run it only to add an architecture or a new format generation (keep the
 old files: they are the point); a changed model must keep translating the old files as
-recorded, or carry a migration.
+recorded, or carry a migration. The files of format 1 hold the architecture keys at the top
+of ``model:`` (before they moved into ``model.options``) and are what shows that the
+migration to format 2 works: do not rewrite them.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def fingerprint(path: Path) -> dict:
         cfg.model.options["ffn_size"] = 16
     cfg.model.attention_heads = min(cfg.model.attention_heads, 4)
     torch.manual_seed(0)
-    model = build_model(cfg.model, 23, 23 if cfg.model.tie_all_embeddings else 19)
+    model = build_model(cfg.model, 23, 23 if cfg.model.options.get("tie_all_embeddings") else 19)
     uniform_init_(model, 0.3)
     src = torch.tensor([[4, 5, 6, 7, 3], [8, 9, 10, 3, 0], [11, 12, 3, 0, 0]])
     mask = src != 0

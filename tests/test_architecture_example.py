@@ -1,14 +1,20 @@
-"""The worked example of docs/architecture.md ("Adding a recurrent architecture") runs as
-written: its one file registers an architecture that trains and decodes like the others."""
+"""The worked example of docs/architecture.md ("Adding an architecture") runs as written:
+its one file registers an architecture with its own options, its config builds it, and it
+trains and decodes like the others."""
 
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
+import pytest
 import torch
+import yaml
 
-from rnmt.config import ModelConfig
+from rnmt.config import config_from_dict
+from rnmt.errors import UserError
 from rnmt.models import build_model
 from rnmt.models.base import uniform_init_
 from rnmt.search.beam import beam_search
@@ -16,15 +22,41 @@ from rnmt.search.beam import beam_search
 DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 
-def _example_source() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
-    return next(b for b in blocks if "class MeanContext" in b)
+def _example(language: str, needle: str) -> str:
+    blocks = re.findall(rf"```{language}\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
+    return next(b for b in blocks if needle in b)
 
 
-def test_the_documented_architecture_file_builds_trains_and_decodes():
-    exec(compile(_example_source(), str(DOC), "exec"), {"__name__": "mean_context_example"})
+@pytest.fixture(scope="module")
+def registered():
+    """The documented file, imported as a module of its own (as rnmt/models/ would)."""
+    module = types.ModuleType("pooled_context_example")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(_example("python", "class PooledContext"), str(DOC), "exec", dont_inherit=True), module.__dict__)
+        yield module
+    finally:
+        del sys.modules[module.__name__]
+
+
+def _documented_config(*overrides: str):
+    return config_from_dict(yaml.safe_load(_example("yaml", "arch: pooled-context")), overrides)
+
+
+def test_the_documented_config_reaches_the_options(registered):
+    cfg = _documented_config("model.emb_size=8", "model.hidden_size=12")
+    assert build_model(cfg.model, 20, 20).pooling == "max"
+    assert build_model(_documented_config("model.options={}").model, 20, 20).pooling == "mean"
+    with pytest.raises(UserError, match=r"model.options.pooling of arch 'pooled-context' must be one of mean, max, "
+                                        r"got 'min'"):
+        build_model(_documented_config("model.options.pooling=min").model, 20, 20)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "max"])
+def test_the_documented_architecture_file_builds_trains_and_decodes(registered, pooling):
+    cfg = _documented_config("model.emb_size=8", "model.hidden_size=12", f"model.options.pooling={pooling}")
     torch.manual_seed(0)
-    model = build_model(ModelConfig(arch="mean-context", cell="gru", emb_size=8, hidden_size=12), 20, 20)
+    model = build_model(cfg.model, 20, 20)
     uniform_init_(model, 0.3)
     src = torch.tensor([[4, 5, 6, 3], [7, 8, 3, 0]])
     mask = src != 0

@@ -225,7 +225,7 @@ def assert_one_line(err, *needles):
     ("search.normalize=bogus", ["search.normalize", "bogus"]),
     ("train.validation_search=bogus", ["train.validation_search", "bogus"]),
     ("model.readout=bogus", ["model.readout", "bogus", "maxout"]),
-    ("model.arch=luong", ["model.attention", "additive"]),  # the model's shapes, built on the meta device
+    ("model.arch=luong", ["model.options.attention", "luong"]),  # the model's shapes, built on the meta device
     ("model.cell=grru", ["model.cell", "did you mean 'gru'"]),
 ])
 def test_a_bad_value_stops_train_before_anything_is_written(tiny_corpus, tmp_path, capsys, override, needles):

@@ -109,16 +109,20 @@ def test_every_enumeration_matches_what_its_module_accepts():
 
     from rnmt import config
     from rnmt.data.vocab import MODEL_TYPES
-    from rnmt.models.cseq2seq import CONTEXT_MODES
+    from rnmt.models.cseq2seq import CONTEXT_MODES, Cseq2seqIIOptions, Cseq2seqIOptions
     from rnmt.models.encoders import ENCODER_NORMS, ENCODERS
+    from rnmt.models.luong import LuongOptions
     from rnmt.modules.luong import SCORES
     from rnmt.train.schedules import SCHEDULES
 
+    def choices(options: type, name: str) -> tuple:
+        return typing.get_args(typing.get_type_hints(options)[name])
+
     assert typing.get_args(config.VocabType) == MODEL_TYPES
-    assert typing.get_args(config.ContextMode) == CONTEXT_MODES
+    assert choices(Cseq2seqIOptions, "context") == choices(Cseq2seqIIOptions, "context") == CONTEXT_MODES
     assert typing.get_args(config.EncoderKind) == ENCODERS
     assert typing.get_args(config.EncoderNorm) == ENCODER_NORMS
-    assert typing.get_args(config.Attention) == ("additive", *SCORES)
+    assert choices(LuongOptions, "attention") == SCORES
     assert typing.get_args(config.Schedule) == SCHEDULES
 
 

@@ -9,8 +9,8 @@ from rnmt.search.forced import forced_decode
 
 def tiny_cyclic(context="last"):
     torch.manual_seed(0)
-    cfg = ModelConfig(arch="cseq2seq1", context=context, emb_size=8, hidden_size=10, src_vocab_size=12,
-                      tgt_vocab_size=12)
+    cfg = ModelConfig(arch="cseq2seq1", options={"context": context}, emb_size=8, hidden_size=10,
+                      src_vocab_size=12, tgt_vocab_size=12)
     return build_model(cfg).eval()
 
 

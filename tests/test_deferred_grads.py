@@ -16,9 +16,9 @@ ARCHS = {
     "seq2seq": dict(arch="seq2seq"),
     "cseq2seq1": dict(arch="cseq2seq1"),
     "cseq2seq2-sgru": dict(arch="cseq2seq2", options={"share_gru": True}),
-    "dtmt": dict(arch="dtmt", cell="lgru", attention_heads=2, enc_depth=2, query_depth=2,
-                 dec_depth=2, layer_norm=True),
-    "luong": dict(arch="luong", cell="lstm", attention="general"),
+    "dtmt": dict(arch="dtmt", cell="lgru", attention_heads=2, layer_norm=True,
+                 options={"enc_depth": 2, "query_depth": 2, "dec_depth": 2}),
+    "luong": dict(arch="luong", cell="lstm", options={"attention": "general"}),
 }
 
 

@@ -171,8 +171,8 @@ def test_model_gradients_agree_with_and_without_kernels(arch):
     from rnmt.config import ModelConfig
     from rnmt.models import build_model
 
-    options = dict(attention_heads=2, enc_depth=2, query_depth=2, dec_depth=2,
-                   cell="lgru") if arch == "dtmt" else {}
+    options = dict(attention_heads=2, cell="lgru", options={"enc_depth": 2, "query_depth": 2, "dec_depth": 2}) \
+        if arch == "dtmt" else {}
     torch.manual_seed(0)
     model = build_model(ModelConfig(arch=arch, emb_size=8, hidden_size=12, **options), 30, 30)
     g = torch.Generator().manual_seed(3)

@@ -18,7 +18,7 @@ def test_a_misspelled_option_names_the_closest_valid_one():
 
 
 def test_an_option_of_the_wrong_type_is_refused():
-    cfg = ModelConfig(arch="luong", cell="lstm", attention="dot", options={"window": "ten"})
+    cfg = ModelConfig(arch="luong", cell="lstm", options={"attention": "dot", "window": "ten"})
     with pytest.raises(UserError, match="model.options.window of arch 'luong' must be int"):
         check_model_config(cfg)
     cfg = ModelConfig(arch="cseq2seq2", options={"cyclic_query": "next"})
@@ -27,10 +27,10 @@ def test_an_option_of_the_wrong_type_is_refused():
 
 
 def test_a_key_the_architecture_does_not_read_is_refused():
-    with pytest.raises(UserError, match="model.attention is not read by arch 'dtmt'"):
-        check_model_config(ModelConfig(arch="dtmt", attention="mhadd"))
-    with pytest.raises(UserError, match="model.enc_depth is not read by arch 'rnnsearch'"):
-        check_model_config(ModelConfig(arch="rnnsearch", enc_depth=2))
+    with pytest.raises(UserError, match="model.enc_layers is not read by arch 'cseq2seq1'"):
+        check_model_config(ModelConfig(arch="cseq2seq1", enc_layers=2))
+    with pytest.raises(UserError, match="model.options.enc_depth is not an option of arch 'rnnsearch'"):
+        check_model_config(ModelConfig(arch="rnnsearch", options={"enc_depth": 2}))
     with pytest.raises(UserError, match="model.readout is not read by arch 'atr-rnnsearch'"):
         check_model_config(ModelConfig(arch="atr-rnnsearch", readout="maxout"))
 

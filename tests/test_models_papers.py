@@ -33,12 +33,12 @@ def tiny(arch: str, **kw) -> torch.nn.Module:
 
 
 def test_sgru_makes_the_first_decoder_unit_the_encoder():
-    model = tiny("cseq2seq2", context="last", options={"share_gru": True})
+    model = tiny("cseq2seq2", options={"context": "last", "share_gru": True})
     assert model.unit1 is model.encoder
 
 
 def test_sword_ties_the_softmax_matrix_to_the_target_embedding():
-    model = tiny("cseq2seq2", context="last", tie_target_embeddings=True)
+    model = tiny("cseq2seq2", options={"context": "last"}, tie_target_embeddings=True)
     assert model.readout.output.weight is model.tgt_embed.weight
 
 
@@ -113,7 +113,7 @@ def test_multihead_attention_reads_head_major_values_like_the_plain_layout(train
 
 
 def test_cseq2seq1_context_depends_on_the_decoder_query():
-    model = tiny("cseq2seq1", context="last")
+    model = tiny("cseq2seq1", options={"context": "last"})
     src = torch.randint(4, 17, (1, 5))
     memory = model.encode(src, torch.ones(1, 5, dtype=torch.bool))
     state = model.init_state(memory)
@@ -126,13 +126,13 @@ def test_cseq2seq1_context_depends_on_the_decoder_query():
 def test_cseq2seq2_previous_and_current_queries_differ():
     src, mask, tgt = torch.randint(4, 17, (2, 5)), torch.ones(2, 5, dtype=torch.bool), torch.randint(4, 13, (2, 4))
     tgt[:, 0] = 2
-    prev = tiny("cseq2seq2", context="last")(src, mask, tgt)
-    cur = tiny("cseq2seq2", context="last", options={"cyclic_query": "current"})(src, mask, tgt)
+    prev = tiny("cseq2seq2", options={"context": "last"})(src, mask, tgt)
+    cur = tiny("cseq2seq2", options={"context": "last", "cyclic_query": "current"})(src, mask, tgt)
     assert prev.shape == cur.shape and not torch.allclose(prev, cur)
 
 
 def test_dtmt_first_decoder_input_is_exactly_zero_with_positional_encoding():
-    model = tiny("dtmt", cell="gru", layer_norm=True, attention_heads=2, positional_encoding=True)
+    model = tiny("dtmt", cell="gru", layer_norm=True, attention_heads=2, options={"positional_encoding": True})
     emb = model._embed(model.tgt_embed, torch.tensor([[2, 5]]), torch.tensor([[0, 0]]))
     assert torch.equal(emb[0, 0], torch.zeros(6))
     expected = model.tgt_embed(torch.tensor([5]))[0] + positional_encoding(torch.tensor(0), 6) / 6**0.5

@@ -42,7 +42,7 @@ def tiny_model(path: Path):
         cfg.model.emb_size = cfg.model.hidden_size
         cfg.model.options["ffn_size"] = 16
     torch.manual_seed(0)
-    model = build_model(cfg.model, SRC_V, SRC_V if cfg.model.tie_all_embeddings else TGT_V)
+    model = build_model(cfg.model, SRC_V, SRC_V if cfg.model.options.get("tie_all_embeddings") else TGT_V)
     uniform_init_(model, 0.3)
     return model.eval()
 

@@ -83,7 +83,7 @@ def test_dtmt_table_differences(bigger, smaller, millions):
 
 
 def test_dtmt_positional_encoding_adds_no_parameters():
-    assert params("dtmt/dtmt4") == params("dtmt/dtmt4", "model.positional_encoding=false")
+    assert params("dtmt/dtmt4") == params("dtmt/dtmt4", "model.options.positional_encoding=false")
 
 
 def test_every_paper_config_builds_on_meta():

@@ -103,10 +103,10 @@ def test_shared_memory_search_equals_repeated_memory_search(arch, monkeypatch):
     hypotheses with the same scores as with the memory copied per hypothesis."""
     from rnmt.models.base import TranslationModel
 
-    options = dict(attention_heads=2, enc_depth=2, query_depth=2, dec_depth=2,
-                   cell="lgru") if arch == "dtmt" else {}
+    options = dict(attention_heads=2, cell="lgru", options={"enc_depth": 2, "query_depth": 2, "dec_depth": 2}) \
+        if arch == "dtmt" else {}
     if arch.startswith("luong:"):
-        arch, options = "luong", {"attention": arch.split(":")[1], "options": {"window": 1}}
+        arch, options = "luong", {"options": {"attention": arch.split(":")[1], "window": 1}}
     torch.manual_seed(4)
     model = build_model(ModelConfig(arch=arch, emb_size=8, hidden_size=8, src_vocab_size=12,
                                     tgt_vocab_size=12, **options))

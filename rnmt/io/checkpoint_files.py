@@ -1,10 +1,13 @@
 """Reading rnmt model files: one safetensors file per model, checked before use.
 
 A model file holds the weights, the sentencepiece model(s) as byte tensors and, in its
-metadata, the format marker and the resolved config. Loading it never executes code from
-the file (safetensors stores raw tensors only). Reading sits below both `rnmt.models`
-(which rebuilds a model from a file) and `rnmt.train` (which writes files in this format,
-`rnmt.train.checkpoint`), so neither has to import the other.
+metadata, the format marker, the format version and the resolved config. Loading it never
+executes code from the file (safetensors stores raw tensors only). A file of an earlier
+version is read through `MIGRATIONS`, one step per version (as fairseq's
+``upgrade_state_dict``), so every checkpoint rnmt ever wrote keeps loading; files are never
+rewritten. Reading sits below both `rnmt.models` (which rebuilds a model from a file) and
+`rnmt.train` (which writes files in this format, `rnmt.train.checkpoint`), so neither has
+to import the other.
 """
 
 from __future__ import annotations
@@ -12,16 +15,43 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Tuple
 
 import torch
 from safetensors import safe_open
 
-from rnmt.config import Config, config_from_dict
+from rnmt.config import Config, config_from_dict, upgrade_model_keys
 from rnmt.errors import UserError
 
 FORMAT = "rnmt-checkpoint"
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
+
+
+def _model_options_hold_architecture_keys(config: Dict[str, Any]) -> Dict[str, Any]:
+    """1 -> 2: the keys only one architecture reads moved from the top of ``model:`` into
+    ``model.options`` (`rnmt.config.MOVED_MODEL_KEYS`). Silent: a checkpoint cannot be edited
+    by its user, so a warning at every load would only be noise."""
+    return upgrade_model_keys(config, warn=False)
+
+
+# format version -> (the next version, the step that brings a stored config to it); the
+# weights and vocabularies have not changed between versions so far
+MIGRATIONS: Dict[str, Tuple[str, Callable[[Dict[str, Any]], Dict[str, Any]]]] = {
+    "1": ("2", _model_options_hold_architecture_keys),
+}
+
+
+def upgrade_stored_config(version: Any, config: Dict[str, Any]) -> Dict[str, Any]:
+    """A checkpoint's stored config of format ``version`` as the current version writes it;
+    a `UserError` for a version this rnmt does not know (a newer one)."""
+    while version != FORMAT_VERSION:
+        if version not in MIGRATIONS:
+            known = ", ".join(sorted({*MIGRATIONS, FORMAT_VERSION}))
+            raise UserError(f"checkpoint format version {version} is not supported (this rnmt reads versions "
+                            f"{known}; a newer rnmt wrote it?)")
+        version, step = MIGRATIONS[version]
+        config = step(config)
+    return config
 
 
 @dataclass
@@ -47,11 +77,9 @@ def read_model_file(path: Path) -> ModelFile:
             metadata = fh.metadata() or {}
             if metadata.get("format") != FORMAT:
                 raise UserError(f"{path}: not an rnmt checkpoint (no '{FORMAT}' marker)")
-            if metadata.get("format_version") != FORMAT_VERSION:
-                raise UserError(f"{path}: checkpoint format version {metadata.get('format_version')} "
-                                f"is not supported (expected {FORMAT_VERSION})")
+            stored = upgrade_stored_config(metadata.get("format_version"), json.loads(metadata["config"]))
             tensors = {k: fh.get_tensor(k) for k in fh.keys()}
-        config = config_from_dict(json.loads(metadata["config"]), source=str(path))
+        config = config_from_dict(stored, source=str(path))
         meta = json.loads(metadata.get("meta", "{}"))
     except UserError as exc:
         raise UserError(exc if str(exc).startswith(f"{path}:") else f"{path}: {exc}") from None

@@ -15,6 +15,8 @@ bidirectional encoder (eq. 6), started from the current decoder query:
     c_{j,0} = tanh(V s~_j + b_0),   c_{j,i} = GRU_c(c_{j,i-1}, h_i)               (7)
     c_j = (1/n) sum_i c_{j,i}  (mean-pooling, MP)   or   c_j = c_{j,n}  (last-state, LS)
 
+(``options.context``: ``mean`` or ``last``, for both models)
+
 with s_0 = tanh(W_init mean_i(h_i) + b_init) as in RNNSearch. GRU_c's input projections
 of all h_i are computed once per sentence (they do not depend on j).
 
@@ -36,8 +38,9 @@ projections of E x_i are computed once per sentence. Section 4's sharing:
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Literal, Optional
 
 import torch
 from torch import Tensor, nn
@@ -46,13 +49,14 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean, time_steps
-from rnmt.models.options import NO_OPTIONS, UNIT_KEYS, NoOptions
+from rnmt.models.options import UNIT_KEYS
 from rnmt.models.registry import register
 from rnmt.models.units import bidirectional, decoder_unit, dl4mt_cell, encoder_unit
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
 
-CONTEXT_MODES = ("mean", "last")
+ContextMode = Literal["mean", "last"]
+CONTEXT_MODES = typing.get_args(ContextMode)
 
 
 def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Tensor, mode: str,
@@ -131,10 +135,10 @@ def _packed_cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, s
     return total / src_mask.sum(1, keepdim=True).clamp_min(1).to(total.dtype)
 
 
-def _context_mode(cfg: ModelConfig) -> str:
-    if cfg.context not in CONTEXT_MODES:
-        raise UserError(f"model.context must be one of {', '.join(CONTEXT_MODES)}, got {cfg.context!r}")
-    return cfg.context
+def _context_mode(options) -> str:
+    if options.context not in CONTEXT_MODES:
+        raise UserError(f"model.options.context must be one of {', '.join(CONTEXT_MODES)}, got {options.context!r}")
+    return options.context
 
 
 class _CyclicDecoder(ConditionalDecoderModel):
@@ -168,14 +172,20 @@ class _CyclicDecoder(ConditionalDecoderModel):
         return {"source_gates": {k: torch.stack(v, 1) for k, v in gates.items()}} if gates else {}
 
 
-@register("cseq2seq1", reads=(*UNIT_KEYS, "readout", "context"))
+@dataclass(frozen=True)
+class Cseq2seqIOptions:
+    context: ContextMode = "mean"  # c_j: mean of the re-reading's outputs (MP) or its last (LS)
+
+
+@register("cseq2seq1", options=Cseq2seqIOptions, reads=(*UNIT_KEYS, "readout"))
 class Cseq2seqI(_CyclicDecoder):
     """Cseq2seq-I: an RNN over the annotations replaces the attention (eq. 7)."""
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: NoOptions = NO_OPTIONS) -> None:
+    def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int,
+                 options: Cseq2seqIOptions = Cseq2seqIOptions()) -> None:
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
-        self.context_mode = _context_mode(cfg)
+        self.context_mode = _context_mode(options)
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
         self.encoder = bidirectional(cfg, E, d, dl4mt_cell)
         ann = self.encoder.hidden_size
@@ -206,6 +216,7 @@ class Cseq2seqI(_CyclicDecoder):
 
 @dataclass(frozen=True)
 class Cseq2seqIIOptions:
+    context: ContextMode = "mean"  # c_j: mean of the re-reading's outputs or its last (eq. 9)
     cyclic_query: str = "previous"  # eq. 9's phi(s~_{j-1}), or "current": phi(s~_j)
     share_gru: bool = False  # SGRU: GRU_1 is the encoder GRU
 
@@ -214,7 +225,7 @@ class Cseq2seqIIOptions:
             raise UserError(f"model.options.cyclic_query must be 'previous' or 'current', got {self.cyclic_query!r}")
 
 
-@register("cseq2seq2", options=Cseq2seqIIOptions, reads=(*UNIT_KEYS, "readout", "context"))
+@register("cseq2seq2", options=Cseq2seqIIOptions, reads=(*UNIT_KEYS, "readout"))
 class Cseq2seqII(_CyclicDecoder):
     """Cseq2seq-II: the encoder itself re-reads the source at every step (eq. 9-10)."""
 
@@ -222,7 +233,7 @@ class Cseq2seqII(_CyclicDecoder):
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell = encoder_unit(cfg)
-        self.context_mode = _context_mode(cfg)
+        self.context_mode = _context_mode(options)
         self.cyclic_query = options.cyclic_query
         share_gru = options.share_gru
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)

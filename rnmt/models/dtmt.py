@@ -21,23 +21,23 @@ paper's equations (SPEC A7, the count that reproduces Table 3); ``options.contex
 true`` adds the released code's projection of c_t to d. "Advanced techniques": per-gate
 layer normalisation (``layer_norm``), dropout on embeddings and o_t (``dropout``) and on
 every candidate activation (``rnn_dropout``), label smoothing (``train.label_smoothing``)
-and the scaled positional encoding (``positional_encoding``, Table 6's switch).
+and the scaled positional encoding (``options.positional_encoding``, Table 6's switch).
 
 Per-module units: ``enc_cell``, ``options.query_cell``, ``dec_cell`` (default ``cell``) and
-depths ``enc_depth``, ``query_depth``, ``dec_depth``.
+depths ``options.enc_depth``, ``options.query_depth``, ``options.dec_depth``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Annotated, Optional
 
 import torch
 from torch import Tensor, nn
 
 from rnmt import cells
-from rnmt.config import ModelConfig
+from rnmt.config import DEPTH, ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean
 from rnmt.models.encoders import check_recurrent_encoder_keys, source_encoder
@@ -58,14 +58,17 @@ def transition_module(cfg: ModelConfig, bottom: str, depth: int, input_size: int
 
 @dataclass(frozen=True)
 class DTMTOptions:
+    enc_depth: Annotated[int, DEPTH] = 0  # T-GRUs after the bottom unit in the encoder transition
+    query_depth: Annotated[int, DEPTH] = 0  # ... in the query transition
+    dec_depth: Annotated[int, DEPTH] = 0  # ... in the decoder transition
+    positional_encoding: bool = False  # PE(j)/sqrt(E) added to the embeddings (Table 6)
     query_cell: Optional[str] = None  # the query transition's bottom unit (default model.cell)
     context_projection: bool = False  # the released code's projection of c_t to d
     per_head_v: bool = False  # one scoring vector per attention head
 
 
 @register("dtmt", options=DTMTOptions,
-          reads=(*UNIT_KEYS, "enc_depth", "query_depth", "dec_depth", "attention_heads", "positional_encoding",
-                 "encoder", "enc_layers", "encoder_norm"))
+          reads=(*UNIT_KEYS, "attention_heads", "encoder", "enc_layers", "encoder_norm"))
 class DTMT(ConditionalDecoderModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
@@ -73,25 +76,26 @@ class DTMT(ConditionalDecoderModel):
         super().__init__()
         E, d = cfg.emb_size, cfg.hidden_size
         enc_cell, query_cell, dec_cell = encoder_unit(cfg), options.query_cell or cfg.cell, decoder_unit(cfg)
-        self.positional = cfg.positional_encoding
+        self.positional = options.positional_encoding
         self.pe_scale = 1.0 / math.sqrt(E)  # the paper's 1/sqrt(d_k) scaling
         check_recurrent_encoder_keys(cfg, "dtmt", own=("attention_heads",))
-        if cfg.encoder == "transformer" and cfg.enc_depth:
-            raise UserError("model.enc_depth is the recurrent encoder's: leave it 0 with model.encoder: transformer")
+        if cfg.encoder == "transformer" and options.enc_depth:
+            raise UserError("model.options.enc_depth is the recurrent encoder's: leave it 0 with "
+                            "model.encoder: transformer")
         self.source = source_encoder(cfg, src_vocab, self.pad_id)  # a hybrid's Transformer encoder
         if self.source is None:  # (creation order kept: the initialisation draws in it)
             self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id, bias=True)
         self.tgt_embed = Embedding(tgt_vocab, E, zero_index=self.bos_id, bias=True)
         if self.source is None:
-            self.encoder = cells.Bidirectional(transition_module(cfg, enc_cell, cfg.enc_depth, E),
-                                               transition_module(cfg, enc_cell, cfg.enc_depth, E))
+            self.encoder = cells.Bidirectional(transition_module(cfg, enc_cell, options.enc_depth, E),
+                                               transition_module(cfg, enc_cell, options.enc_depth, E))
         ann = self.encoder.hidden_size if self.source is None else self.source.output_size
-        self.query_transition = transition_module(cfg, query_cell, cfg.query_depth, E)
+        self.query_transition = transition_module(cfg, query_cell, options.query_depth, E)
         ctx = d if options.context_projection else ann
         self.attention = MultiHeadAdditiveAttention(d, ann, d, cfg.attention_heads,
                                                     per_head_v=options.per_head_v,
                                                     output_size=ctx if ctx != ann else None)
-        self.decoder_transition = transition_module(cfg, dec_cell, cfg.dec_depth, ctx)
+        self.decoder_transition = transition_module(cfg, dec_cell, options.dec_depth, ctx)
         self.init_layer = nn.Linear(ann, self.query_transition.state_size)  # W_s, b_s
         self.readout = nn.Linear(E + d + ctx, d)  # W_r, b_r
         self.output = nn.Linear(d, tgt_vocab)  # W_V, b_V

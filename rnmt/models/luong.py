@@ -9,12 +9,14 @@ the encoder's final states and, with input feeding, reads [E y_{t-1}; h~_{t-1}]:
     h~_t = tanh(W_c [c_t; h_t])
     p(y_t | y_<t, x) = softmax(W_s h~_t)
 
-``attention``: dot | general | concat | local-p (window ``options.window``, D = 10).
+``options.attention`` (required): dot | general | concat | local-p (window ``options.window``,
+D = 10).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
@@ -32,11 +34,12 @@ from rnmt.modules.luong import SCORES, LuongAttention
 
 @dataclass(frozen=True)
 class LuongOptions:
+    attention: Literal["dot", "general", "concat", "local-p"]  # the score (`rnmt.modules.luong.SCORES`)
     reverse_source: bool = True  # the encoder reads the source reversed
     window: int = 10  # D of local-p attention
 
 
-@register("luong", options=LuongOptions, reads=(*UNIT_KEYS, "attention", "enc_layers", "dec_layers"))
+@register("luong", options=LuongOptions, reads=(*UNIT_KEYS, "enc_layers", "dec_layers"))
 class LuongNMT(RecurrentTranslationModel):
     beam_shares_memory = True  # the step reads the memory only through its attention
 
@@ -46,8 +49,9 @@ class LuongNMT(RecurrentTranslationModel):
         if cfg.enc_layers != cfg.dec_layers:
             raise UserError("luong: model.enc_layers and model.dec_layers must be equal "
                             "(each decoder layer starts from the matching encoder layer)")
-        if cfg.attention not in SCORES:
-            raise UserError(f"luong: model.attention must be one of {', '.join(SCORES)}, got {cfg.attention!r}")
+        if options.attention not in SCORES:
+            raise UserError(f"luong: model.options.attention must be one of {', '.join(SCORES)}, "
+                            f"got {options.attention!r}")
         enc_cell, dec_cell = encoder_unit(cfg), decoder_unit(cfg)
         self.reverse_source = options.reverse_source
         self.src_embed = Embedding(src_vocab, E, zero_index=self.pad_id)
@@ -55,7 +59,7 @@ class LuongNMT(RecurrentTranslationModel):
         self.encoder = nn.ModuleList(build_cell(cfg, enc_cell, E if k == 0 else d, d) for k in range(cfg.enc_layers))
         self.decoder = nn.ModuleList(build_cell(cfg, dec_cell, E + d if k == 0 else d, d)
                                      for k in range(cfg.dec_layers))
-        self.attention = LuongAttention(cfg.attention, d, d, window=options.window)
+        self.attention = LuongAttention(options.attention, d, d, window=options.window)
         self.combine = nn.Linear(2 * d, d, bias=False)  # W_c
         self.output = nn.Linear(d, tgt_vocab)  # W_s
         self.dropout = nn.Dropout(cfg.dropout)

@@ -1,13 +1,17 @@
 """Architecture registry: config name -> builder.
 
-Model files register themselves with ``@register("name")``; `build_model` looks the name
-up, so adding an architecture never touches training, search or serving code.
+Model files register themselves with ``@register("name", options=..., reads=...)``;
+`build_model` looks the name up. Every module of the ``rnmt.models`` package is imported
+before a name is looked up, so adding an architecture is one new module there (its model,
+its options dataclass, its ``register``) and a config: no training, search, serving or
+registry code changes.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Sequence
 
@@ -17,7 +21,7 @@ from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel
-from rnmt.models.options import NoOptions, check_unused_keys, parse_options
+from rnmt.models.options import NoOptions, check_unused_keys, options_dict, parse_options
 
 
 @dataclass(frozen=True)
@@ -32,20 +36,6 @@ class Architecture:
 
 
 _BUILDERS: Dict[str, Architecture] = {}
-
-# modules whose import registers architectures
-_MODEL_MODULES = (
-    "rnmt.models.rnnsearch",
-    "rnmt.models.seq2seq",
-    "rnmt.models.cseq2seq",
-    "rnmt.models.bahdanau",
-    "rnmt.models.atr_rnnsearch",
-    "rnmt.models.dtmt",
-    "rnmt.models.luong",
-    "rnmt.models.gnmt",
-    "rnmt.models.transformer",
-)
-
 
 def register(*names: str, options: type = NoOptions, reads: Sequence[str] = ()):
     """Register a builder under ``names`` with its options dataclass and read keys. The
@@ -87,9 +77,27 @@ def check_model_config(cfg: ModelConfig) -> Any:
     return parse_options(cfg.arch, arch.options, cfg.options)
 
 
+def model_modules() -> list:
+    """Every module of the ``rnmt.models`` package: importing one registers the
+    architectures it defines (the others, such as ``base`` or ``units``, define none)."""
+    import rnmt.models
+
+    return sorted(f"rnmt.models.{m.name}" for m in pkgutil.iter_modules(rnmt.models.__path__))
+
+
 def _load_all() -> None:
-    for module in _MODEL_MODULES:
+    for module in model_modules():
         importlib.import_module(module)
+
+
+def resolved_options(cfg: ModelConfig) -> Dict[str, Any]:
+    """``cfg.options`` with every option of its architecture, defaults included, so that
+    configs giving the same model compare equal whichever defaults they write out; the
+    options as given when they do not parse (the comparison then shows them as written)."""
+    try:
+        return options_dict(check_model_config(cfg))
+    except UserError:
+        return dict(cfg.options)
 
 
 def architectures() -> list:

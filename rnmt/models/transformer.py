@@ -111,10 +111,10 @@ def encoder_stack(layers: nn.ModuleList, x: Tensor, bias: Tensor, dropout: nn.Mo
 class TransformerOptions:
     ffn_size: Optional[int] = None  # inner size of the feed-forward layers (default 4 d_model)
     pre_norm: bool = False  # layer norm before each sub-layer instead of after
+    tie_all_embeddings: bool = False  # source, target and output share one matrix (joint vocabulary)
 
 
-@register("transformer", options=TransformerOptions,
-          reads=("attention_heads", "enc_layers", "dec_layers", "tie_all_embeddings"))
+@register("transformer", options=TransformerOptions, reads=("attention_heads", "enc_layers", "dec_layers"))
 class Transformer(TranslationModel):
     def __init__(self, cfg: ModelConfig, src_vocab: int, tgt_vocab: int, options: TransformerOptions) -> None:
         super().__init__()
@@ -128,15 +128,15 @@ class Transformer(TranslationModel):
         self.d_model = d
         self.src_embed = Embedding(src_vocab, d, zero_index=self.pad_id)
         self.tgt_embed = Embedding(tgt_vocab, d, zero_index=self.bos_id)
-        if cfg.tie_all_embeddings:
+        if options.tie_all_embeddings:
             if src_vocab != tgt_vocab:
-                raise UserError("model.tie_all_embeddings needs one joint vocabulary (data.vocab.joint: true)")
+                raise UserError("model.options.tie_all_embeddings needs one joint vocabulary (data.vocab.joint: true)")
             self.tgt_embed.weight = self.src_embed.weight
         self.encoder = nn.ModuleList(EncoderLayer(d, heads, ffn, cfg.dropout) for _ in range(cfg.enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(d, heads, ffn, cfg.dropout) for _ in range(cfg.dec_layers))
         self.final_norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(2)) if self.pre_norm else None
         self.output = nn.Linear(d, tgt_vocab, bias=False)
-        if cfg.tie_target_embeddings or cfg.tie_all_embeddings:
+        if cfg.tie_target_embeddings or options.tie_all_embeddings:
             self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)
 

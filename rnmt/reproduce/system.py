@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import torch
 import yaml
 
-from rnmt.config import Config, config_from_dict, load_config
+from rnmt.config import Config, config_from_dict, load_config, upgrade_override_key
 from rnmt.errors import UserError
 from rnmt.reproduce.corpus import Corpus, display_path
 from rnmt.reproduce.spec import PaperSpec, SystemSpec
@@ -124,7 +124,7 @@ def miniature_config(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Pat
     }
     miniature.update(converge_recipe(settings))
     for key, value in miniature.items():
-        _set(tree, key, value)
+        _set(tree, upgrade_override_key(key), value)  # a recipe's model.enc_depth sets model.options.enc_depth
     try:
         return config_from_dict(tree, settings.overrides, source=system.config)
     except UserError as exc:
@@ -195,7 +195,8 @@ def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) 
         return json.loads(done.read_text(encoding="utf-8"))
     if (run_dir / STATE_FILE).is_file():
         # The run's own resolved config (vocabulary sizes filled in).
-        cfg = load_config(run_dir / "config.yaml", [f"train.threads={threads}", f"train.device={device}"])
+        cfg = load_config(run_dir / "config.yaml", [f"train.threads={threads}", f"train.device={device}"],
+                          warn_deprecated=False)  # rnmt wrote it (maybe before a key moved)
         log(f"{run.name}: resuming the stopped training run")
         trainer = Trainer(cfg, run_dir, resume=True, log=log)
     else:

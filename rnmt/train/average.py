@@ -31,8 +31,16 @@ def _first_difference(a: dict, b: dict, prefix: str = "") -> str:
     return ""
 
 
+def _model_keys(mf: ModelFile) -> dict:
+    """The model section, its options with their defaults filled in (a checkpoint written
+    before a new version of the format and one after compare equal)."""
+    from rnmt.models.registry import resolved_options
+
+    return {**mf.config.to_dict()["model"], "options": resolved_options(mf.config.model)}
+
+
 def _check_compatible(ref: ModelFile, other: ModelFile) -> None:
-    diff = _first_difference(ref.config.to_dict()["model"], other.config.to_dict()["model"], "model.")
+    diff = _first_difference(_model_keys(ref), _model_keys(other), "model.")
     if diff:
         raise UserError(f"{other.path}: config differs from {ref.path} ({diff}); only checkpoints of the "
                         "same model can be averaged")

@@ -18,6 +18,7 @@ from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.io.checkpoint_files import ModelFile
 from rnmt.models.loading import read_checked
+from rnmt.models.registry import resolved_options
 
 # model.* keys a fine-tuning run may change: they change training, not the network.
 TRAINING_ONLY = ("dropout", "rnn_dropout")
@@ -43,13 +44,22 @@ def read_init_checkpoint(path: str | Path) -> InitCheckpoint:
     return InitCheckpoint(mf, src_vocab, tgt_vocab)
 
 
+def _keys(cfg: ModelConfig) -> Dict[str, Any]:
+    """``model.*`` with each option of ``model.options`` as ``options.KEY``, the
+    architecture's defaults filled in."""
+    keys = dataclasses.asdict(cfg)
+    del keys["options"]
+    keys.update({f"options.{k}": v for k, v in resolved_options(cfg).items()})
+    return keys
+
+
 def first_difference(saved: ModelConfig, wanted: ModelConfig) -> Optional[str]:
     """The first architecture key on which two model configs differ, as ``model.KEY``
-    with both values, or None."""
-    a, b = dataclasses.asdict(saved), dataclasses.asdict(wanted)
-    for key in a:
-        if key not in TRAINING_ONLY and a[key] != b[key]:
-            return f"model.{key} is {a[key]!r} in the checkpoint but {b[key]!r} in the config"
+    (``model.options.KEY``) with both values, or None."""
+    a, b = _keys(saved), _keys(wanted)
+    for key in [*a, *(k for k in b if k not in a)]:
+        if key not in TRAINING_ONLY and a.get(key) != b.get(key):
+            return f"model.{key} is {a.get(key)!r} in the checkpoint but {b.get(key)!r} in the config"
     return None
 
 

@@ -10,6 +10,11 @@ The resumed config is the run's ``config.yaml`` with the edits made to the confi
 since the run last read it, then ``--set``. The file as last read is kept in
 ``config.source.yaml`` (defaults filled in, before ``--set``), so an edited file is told
 apart from the ``--set`` values the run was started with, which need not be repeated.
+
+Both files are read as the run wrote them: one written before the architecture keys moved
+into ``model.options`` is upgraded silently (`rnmt.config.upgrade_model_keys`), and
+``model.options`` are compared with their architecture's defaults filled in, so an old run
+resumes with its config file in either form.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import yaml
 
-from rnmt.config import Config, config_from_dict, load_config
+from rnmt.config import Config, config_from_dict, load_config, upgrade_model_keys
 from rnmt.errors import UserError
 
 SOURCE_FILE = "config.source.yaml"  # the config file as the run last read it, before --set
@@ -49,9 +54,18 @@ def may_change(key: str) -> bool:
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in MAY_CHANGE)
 
 
+def _flat(cfg: Config) -> Dict[str, Any]:
+    """The config's keys, ``model.options`` with every option's default filled in."""
+    from rnmt.models.registry import resolved_options
+
+    tree = cfg.to_dict()
+    tree["model"]["options"] = resolved_options(cfg.model)
+    return dict(_flatten(tree))
+
+
 def changed_keys(saved: Config, new: Config) -> List[Tuple[str, Any, Any]]:
-    old = dict(_flatten(saved.to_dict()))
-    cur = dict(_flatten(new.to_dict()))
+    old = _flat(saved)
+    cur = _flat(new)
     return [(k, old.get(k), cur.get(k)) for k in sorted(set(old) | set(cur)) if old.get(k) != cur.get(k)]
 
 
@@ -84,17 +98,18 @@ def resumed_config(run_dir: Path, given: Dict[str, Any], overrides: Sequence[str
     ``config.source.yaml`` existed keeps its ``config.yaml`` (the file is compared from the
     next resume on).
     """
-    saved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {}
+    saved = upgrade_model_keys(yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {},
+                               warn=False)
     if not (run_dir / SOURCE_FILE).is_file():
         return (config_from_dict(saved, overrides, source=str(run_dir / "config.yaml")),
                 f"{run_dir / SOURCE_FILE} not found (the run predates it): {given_name} is not compared "
                 f"with the file the run started from; {run_dir / 'config.yaml'} and --set apply")
-    then = load_config(run_dir / SOURCE_FILE)
+    then = load_config(run_dir / SOURCE_FILE, warn_deprecated=False)
     try:
         now = config_from_dict(given, source=given_name)
     except UserError as exc:
         raise UserError(f"{given_name}: {exc}") from None
-    run = dict(_flatten(config_from_dict(saved, source=str(run_dir / "config.yaml")).to_dict()))
+    run = _flat(config_from_dict(saved, source=str(run_dir / "config.yaml")))
     for key, _, cur in changed_keys(then, now):
         if not may_change(key) and cur != run.get(key):
             raise UserError(f"cannot resume with {key} changed in {given_name} ({run.get(key)!r} in the run, "

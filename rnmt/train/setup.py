@@ -159,7 +159,7 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     config_changes: List[str] = []
     if resume and (out / "config.yaml").is_file():
         # Checked before anything is written: a rejected --resume --set leaves the run as it was.
-        saved = load_config(out / "config.yaml")
+        saved = load_config(out / "config.yaml", warn_deprecated=False)  # upgraded silently: rnmt wrote it
         if auto_replicas:  # the run's resolved n, whatever the number of processes now
             cfg.train.replicas = saved.train.replicas
         config_changes = check_resume_config(saved, cfg, str(out / "config.yaml"))
