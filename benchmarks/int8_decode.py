@@ -1,16 +1,22 @@
 """Decoding speed and BLEU of a trained model in fp32 and with int8 products (`--int8`).
 
     python benchmarks/int8_decode.py --model RUN [--src test.es --ref test.en] [--rounds 2] [--profile]
+    python benchmarks/int8_decode.py --model RUN --layers [--limit 200]
 
 Loads the model twice per round (fp32, then int8, alternating), translates the whole source
 file with the model's own search settings on one thread, and prints sentences/s (best round)
-and BLEU of each, and the speed ratio. Defaults to the Bible test set next to the checkout.
+and BLEU of each, the speed ratio and the int8 output's BLEU against the fp32 output
+(self-BLEU: 100 = the same translations). Defaults to the Bible test set next to the checkout.
 ``--profile`` then prints where one int8 pass over the first 100 sentences spends its time.
+``--layers`` instead measures where the int8 loss arises: each group of products (by module:
+encoder, attention, readouts, output layer, ...; the units' recurrent and input matrices
+apart) quantised alone and all but that group, each as self-BLEU against fp32.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import time
 
 import torch
@@ -27,10 +33,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--layers", action="store_true", help="self-BLEU with each group of products in int8")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N sentences (0: all)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     src = open(args.src, encoding="utf-8").read().splitlines()
     ref = open(args.ref, encoding="utf-8").read().splitlines()
+    if args.limit:
+        src, ref = src[:args.limit], ref[:args.limit]
+    if args.layers:
+        return layers(args.model, src)
     seconds = {False: [], True: []}
     hyps = {}
     for _ in range(args.rounds):
@@ -45,6 +57,7 @@ def main() -> None:
         print(f"{'int8' if quantized else 'fp32'}: {len(src) / min(seconds[quantized]):.2f} sentences/s "
               f"(best of {args.rounds}), BLEU {bleu:.2f}")
     print(f"int8 / fp32 speed: {min(seconds[False]) / min(seconds[True]):.2f}x")
+    print(f"self-BLEU (int8 against fp32): {BLEU().corpus_score(hyps[True], [hyps[False]]).score:.2f}")
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
@@ -53,6 +66,45 @@ def main() -> None:
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             model.translate(src[:100])
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
+
+
+def group_of(name: str) -> str:
+    """A product's group: its top-level module, units split into recurrent (weight_h) and
+    input (weight_x) matrices, numbered decoder units (unit1, unit2) taken together."""
+    top = re.sub(r"\d+$", "", name.split(".")[0])
+    if name.endswith((".weight_h", ".weight_x")):
+        return f"{top} {'recurrent' if name.endswith('_h') else 'input'}"
+    return top
+
+
+def layers(path: str, src: list) -> None:
+    from torch import nn
+
+    from rnmt.int8 import quantize_for_decoding
+
+    reference = rnmt.load(path, device="cpu").translate(src)
+    names = []
+    for name, module in rnmt.load(path, device="cpu").loaded.model.named_modules():
+        if isinstance(module, nn.Linear) and module.out_features > 1:
+            names.append(name)
+        names += [f"{name}.weight_{k}" for k in "hx" if isinstance(getattr(module, f"weight_{k}", None), nn.Parameter)
+                  and hasattr(module, f"int8_{k}")]
+    groups = sorted({group_of(n) for n in names})
+    print(f"{len(src)} sentences; self-BLEU against fp32 (100 = identical output)")
+    print(f"{'group':<22} {'products':>8} {'only it int8':>13} {'all but it int8':>16}")
+    for group in [*groups, "(all)"]:
+        row = []
+        for only in (True, False):
+            if group == "(all)" and not only:
+                row.append(float("nan"))
+                continue
+            model = rnmt.load(path, device="cpu")
+            in_group = (lambda n: True) if group == "(all)" else (lambda n, g=group: group_of(n) == g)
+            keep = (lambda n, f=in_group: not f(n)) if only else in_group
+            quantize_for_decoding(model.loaded.model, keep_fp32=keep)
+            row.append(BLEU().corpus_score(model.translate(src), [reference]).score)
+        count = len(names) if group == "(all)" else sum(group_of(n) == group for n in names)
+        print(f"{group:<22} {count:>8} {row[0]:>13.2f} {row[1]:>16.2f}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,9 @@ that uses it.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Optional
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -35,9 +37,30 @@ def pack(weight: Tensor) -> Any:
         return torch.ops.quantized.linear_prepack(q, None)
 
 
+def saturates(cpu_flags: str) -> bool:
+    """Whether fbgemm's int8 products saturate on a CPU with these /proc/cpuinfo flags: without
+    VNNI it multiplies u8 activations by s8 weights with ``vpmaddubsw``, which adds pairs of
+    products in int16, so 255 * 127 * 2 overflows where 127 * 127 * 2 does not."""
+    return "avx512_vnni" not in cpu_flags.split()
+
+
+@lru_cache(maxsize=1)
+def reduce_range() -> bool:
+    """Whether the units' products quantise activations to 7 bits (0..127) rather than 8: where
+    the products would saturate (`saturates`). On an AVX2-only CPU the full range cost a
+    step's recurrent product 5.7% relative error against 1.0% with 7 bits, and the quickstart
+    model's int8 output fell to self-BLEU 77 (docs/performance.md, "int8 decoding"). torch's
+    dynamic ``nn.Linear`` always reduces. Where /proc/cpuinfo cannot be read: reduce."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    return saturates(next((line.split(":", 1)[-1] for line in text.splitlines() if line.startswith("flags")), ""))
+
+
 def product(x: Tensor, packed: Any, addend: Optional[Tensor] = None) -> Tensor:
     """``x @ weight (+ addend)`` with the int8 twin of ``weight``; x [..., in] in fp32."""
-    out = torch.ops.quantized.linear_dynamic(x.contiguous(), packed)
+    out = torch.ops.quantized.linear_dynamic(x.contiguous(), packed, reduce_range())
     return out if addend is None else out + addend
 
 
@@ -53,22 +76,27 @@ def decoding_device(requested: str) -> torch.device:
     return device
 
 
-def quantize_for_decoding(model: nn.Module) -> nn.Module:
+def quantize_for_decoding(model: nn.Module, keep_fp32: Optional[Callable[[str], bool]] = None) -> nn.Module:
     """Quantise ``model``'s products to int8 in place (see the module docstring); returns it
-    in eval mode. CPU only: the int8 kernels are fbgemm's."""
+    in eval mode. CPU only: the int8 kernels are fbgemm's. ``keep_fp32(name)`` true leaves a
+    product in fp32: ``name`` is an ``nn.Linear``'s module name or a unit's module name plus
+    ``.weight_h`` / ``.weight_x`` (benchmarks/int8_decode.py --layers measures each group)."""
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("int8 decoding runs on the CPU; load the model with device cpu")
+    keep = keep_fp32 or (lambda name: False)
     model.eval()
     linears = {name: torch.ao.quantization.per_channel_dynamic_qconfig
                for name, module in model.named_modules()
-               if isinstance(module, nn.Linear) and module.out_features > 1}
+               if isinstance(module, nn.Linear) and module.out_features > 1 and not keep(name)}
+    units = list(model.named_modules())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.ao.quantization.quantize_dynamic(model, linears, dtype=torch.qint8, inplace=True)
-    for module in model.modules():
+    for module_name, module in units:
         for name in ("h", "x"):
             weight = getattr(module, f"weight_{name}", None)
-            if isinstance(weight, nn.Parameter) and hasattr(module, f"int8_{name}"):
+            if (isinstance(weight, nn.Parameter) and hasattr(module, f"int8_{name}")
+                    and not keep(f"{module_name}.weight_{name}")):
                 setattr(module, f"int8_{name}", pack(weight))
     return model
 
