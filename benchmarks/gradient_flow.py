@@ -2,7 +2,7 @@
 
     python benchmarks/gradient_flow.py --vocab results/dtmt-converged/runs/vocab/spm.model \
         [--systems shallow-rnmt dtmt1 dtmt4] [--checkpoint dtmt4@1000=PATH ...] [--batches 8] \
-        [--out results/dtmt-converged/gradient_flow.json]
+        [--out results/dtmt-converged/gradient_flow.json] [--set KEY=VALUE --tag +NAME]
 
 For each DTMT-table system (its paper config at 256/256, the family recipe's U(±0.15)
 initialisation and label smoothing, seed 1), the norm of the loss gradient (per target token)
@@ -86,6 +86,9 @@ def main() -> int:
                     help="paper configs of configs/papers/dtmt/ measured at initialisation")
     ap.add_argument("--checkpoint", action="append", default=[], metavar="NAME=PATH",
                     help="a trained checkpoint (file or run directory) to measure as well")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config override for every --systems model, e.g. model.options.carry_bias=2")
+    ap.add_argument("--tag", default="", help="appended to the --systems models' names (e.g. +carry2)")
     ap.add_argument("--dims", default="256,256")
     ap.add_argument("--init-scale", type=float, default=0.15)
     ap.add_argument("--label-smoothing", type=float, default=0.1)
@@ -118,11 +121,11 @@ def main() -> int:
     results: Dict[str, Dict[str, object]] = {}
     for system in args.systems:
         cfg = load_config(REPO / "configs" / "papers" / "dtmt" / f"{system}.yaml",
-                          [f"model.emb_size={emb}", f"model.hidden_size={hidden}"])
+                          [f"model.emb_size={emb}", f"model.hidden_size={hidden}", *args.set])
         torch.manual_seed(args.seed)
         model = build_model(cfg.model, vocab.size, vocab.size)
         uniform_init_(model, args.init_scale)
-        results[f"{system}@0"] = measure(model, batches, args.label_smoothing)
+        results[f"{system}{args.tag}@0"] = measure(model, batches, args.label_smoothing)
     for item in args.checkpoint:
         name, _, path = item.partition("=")
         loaded = load_model(path, "cpu")

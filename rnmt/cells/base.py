@@ -24,7 +24,7 @@ Shared options of every unit:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -46,22 +46,32 @@ class GateNorm(nn.Module):
     exactly ``num_gates`` independent LayerNorms with one kernel call.
     """
 
-    def __init__(self, num_gates: int, size: int, eps: float = LN_EPS) -> None:
+    def __init__(self, num_gates: int, size: int, eps: float = LN_EPS,
+                 initial_offsets: Optional[Sequence[float]] = None) -> None:
         super().__init__()
         self.num_gates = num_gates
         self.size = size
         self.eps = eps
+        # Per gate, the offset it starts from (0 for every gate unless a unit asks otherwise,
+        # e.g. a T-GRU started toward carrying its state: DTMTOptions.carry_bias).
+        self.initial_offsets = tuple(initial_offsets or (0.0,) * num_gates)
+        if len(self.initial_offsets) != num_gates:
+            raise ValueError(f"{num_gates} gates, {len(self.initial_offsets)} initial offsets")
         self.gain = nn.Parameter(torch.ones(num_gates * size))
         self.offset = nn.Parameter(torch.zeros(num_gates * size))
+        self.reset_parameters()
 
     def reset_parameters(self) -> None:
         nn.init.ones_(self.gain)
-        nn.init.zeros_(self.offset)
+        with torch.no_grad():
+            for k, value in enumerate(self.initial_offsets):
+                self.offset[k * self.size:(k + 1) * self.size] = value
 
     def reset_norm_parameters(self) -> None:
-        """The identity start (gain 1, offset 0) that `uniform_init_` restores after drawing
-        every parameter uniformly: a normalisation that starts with gains near 0 (some
-        negative) scales every gate pre-activation down to almost nothing."""
+        """The identity start (gain 1, offset 0 or the gate's initial offset) that
+        `uniform_init_` restores after drawing every parameter uniformly: a normalisation
+        that starts with gains near 0 (some negative) scales every gate pre-activation down
+        to almost nothing."""
         self.reset_parameters()
 
     def forward(self, z: Tensor) -> Tensor:

@@ -68,13 +68,20 @@ class TGRU(Cell):
     recurrent_names = ("W_hr", "W_hz", "W_hh")
     bias_names = ("b_r", "b_z", "b_h")
 
-    def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0) -> None:
+    def __init__(self, input_size: int, hidden_size: int, layer_norm: bool = False, dropout: float = 0.0,
+                 carry_bias: float = 0.0) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
         d = hidden_size
         self.proj_size = 0
         self.weight_h = nn.Parameter(torch.empty(d, 3 * d))  # [W_hr W_hz W_hh]
         self.bias = nn.Parameter(torch.empty(d if layer_norm else 3 * d))
-        self.gate_norm = GateNorm(2, d) if layer_norm else None
+        if carry_bias and not layer_norm:
+            raise UserError("cell 'tgru': option 'carry_bias' offsets the layer-normalised update gate; it needs "
+                            "layer_norm")
+        # carry_bias > 0 starts z (eq. 13) below 0.5, so that h_t keeps more of h_{t-1}: not in
+        # the paper (its LN offsets start at 0); DTMTOptions.carry_bias says why it exists.
+        self.carry_bias = carry_bias
+        self.gate_norm = GateNorm(2, d, initial_offsets=(0.0, 0.0 - carry_bias)) if layer_norm else None
         self.reset_parameters()
 
     def project_inputs(self, x: Tensor) -> Tensor:
@@ -126,6 +133,7 @@ class DeepTransition(Cell):
         dropout: float = 0.0,
         bottom: str = "lgru",
         depth: int = 4,
+        carry_bias: float = 0.0,
     ) -> None:
         super().__init__(input_size, hidden_size, layer_norm, dropout)
         valid = [n for n in registered_names() if n not in _NOT_BOTTOM]
@@ -136,7 +144,8 @@ class DeepTransition(Cell):
                             f"the config's depths), got {depth!r}")
         self.bottom = build(bottom, input_size, hidden_size, layer_norm=layer_norm, dropout=dropout)
         self.transitions = nn.ModuleList(
-            TGRU(hidden_size, hidden_size, layer_norm=layer_norm, dropout=dropout) for _ in range(depth)
+            TGRU(hidden_size, hidden_size, layer_norm=layer_norm, dropout=dropout, carry_bias=carry_bias)
+            for _ in range(depth)
         )
         self.bottom_name = bottom
         self.depth = depth
