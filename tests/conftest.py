@@ -41,7 +41,7 @@ def tiny_corpus(tmp_path_factory) -> dict:
 def tiny_run(tmp_path_factory, tiny_corpus) -> Path:
     """A model trained for a few steps: enough to exercise translate, load and resume."""
     from rnmt.config import config_from_dict
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     out = tmp_path_factory.mktemp("run")
     cfg = config_from_dict(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"]))

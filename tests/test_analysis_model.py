@@ -26,7 +26,7 @@ TGT = ["And God said, let there be light", "", "And there was evening and mornin
 def atr_run(tmp_path_factory, tiny_corpus):
     """A tiny RNNSearch with ATR units (layer-normalised) trained for a few steps."""
     from rnmt.config import config_from_dict
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
     tree["model"].update(cell="atr", layer_norm=True)
@@ -210,7 +210,7 @@ def test_analyze_gru_model_draws_attention_only(tiny_run, texts, tmp_path):
 def atr_paper_run(tmp_path_factory, tiny_corpus):
     """The ATR paper's own RNNSearch (``atr-rnnsearch``) with ATR units, trained a few steps."""
     from rnmt.config import config_from_dict
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
     tree["model"].update(arch="atr-rnnsearch", cell="atr")

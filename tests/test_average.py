@@ -8,8 +8,8 @@ from rnmt.config import config_from_dict
 from rnmt.errors import UserError
 from rnmt.io.checkpoint_files import read_model_file
 from rnmt.models import build_model, load_model
-from rnmt.train.average import average_checkpoints
-from rnmt.train.checkpoint import save_model
+from rnmt.training.average import average_checkpoints
+from rnmt.training.checkpoint import save_model
 
 
 def test_average_is_the_mean_of_the_weights(tiny_run, tmp_path):

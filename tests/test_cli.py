@@ -154,7 +154,7 @@ def test_checkpoint_from_another_model_is_rejected(tiny_run, tmp_path):
     from rnmt.config import config_from_dict
     from rnmt.io.checkpoint_files import read_model_file
     from rnmt.models import build_model
-    from rnmt.train.checkpoint import save_model
+    from rnmt.training.checkpoint import save_model
 
     mf = read_model_file(tiny_run / "best.safetensors")
     other = config_from_dict(mf.config.to_dict(), ["model.hidden_size=8"])
@@ -168,7 +168,7 @@ def test_corrupt_training_state_on_resume(tiny_corpus, tmp_path):
 
     from conftest import tiny_config_tree
     from rnmt.config import config_from_dict
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
     tree["train"]["max_steps"] = 2

@@ -113,7 +113,7 @@ def test_every_enumeration_matches_what_its_module_accepts():
     from rnmt.models.encoders import ENCODER_NORMS, ENCODERS
     from rnmt.models.luong import LuongOptions
     from rnmt.modules.luong import SCORES
-    from rnmt.train.schedules import SCHEDULES
+    from rnmt.training.schedules import SCHEDULES
 
     def choices(options: type, name: str) -> tuple:
         return typing.get_args(typing.get_type_hints(options)[name])

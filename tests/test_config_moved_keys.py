@@ -207,7 +207,7 @@ def test_a_checkpoint_format_this_version_does_not_know_is_one_line(tmp_path):
 
 def test_a_checkpoint_saved_now_has_the_new_form_and_loads(tmp_path):
     from rnmt.models.loading import load_model
-    from rnmt.train.checkpoint import save_model
+    from rnmt.training.checkpoint import save_model
 
     before = load_model(COMPAT / "luong.safetensors")
     path = tmp_path / "now.safetensors"
@@ -244,7 +244,7 @@ def _old_run(tmp_path: Path) -> tuple:
 
 
 def test_an_old_run_resumes_with_its_config_file_in_either_form(tmp_path):
-    from rnmt.train.resume import changed_keys, resumed_config
+    from rnmt.training.resume import changed_keys, resumed_config
 
     run, old, new = _old_run(tmp_path)
     with warnings.catch_warnings():
@@ -262,7 +262,7 @@ def test_an_old_run_resumes_with_its_config_file_in_either_form(tmp_path):
 
 
 def test_init_from_compares_an_old_checkpoint_with_a_new_form_config(tmp_path):
-    from rnmt.train.init_from import first_difference
+    from rnmt.training.init_from import first_difference
 
     _, _, new = _old_run(tmp_path)
     checkpoint = read_model_file(COMPAT / "dtmt.safetensors").config.model

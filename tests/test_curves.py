@@ -22,7 +22,7 @@ def records(run):
 def tb_run(tmp_path_factory, tiny_corpus):
     """A second tiny run (another unit), with TensorBoard events."""
     from rnmt.config import config_from_dict
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     out = tmp_path_factory.mktemp("tb_run")
     tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])

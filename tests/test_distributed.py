@@ -18,7 +18,7 @@ import yaml
 from conftest import REPO, tiny_config_tree
 from rnmt.config import config_from_dict
 from rnmt.models import load_model
-from rnmt.train.trainer import Trainer
+from rnmt.training.trainer import Trainer
 
 pytestmark = [pytest.mark.system,
               pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")]

@@ -10,7 +10,7 @@ from conftest import tiny_config_tree
 from rnmt import precision
 from rnmt.config import config_from_dict
 from rnmt.errors import UserError
-from rnmt.train.trainer import Trainer, amp_dtype, resolve_amp
+from rnmt.training.trainer import Trainer, amp_dtype, resolve_amp
 
 
 def test_amp_resolution_on_cpu(monkeypatch):

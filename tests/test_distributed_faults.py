@@ -16,8 +16,8 @@ import yaml
 from conftest import REPO, tiny_config_tree
 from rnmt.config import config_from_dict
 from rnmt.models import load_model
-from rnmt.train.checkpoint import load_train_state
-from rnmt.train.trainer import Trainer
+from rnmt.training.checkpoint import load_train_state
+from rnmt.training.trainer import Trainer
 
 pytestmark = [pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing"),
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]

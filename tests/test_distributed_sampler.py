@@ -8,7 +8,7 @@ from rnmt.cli import main
 from rnmt.config import config_from_dict
 from rnmt.data import TokenBatchSampler
 from rnmt.data.sampler import BatchList
-from rnmt.train.schedules import learning_rate
+from rnmt.training.schedules import learning_rate
 
 N = 400
 

@@ -10,7 +10,7 @@ from rnmt.io.checkpoint_files import read_model_file
 from rnmt.models import build_model, load_model
 from rnmt.search.ensemble import Ensemble, load_ensemble
 from rnmt.search.translator import Translator
-from rnmt.train.checkpoint import save_model
+from rnmt.training.checkpoint import save_model
 
 LINES = ["Y dijo Dios:", "sea la luz", "En el principio crió Dios los cielos y la tierra."]
 

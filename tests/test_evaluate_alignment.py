@@ -8,7 +8,7 @@ import pytest
 
 from rnmt.commands import evaluate_alignment
 from rnmt.errors import UserError
-from rnmt.evaluate.alignment import evaluate_alignment_files, parse_links
+from rnmt.evaluation.alignment import evaluate_alignment_files, parse_links
 from tests.test_evaluate_support import FIXTURES, run_command
 
 HYP = FIXTURES / "align_hyp.txt"

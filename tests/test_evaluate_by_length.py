@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rnmt.errors import UserError
-from rnmt.evaluate.by_length import (
+from rnmt.evaluation.by_length import (
     assign,
     bleu_by_length,
     format_markdown,
@@ -13,8 +13,8 @@ from rnmt.evaluate.by_length import (
     parse_boundaries,
     source_lengths,
 )
-from rnmt.evaluate.metrics import corpus_bleu
-from rnmt.evaluate.textfiles import read_lines
+from rnmt.evaluation.metrics import corpus_bleu
+from rnmt.evaluation.textfiles import read_lines
 from tests.test_evaluate_support import FIXTURES
 
 
@@ -74,7 +74,7 @@ def test_boundaries_parse_in_order():
 def test_plot_is_a_readable_png_with_one_line_per_system(tmp_path):
     import matplotlib.image
 
-    from rnmt.evaluate.plots import plot_by_length
+    from rnmt.evaluation.plots import plot_by_length
 
     rows = bleu_by_length([3, 12], {"a": ["x y z", "p q"], "b": ["x y", "p q r"]},
                           [["x y z", "p q r"]], [0, 10])["disjoint"]

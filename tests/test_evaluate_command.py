@@ -11,7 +11,7 @@ import pytest
 from rnmt import cli
 from rnmt.commands import evaluate
 from rnmt.errors import UserError
-from rnmt.evaluate.metrics import corpus_bleu, read_systems_and_references
+from rnmt.evaluation.metrics import corpus_bleu, read_systems_and_references
 from tests.test_evaluate_support import FIXTURES, run_command, run_sacrebleu
 
 BASE = str(FIXTURES / "hyp_base.txt")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rnmt.errors import UserError
-from rnmt.evaluate.metrics import corpus_bleu, corpus_chrf, corpus_ter, make_metric, read_systems_and_references
-from rnmt.evaluate.textfiles import read_lines
+from rnmt.evaluation.metrics import corpus_bleu, corpus_chrf, corpus_ter, make_metric, read_systems_and_references
+from rnmt.evaluation.textfiles import read_lines
 from tests.test_evaluate_support import FIXTURES, run_sacrebleu
 
 BASE = FIXTURES / "hyp_base.txt"

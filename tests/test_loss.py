@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rnmt.train.loss import label_smoothed_nll
+from rnmt.training.loss import label_smoothed_nll
 from tests.support import needs_kernel
 
 
@@ -52,7 +52,7 @@ def test_gradcheck_and_low_precision_logits():
 @needs_kernel
 @pytest.mark.parametrize("eps", [0.0, 0.1])
 def test_float32_kernel_matches_the_pytorch_passes_and_the_plain_expression(eps, monkeypatch):
-    from rnmt.train import loss as loss_module
+    from rnmt.training import loss as loss_module
 
     g = torch.Generator().manual_seed(7)
     logits = torch.randn(4, 6, 300, generator=g) * 4

@@ -10,7 +10,7 @@ import pytest
 
 from rnmt.config import load_config
 from rnmt.data.vocab import train_vocabs
-from rnmt.train.trainer import Trainer
+from rnmt.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_CONFIGS = sorted((ROOT / "configs" / "papers").glob("*/*.yaml"))

@@ -1,4 +1,4 @@
-"""train.optimizer (rnmt.train.optimizers) and train.best_metric."""
+"""train.optimizer (rnmt.training.optimizers) and train.best_metric."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import torch
 from conftest import tiny_config_tree
 from rnmt.config import TrainConfig, config_from_dict
 from rnmt.errors import UserError
-from rnmt.train.optimizers import build_optimizer, optimizer_names, register_optimizer
-from rnmt.train.trainer import Trainer
+from rnmt.training.optimizers import build_optimizer, optimizer_names, register_optimizer
+from rnmt.training.trainer import Trainer
 
 
 def test_each_optimizer_is_built_with_its_settings():

@@ -1,11 +1,11 @@
-"""Looping output (rnmt.evaluate.repetition) and the bootstrap interval of a difference."""
+"""Looping output (rnmt.evaluation.repetition) and the bootstrap interval of a difference."""
 
 from __future__ import annotations
 
 import pytest
 
-from rnmt.evaluate.repetition import repetition
-from rnmt.evaluate.significance import difference_interval
+from rnmt.evaluation.repetition import repetition
+from rnmt.evaluation.significance import difference_interval
 
 pytestmark = pytest.mark.unit
 

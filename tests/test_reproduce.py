@@ -419,7 +419,7 @@ def test_a_run_stopped_by_a_signal_is_not_taken_for_trained(tmp_path, monkeypatc
     """Ctrl-C or SIGTERM ends Trainer.run normally, with stop_reason 'signal': the run must be
     resumed by the next call, not decoded at the step it stopped."""
     from rnmt.reproduce import system
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     corpus = _tiny_corpus(tmp_path)
     out = tmp_path / "results"

@@ -6,7 +6,7 @@ import torch
 from rnmt.config import ModelConfig
 from rnmt.models import build_model, count_parameters
 from rnmt.search import greedy_search
-from rnmt.train.loss import label_smoothed_nll
+from rnmt.training.loss import label_smoothed_nll
 
 
 def test_parameter_count_matches_cseq2seq_table_1():

@@ -4,7 +4,7 @@ import pytest
 
 from rnmt.config import TrainConfig
 from rnmt.errors import UserError
-from rnmt.train.schedules import learning_rate, rnmt_plus
+from rnmt.training.schedules import learning_rate, rnmt_plus
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ from rnmt.config import config_from_dict
 from rnmt.errors import UserError
 from rnmt.models import load_model
 from rnmt.search.translator import Translator
-from rnmt.train.trainer import Trainer
+from rnmt.training.trainer import Trainer
 
 
 def train_losses(out):

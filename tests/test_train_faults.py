@@ -21,9 +21,9 @@ from rnmt.config import config_from_dict
 from rnmt.errors import UserError
 from rnmt.models import load_model
 from rnmt.models.loading import read_checked
-from rnmt.train import checkpoint
-from rnmt.train.checkpoint import load_train_state
-from rnmt.train.trainer import Trainer
+from rnmt.training import checkpoint
+from rnmt.training.checkpoint import load_train_state
+from rnmt.training.trainer import Trainer
 
 REPO = Path(__file__).resolve().parent.parent
 quiet = dict(log=lambda *_: None)
@@ -139,7 +139,7 @@ def test_save_every_without_dev_set_and_best_follows_the_newest(tmp_path, tiny_c
 def poison_loss(monkeypatch, trainer, step, times):
     """Make the loss NaN for ``times`` update attempts from ``trainer.step == step`` on (a
     skipped update leaves the counter where it is)."""
-    import rnmt.train.trainer as module
+    import rnmt.training.trainer as module
 
     real = module.label_smoothed_nll
     left = [times]

@@ -9,9 +9,9 @@ import torch
 from conftest import tiny_config_tree
 from rnmt.config import config_from_dict
 from rnmt.errors import UserError
-from rnmt.train.checkpoint import load_train_state, save_train_state
-from rnmt.train.state import STATE_VERSION, Progress, TrainState
-from rnmt.train.trainer import Trainer
+from rnmt.training.checkpoint import load_train_state, save_train_state
+from rnmt.training.state import STATE_VERSION, Progress, TrainState
+from rnmt.training.trainer import Trainer
 
 # The keys a training state had before the version field: what `TrainState.from_dict` must
 # still read (older files lack some of them; see test_an_early_version_1_file_gets_...).

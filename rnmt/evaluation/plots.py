@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Mapping, Sequence
 
-from rnmt.evaluate.by_length import BucketScore
+from rnmt.evaluation.by_length import BucketScore
 
 _TITLES = {
     "disjoint": "BLEU by source length",

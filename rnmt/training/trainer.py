@@ -1,19 +1,19 @@
 """The training loop: batches -> loss -> optimiser step, with validation, checkpoints and resume.
 
-The run is set up by `rnmt.train.setup`, its saved state is `rnmt.train.state.TrainState`,
-and `rnmt.train.validator` scores the dev set; this module runs the updates around them.
+The run is set up by `rnmt.training.setup`, its saved state is `rnmt.training.state.TrainState`,
+and `rnmt.training.validator` scores the dev set; this module runs the updates around them.
 
 Output directory layout:
 
     OUT/config.yaml          the resolved config
     OUT/config.source.yaml   the config file as `rnmt.train` last read it, before --set (what
-                             --resume compares an edited file with: rnmt.train.resume)
+                             --resume compares an edited file with: rnmt.training.resume)
     OUT/spm*.model           the sentencepiece model(s)
     OUT/ckpt-<step>.safetensors   the last ``train.keep_last`` checkpoints
     OUT/best.safetensors     the checkpoint with the best dev BLEU, or the newest one when
                              there is no dev set (what `translate` and `serve` load)
     OUT/train_state.pt       optimiser, step, data position and random state (for --resume;
-                             rnmt.train.state.TrainState)
+                             rnmt.training.state.TrainState)
     OUT/log.jsonl            one JSON object per logging interval and per validation
     OUT/tensorboard/         the same as TensorBoard events (train.tensorboard: true)
 
@@ -21,9 +21,9 @@ Resume is exact: the model, the optimiser moments, the learning-rate schedule (a
 function of the step, and for ``plateau`` of the decays counted so far), the position in
 the epoch's batch order and the random generator are restored, so a stopped and resumed
 run reproduces the losses of an uninterrupted one. SIGTERM and SIGINT stop the run at the
-next update boundary with a checkpoint (`rnmt.train.signals`); a non-finite loss skips its
+next update boundary with a checkpoint (`rnmt.training.signals`); a non-finite loss skips its
 update (`train.max_nonfinite` in a row stop the run) and non-finite weights are never
-written; every file is written atomically (`rnmt.train.checkpoint.atomic_write`).
+written; every file is written atomically (`rnmt.training.checkpoint.atomic_write`).
 docs/reliability.md lists the guarantees.
 
 Data parallelism (docs/scaling.md): under ``torchrun`` every process trains a replica
@@ -54,17 +54,17 @@ from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models.loading import read_checked
 from rnmt.search.translator import Translator
-from rnmt.train.checkpoint import atomic_write_text, load_train_state, save_model, save_train_state
-from rnmt.train.distributed import DistContext
-from rnmt.train.loss import label_smoothed_nll
-from rnmt.train.optimizers import build_optimizer
-from rnmt.train.preflight import corpus_files
-from rnmt.train.resume import check_corpus
-from rnmt.train.schedules import learning_rate
-from rnmt.train.setup import RANK_SEED_STRIDE, STATE_FILE, amp_dtype, resolve_amp, set_up_run
-from rnmt.train.signals import StopSignals
-from rnmt.train.state import Progress, TrainState
-from rnmt.train.validator import BEST_METRICS, Validator, improves
+from rnmt.training.checkpoint import atomic_write_text, load_train_state, save_model, save_train_state
+from rnmt.training.distributed import DistContext
+from rnmt.training.loss import label_smoothed_nll
+from rnmt.training.optimizers import build_optimizer
+from rnmt.training.preflight import corpus_files
+from rnmt.training.resume import check_corpus
+from rnmt.training.schedules import learning_rate
+from rnmt.training.setup import RANK_SEED_STRIDE, STATE_FILE, amp_dtype, resolve_amp, set_up_run
+from rnmt.training.signals import StopSignals
+from rnmt.training.state import Progress, TrainState
+from rnmt.training.validator import BEST_METRICS, Validator, improves
 
 # Re-exported: callers import these from here (the CLI, the API, benchmarks, tests).
 __all__ = ["Trainer", "STATE_FILE", "amp_dtype", "resolve_amp", "corpus_files", "BEST_METRICS"]
@@ -75,7 +75,7 @@ def _no_dev_set() -> Dict[str, float]:
 
 
 class Trainer:
-    """A training run: `rnmt.train.setup` prepares it, this class runs the updates.
+    """A training run: `rnmt.training.setup` prepares it, this class runs the updates.
 
     The jobs are split by module: `set_up_run` (checks, vocabularies, data, model), the
     typed `TrainState` and `Progress` (what a checkpoint saves and --resume restores), the
@@ -94,7 +94,7 @@ class Trainer:
         tc = cfg.train
         self.tensorboard = None
         if tc.tensorboard and self.is_main:
-            from rnmt.train.tensorboard import TensorBoardLog
+            from rnmt.training.tensorboard import TensorBoardLog
 
             self.tensorboard = TensorBoardLog(self.out / "tensorboard")
         self.has_dev = bool(cfg.data.dev)

@@ -1,6 +1,6 @@
 """Validation: the dev set, its loss, BLEU and chrF, and which of them picks the best checkpoint.
 
-Rank 0 alone validates (rnmt.train.trainer); the other processes never load the dev set.
+Rank 0 alone validates (rnmt.training.trainer); the other processes never load the dev set.
 The dev loss is the plain NLL per target token (no label smoothing), so that it compares
 across recipes; BLEU and chrF are sacrebleu's on the detokenised output of the search
 ``train.validation_search`` names (greedy or the config's beam).
@@ -20,8 +20,8 @@ from rnmt.config import Config
 from rnmt.data import EncodedCorpus, TokenBatchSampler, Vocab, collate, encode_corpus, read_parallel
 from rnmt.models.base import TranslationModel
 from rnmt.search.translator import Translator
-from rnmt.train.loss import label_smoothed_nll
-from rnmt.train.preflight import corpus_files
+from rnmt.training.loss import label_smoothed_nll
+from rnmt.training.preflight import corpus_files
 
 # train.best_metric -> the validation figure it reads (loss: lower is better).
 BEST_METRICS = {"bleu": "dev_bleu", "chrf": "dev_chrf", "loss": "dev_loss"}

@@ -16,7 +16,7 @@ import torch
 
 from rnmt.errors import UserError
 from rnmt.io.checkpoint_files import ModelFile, load_state_into, read_model_file
-from rnmt.train.checkpoint import save_model
+from rnmt.training.checkpoint import save_model
 
 
 def _first_difference(a: dict, b: dict, prefix: str = "") -> str:

@@ -58,7 +58,7 @@ class TrainState:
     world_size: int = 1
     corpus_key: Optional[str] = None  # the encoded corpus's cache name: a changed corpus is noticed
     # The precision the run started in ("bf16" or "fp32"), which it keeps; None in files
-    # written before train.amp could choose (the set-up decides: rnmt.train.setup).
+    # written before train.amp could choose (the set-up decides: rnmt.training.setup).
     amp: Optional[str] = None
     version: int = STATE_VERSION
 

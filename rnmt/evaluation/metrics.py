@@ -18,7 +18,7 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.metrics.base import Metric
 
 from rnmt.errors import UserError
-from rnmt.evaluate.textfiles import check_same_length, read_lines
+from rnmt.evaluation.textfiles import check_same_length, read_lines
 
 # The sacrebleu tokenisers that need no extra packages (ja-mecab, ko-mecab and the
 # sentencepiece-based ones pull in optional dependencies).

@@ -30,12 +30,12 @@ from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
-from rnmt.train.checkpoint import atomic_write_text, load_train_state
-from rnmt.train.distributed import DistContext, init_distributed
-from rnmt.train.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
-from rnmt.train.preflight import check_before_writing, corpus_files
-from rnmt.train.resume import check_resume_config
-from rnmt.train.validator import DevSet, load_dev_set
+from rnmt.training.checkpoint import atomic_write_text, load_train_state
+from rnmt.training.distributed import DistContext, init_distributed
+from rnmt.training.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
+from rnmt.training.preflight import check_before_writing, corpus_files
+from rnmt.training.resume import check_resume_config
+from rnmt.training.validator import DevSet, load_dev_set
 
 STATE_FILE = "train_state.pt"
 # Rank r > 0 reseeds its generator with seed + r * RANK_SEED_STRIDE after the (identical)
@@ -138,7 +138,7 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     auto_replicas = tc.replicas is None
     if tc.replicas is None:
         tc.replicas = dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
-    # Fine-tuning (rnmt/train/init_from.py), checked before anything is written; read
+    # Fine-tuning (rnmt/training/init_from.py), checked before anything is written; read
     # only when the run starts: a resumed run continues from its own checkpoint.
     init = read_init_checkpoint(init_from) if init_from and not resume else None
     if init is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from rnmt.errors import UserError
-from rnmt.evaluate.metrics import References, corpus_bleu
+from rnmt.evaluation.metrics import References, corpus_bleu
 
 FORMS = ("disjoint", "longer_than")
 DEFAULT_BOUNDARIES = (0, 10, 20, 30, 40, 50, 60)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import FrozenSet, List, Optional, Set, Tuple
 
 from rnmt.errors import UserError
-from rnmt.evaluate.textfiles import check_same_length, read_lines
+from rnmt.evaluation.textfiles import check_same_length, read_lines
 
 Link = Tuple[int, int]  # (source position, target position), both 0-based
 

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, cast
 from sacrebleu.significance import PairedTest
 
 from rnmt.errors import UserError
-from rnmt.evaluate.metrics import References, make_metric
+from rnmt.evaluation.metrics import References, make_metric
 
 DEFAULT_SEED = 12345  # sacrebleu's own default, so unseeded runs match the console script
 
@@ -72,7 +72,7 @@ def paired_bootstrap(systems: Sequence[Tuple[str, Sequence[str]]], references: R
     """Run the paired bootstrap test of every system against the first one.
 
     ``systems`` is a list of ``(name, hypotheses)``; ``metrics`` are keys of
-    `rnmt.evaluate.metrics.METRICS`. Returns ``(signatures, results)`` where
+    `rnmt.evaluation.metrics.METRICS`. Returns ``(signatures, results)`` where
     ``signatures[metric_key]`` is sacrebleu's signature (including sample count and seed)
     and ``results[system_name][metric_key]`` is a `BootstrapResult`.
     """
