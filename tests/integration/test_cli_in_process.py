@@ -1,4 +1,5 @@
-"""The command-line contract and its one-line errors (exit code 2, no traceback)."""
+"""The command-line contract called in-process (rnmt.cli.main) on files and a tiny corpus:
+reports, and one-line errors before anything is written."""
 
 import json
 
@@ -51,7 +52,6 @@ def tiny_config_file(tiny_corpus, tmp_path, **train):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(tree))
     return path
-
 
 
 @pytest.mark.parametrize("override, needles", [

@@ -1,3 +1,5 @@
+"""Config files: a missing file and invalid YAML are one-line errors naming the file."""
+
 import pytest
 
 from rnmt.config import load_config

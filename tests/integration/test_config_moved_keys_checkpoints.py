@@ -1,5 +1,5 @@
-"""Keys only one architecture reads live in its options (``model.options``); configs, runs
-and checkpoints written while they sat at the top of ``model:`` keep working."""
+"""Keys that moved to ``model.options``: checkpoints and runs written while they sat at the
+top of ``model:`` keep loading, resuming and fine-tuning."""
 
 from __future__ import annotations
 

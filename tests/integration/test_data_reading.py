@@ -1,6 +1,5 @@
 """Reading and validating plain-text corpora."""
 
-
 import pytest
 
 from rnmt.data import read_lines, read_parallel

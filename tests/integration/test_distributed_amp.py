@@ -1,4 +1,4 @@
-"""Mixed precision: train.amp resolution and a bf16-autocast training run on CPU."""
+"""Mixed precision: bf16-autocast training runs on CPU, and a resumed run keeps its precision."""
 
 import json
 import math

@@ -1,4 +1,4 @@
-"""Alignment precision, recall and AER (Och & Ney, 2000) on a hand-checked fixture."""
+"""Alignment files: a perfect alignment, malformed links, unequal and missing files."""
 
 from __future__ import annotations
 

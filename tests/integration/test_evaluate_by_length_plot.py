@@ -1,4 +1,4 @@
-"""Length buckets: assignment by hand, per-bucket BLEU, plots."""
+"""Length buckets: the plot is a readable PNG with one line per system."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``rnmt evaluate``: plain and JSON reports, paired bootstrap, BLEU by source length."""
+"""``rnmt evaluate`` on files: plain reports against the sacrebleu console script, paired
+bootstrap, BLEU by source length written to a directory."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Corpus metrics and file reading: rnmt's numbers are sacrebleu's numbers."""
+"""Corpus metrics against the sacrebleu console script, and reading hypothesis and reference
+files: rnmt's numbers are sacrebleu's numbers."""
 
 from __future__ import annotations
 

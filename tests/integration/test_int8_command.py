@@ -1,5 +1,4 @@
-"""int8 decoding (rnmt/int8.py): quantised products give the fp32 model's scores within
-int8's error, on every recurrent unit kind and through the command line."""
+"""int8 decoding through `rnmt translate --int8` on a tiny trained run."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The C++ kernels against the PyTorch expressions they replace.
-
-Kernel tests skip only on a machine without a C++ compiler; where there is one, a kernel
-build that fails makes them fail (`test_the_kernels_build_where_there_is_a_compiler`).
-"""
+"""The C++ kernels' build lock: a dead build's lock is removed, a live one is waited for, and a
+timeout falls back to PyTorch."""
 
 import os
 import sys

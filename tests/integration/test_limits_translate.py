@@ -1,5 +1,5 @@
-"""Bounded translation: the output cap shared by the command line, the API and the server,
-and long source lines translated in pieces (rnmt/search/limits.py)."""
+"""Bounded translation on a tiny trained run: long lines translated in pieces, every output
+capped, and the command's warnings and errors."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Sampler pieces of data-parallel training: resuming with another number of processes,
-the compact epoch representation, and the lr-schedule plot."""
+"""`rnmt lr-schedule`: the plotted and printed rates are the schedule's."""
 
 import pytest
 

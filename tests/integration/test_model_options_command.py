@@ -1,4 +1,5 @@
-"""Typed architecture options: a misspelled or unused model key is a one-line error."""
+"""Typed architecture options: a config file with a bad option makes the command exit 2 with
+one line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""train.optimizer (rnmt.training.optimizers) and train.best_metric."""
+"""train.optimizer and train.best_metric in training runs: each optimiser trains, a change on
+resume is refused, best by dev loss."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Target prefixes: outputs start with them, and the search after them is still exact."""
+"""Target prefixes on a tiny trained run: outputs start with them, scores cover the whole
+output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Sampling: reproducible per line, the right distribution, the cuts, and its options."""
+"""Sampling on a tiny trained run: reproducible per line whatever the batching, n-best samples
+scored like beam hypotheses."""
 
 from __future__ import annotations
 

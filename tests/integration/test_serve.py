@@ -1,4 +1,5 @@
-"""The HTTP API: translation, model info, limits and bad input, the OpenAPI schema, the CLI."""
+"""The HTTP API through its test client: translation, model info, limits and bad input, the
+OpenAPI schema, batching, settings refused by `rnmt serve`."""
 
 from __future__ import annotations
 

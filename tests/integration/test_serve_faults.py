@@ -1,4 +1,5 @@
-"""Serving under floods, bad input and faults: limits, deadlines, poisoned batches, access checks."""
+"""Serving under bad input and faults, through the app: limits, deadlines, a poisoned request,
+the worker down, access checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Input read in chunks as it arrives: files in bounded pieces, pipes answered line by line."""
+"""Input read in chunks from files: every line in order, invalid UTF-8 named by its line."""
 
 from __future__ import annotations
 

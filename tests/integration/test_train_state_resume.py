@@ -1,4 +1,5 @@
-"""The typed training state: saved field by field, older files read, newer ones refused."""
+"""The typed training state: saved field by field, and a run resumes exactly from a version-1
+file."""
 
 import json
 from dataclasses import fields

@@ -1,4 +1,4 @@
-"""`rnmt translate` streaming, prefixes, sampling and token scores, and `rnmt score`, as run."""
+"""`rnmt translate` and `rnmt score` in-process: chunks, prefixes, sampling and token scores."""
 
 from __future__ import annotations
 

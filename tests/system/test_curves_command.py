@@ -1,4 +1,4 @@
-"""Training curves: TensorBoard event files (train.tensorboard) and `rnmt plot`."""
+"""`rnmt plot` as a user runs it: a bad log is one `error:` line."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Fine-tuning (--init-from): the checkpoint's weights and vocabulary, a fresh optimiser, the
-architecture checked."""
+"""Fine-tuning (--init-from) through `rnmt train`: another architecture and a foreign
+checkpoint are one-line errors."""
 
 from __future__ import annotations
 

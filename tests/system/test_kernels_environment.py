@@ -1,8 +1,4 @@
-"""The C++ kernels against the PyTorch expressions they replace.
-
-Kernel tests skip only on a machine without a C++ compiler; where there is one, a kernel
-build that fails makes them fail (`test_the_kernels_build_where_there_is_a_compiler`).
-"""
+"""The C++ kernels' environment switch (RNMT_KERNELS) is read once per process."""
 
 import os
 import sys

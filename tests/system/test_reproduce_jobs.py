@@ -1,4 +1,4 @@
-"""`rnmt reproduce`: a tiny reproduction end to end, resuming, and the pieces it is built from."""
+"""`rnmt reproduce --jobs 2`: runs side by side in their own processes give the records of one."""
 
 from __future__ import annotations
 

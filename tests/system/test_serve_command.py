@@ -1,4 +1,5 @@
-"""The HTTP API: translation, model info, limits and bad input, the OpenAPI schema, the CLI."""
+"""`rnmt serve` as a process: a bad model path fails at start, and the server translates end
+to end."""
 
 from __future__ import annotations
 

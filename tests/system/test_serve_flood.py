@@ -1,4 +1,4 @@
-"""Serving under floods, bad input and faults: limits, deadlines, poisoned batches, access checks."""
+"""`rnmt serve` under a flood beyond its queue, and SIGTERM with requests in flight."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Input read in chunks as it arrives: files in bounded pieces, pipes answered line by line."""
+"""Input from standard input redirected from a file is counted from its current position."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""benchmarks/time_to_quality.py: which checkpoints it scores, what it reports, and one tiny
-rnmt system timed and scored end to end."""
+"""benchmarks/time_to_quality.py: one tiny rnmt system trained as a process, stopped at its
+budget and scored."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Training under faults: signals, non-finite losses, a full disk, bad checkpoints, resume safety."""
+"""Training under faults as a process: SIGTERM to `rnmt train`, and kills at random moments
+(benchmarks/faults.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`rnmt translate` streaming, prefixes, sampling and token scores, and `rnmt score`, as run."""
+"""`rnmt translate` and `rnmt score` as run: a pipe answered line by line, the progress bar,
+one-line errors."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Mixed precision: train.amp resolution and a bf16-autocast training run on CPU."""
-
+"""Mixed precision: how train.amp resolves on the CPU, and the bf16 speed probe."""
 
 import pytest
 import torch

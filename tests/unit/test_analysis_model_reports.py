@@ -1,6 +1,5 @@
-"""Analysis on tiny trained models: forced decoding, the exact ATR decomposition of a trained
-unit, `rnmt align` and `rnmt analyze` end to end."""
-
+"""What each model declares to analysis (`reports()`): the units behind its encoder gates and
+decoder trace, or none."""
 
 import torch
 

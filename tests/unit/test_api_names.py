@@ -1,4 +1,5 @@
-"""The Python interface (rnmt.api) and the README's examples of it, run on a tiny model."""
+"""The Python interface's names: `rnmt.train` and `rnmt.evaluate` are the API's functions,
+whatever has been imported."""
 
 from __future__ import annotations
 

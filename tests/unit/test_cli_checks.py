@@ -1,4 +1,4 @@
-"""The command-line contract and its one-line errors (exit code 2, no traceback)."""
+"""The command-line contract in-process without files: `rnmt params` and one-line errors."""
 
 import json
 
@@ -20,7 +20,6 @@ def test_params_takes_vocab_sizes_from_the_data_vocab(capsys):
                 "--set", "data.vocab.tgt_size=2000"]
     assert _params_total(capsys, "configs/quickstart.yaml", *separate) == _params_total(
         capsys, "configs/quickstart.yaml", "--set", "model.src_vocab_size=1000", "--set", "model.tgt_vocab_size=2000")
-
 
 
 def test_a_huge_unit_depth_is_refused_not_built(capsys):

@@ -1,5 +1,5 @@
-"""Keys only one architecture reads live in its options (``model.options``); configs, runs
-and checkpoints written while they sat at the top of ``model:`` keep working."""
+"""Keys only one architecture reads live in its options (``model.options``); configs written
+while they sat at the top of ``model:`` keep working."""
 
 from __future__ import annotations
 

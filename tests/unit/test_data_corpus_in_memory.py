@@ -1,6 +1,4 @@
-"""Encoding a parallel corpus into cached arrays."""
-
-
+"""An encoded corpus built in memory has the cached arrays' layout."""
 
 from rnmt.data import EOS_ID, EncodedCorpus
 

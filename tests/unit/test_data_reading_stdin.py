@@ -1,4 +1,4 @@
-"""Reading and validating plain-text corpora."""
+"""Reading lines to translate from standard input: invalid UTF-8 is named by its line."""
 
 import io
 import sys

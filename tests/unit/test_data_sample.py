@@ -1,6 +1,5 @@
 """The bundled sample corpus stays as documented in data/sample/README.md."""
 
-
 import pytest
 
 from rnmt.data import read_lines, read_parallel

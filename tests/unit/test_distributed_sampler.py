@@ -1,5 +1,5 @@
-"""Sampler pieces of data-parallel training: resuming with another number of processes,
-the compact epoch representation, and the lr-schedule plot."""
+"""Sampler pieces of data-parallel training: resuming with another number of processes and
+the compact epoch representation."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Length buckets: assignment by hand, per-bucket BLEU, plots."""
+"""Length buckets: assignment by hand, per-bucket BLEU, bucket boundaries."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``rnmt evaluate``: plain and JSON reports, paired bootstrap, BLEU by source length."""
+"""``rnmt evaluate``: registration, one-line user errors, JSON reports, option checks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Corpus metrics and file reading: rnmt's numbers are sacrebleu's numbers."""
+"""Corpus metrics on the fixture: tokenisation, case, a second reference, bad options."""
 
 from __future__ import annotations
 

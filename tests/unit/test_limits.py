@@ -1,5 +1,5 @@
 """Bounded translation: the output cap shared by the command line, the API and the server,
-and long source lines translated in pieces (rnmt/search/limits.py)."""
+and how long source lines are cut into pieces (rnmt/search/limits.py)."""
 
 from __future__ import annotations
 

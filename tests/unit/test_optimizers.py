@@ -1,4 +1,4 @@
-"""train.optimizer (rnmt.training.optimizers) and train.best_metric."""
+"""train.optimizer (rnmt.training.optimizers): the registry, each optimiser's settings, errors."""
 
 from __future__ import annotations
 

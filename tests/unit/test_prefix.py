@@ -1,4 +1,4 @@
-"""Target prefixes: outputs start with them, and the search after them is still exact."""
+"""Target prefixes: the search after them is still exact, and they fit the length limit."""
 
 from __future__ import annotations
 

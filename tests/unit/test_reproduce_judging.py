@@ -1,4 +1,5 @@
-"""`rnmt reproduce`: a tiny reproduction end to end, resuming, and the pieces it is built from."""
+"""`rnmt reproduce` without training: the specs, judging claims seed by seed, the sanity
+checks, the bf16 protocol."""
 
 from __future__ import annotations
 

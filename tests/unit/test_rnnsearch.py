@@ -1,4 +1,4 @@
-"""The dl4mt RNNSearch: parameter count, teacher forcing vs stepping, padding, learning."""
+"""The dl4mt RNNSearch: parameter count, teacher forcing vs stepping, padding, every unit."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""Sampling: reproducible per line, the right distribution, the cuts, and its options."""
+"""Sampling: the right distribution, the cuts, and its options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Serving under floods, bad input and faults: limits, deadlines, poisoned batches, access checks."""
+"""The batcher under faults: expired requests, a bounded queue, a poisoned request, closing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Input read in chunks as it arrives: files in bounded pieces, pipes answered line by line."""
+"""Input read in chunks from a pipe: a chunk ends when no more input is waiting."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""benchmarks/time_to_quality.py: which checkpoints it scores, what it reports, and one tiny
-rnmt system timed and scored end to end."""
+"""benchmarks/time_to_quality.py: which checkpoints it scores and which systems it names."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The typed training state: saved field by field, older files read, newer ones refused."""
-
+"""The typed training state: older files read, newer ones refused."""
 
 import pytest
 import torch
