@@ -1,11 +1,12 @@
-# Set-up and the everyday commands: `make quickstart`, `make test` and `make lint`.
+# Set-up and the everyday commands: `make quickstart`, `make test` (or one tier: `make test-unit`,
+# `make test-integration`, `make test-system`) and `make lint`.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN := runs/quickstart
 
-.PHONY: quickstart test lint venv dist clean
+.PHONY: quickstart test test-unit test-integration test-system lint venv dist clean
 
 venv: $(STAMP)
 
@@ -21,8 +22,18 @@ quickstart: $(STAMP)
 	$(BIN)/rnmt translate --model $(RUN) --input data/sample/test.es --output $(RUN)/test.hyp.en --speed
 	$(BIN)/rnmt evaluate --hyp $(RUN)/test.hyp.en --ref data/sample/test.en
 
+# All three tiers; or one alone (docs/architecture.md, "Tests": what each holds, how long it takes).
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit
+
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest tests/integration
+
+test-system: $(STAMP)
+	$(BIN)/python -m pytest tests/system
 
 # ruff over everything, mypy over the public API (both configured in pyproject.toml).
 lint: $(STAMP)

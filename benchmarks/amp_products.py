@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     from rnmt.config import load_config
     from rnmt.models import build_model
     from rnmt.models.base import uniform_init_
-    from rnmt.train.loss import label_smoothed_nll
+    from rnmt.training.loss import label_smoothed_nll
 
     cfg = load_config(Path(args.config), args.set + [f"model.src_vocab_size={args.vocab}",
                                                      f"model.tgt_vocab_size={args.vocab}"])

@@ -60,7 +60,7 @@ def headline(sums: Dict[str, float]) -> Dict[str, float]:
 
 def measure(model, batches, label_smoothing: float) -> Dict[str, object]:
     """Mean over ``batches`` of the per-module gradient norms of the per-token loss."""
-    from rnmt.train.loss import label_smoothed_nll
+    from rnmt.training.loss import label_smoothed_nll
 
     model.eval()  # no dropout: the gradient of the function itself
     per_batch: List[Dict[str, float]] = []

@@ -6,7 +6,7 @@
 Times the forward and backward pass of `rnmt.cells.Bidirectional` (inside a training
 pass's gradient scope, as a model runs it) with `Cell.lockstep` on and off, alternating,
 and prints the median of each and their ratio. Both ways compute the same values and
-gradients (tests/test_kernels.py); only the time differs.
+gradients (tests/unit/test_kernels.py); only the time differs.
 """
 
 from __future__ import annotations

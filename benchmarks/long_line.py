@@ -35,7 +35,7 @@ SAMPLE = REPO / "data" / "sample"
 
 
 def tiny_run(directory: Path) -> Path:
-    """The tests' tiny model (tests/conftest.py, tiny_config_tree), trained for 6 updates."""
+    """The tests' tiny model (tests/support.py, tiny_config_tree), trained for 6 updates."""
     for lang in ("es", "en"):
         lines = (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()
         (directory / f"train.{lang}").write_text("\n".join(lines[:240]) + "\n", encoding="utf-8")

@@ -41,8 +41,8 @@ from rnmt.bench.throughput import decode_throughput, train_throughput  # noqa: E
 from rnmt.config import load_config  # noqa: E402
 from rnmt.data import collate  # noqa: E402
 from rnmt.search.translator import Translator  # noqa: E402
-from rnmt.train.loss import label_smoothed_nll  # noqa: E402
-from rnmt.train.trainer import Trainer  # noqa: E402
+from rnmt.training.loss import label_smoothed_nll  # noqa: E402
+from rnmt.training.trainer import Trainer  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = [  # (name, baseline config, compared config, what is timed)

@@ -2,8 +2,9 @@
 
 The Python interface (`rnmt.api`): ``rnmt.load``, ``rnmt.train``, ``rnmt.evaluate``, and
 the `Model` that ``load`` returns. They are imported on first use, so ``import rnmt``
-stays cheap (no PyTorch until a model is needed). ``rnmt.train`` and ``rnmt.evaluate`` are
-also subpackages, made callable (rnmt/_callable.py).
+stays cheap (no PyTorch until a model is needed). The packages behind them are
+`rnmt.training` and `rnmt.evaluation`, named apart so that importing them never rebinds
+``rnmt.train`` or ``rnmt.evaluate``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,6 @@ def __getattr__(name: str) -> Any:
         from rnmt.errors import UserError
 
         return UserError
-    if name in ("train", "evaluate"):  # subpackages that are also the API's functions
-        import importlib
-
-        return importlib.import_module(f"rnmt.{name}")
     if name in __all__:
         from rnmt import api
 

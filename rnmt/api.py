@@ -254,13 +254,13 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     ``stop_signal`` names the signal (SIGTERM, SIGINT) that stopped the run with a
     checkpoint, or is None. ``init_from`` (a run directory or checkpoint) fine-tunes: the
     new run starts from its weights and vocabularies with a fresh optimiser and schedule;
-    the config's ``model.*`` keys must describe the same architecture (`rnmt.train.init_from`).
+    the config's ``model.*`` keys must describe the same architecture (`rnmt.training.init_from`).
     """
     from rnmt.config import config_from_dict, read_config_tree
-    from rnmt.train.checkpoint import atomic_write_text
-    from rnmt.train.distributed import shutdown
-    from rnmt.train.resume import SOURCE_FILE, resumed_config, source_record
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.checkpoint import atomic_write_text
+    from rnmt.training.distributed import shutdown
+    from rnmt.training.resume import SOURCE_FILE, resumed_config, source_record
+    from rnmt.training.trainer import Trainer
 
     if isinstance(config, dict):
         if out is None:
@@ -299,7 +299,7 @@ def evaluate(hyps: Sequence[str], refs: Union[Sequence[str], Sequence[Sequence[s
              lowercase: bool = False, metrics: Sequence[str] = ("bleu", "chrf")) -> Dict[str, float]:
     """Corpus scores of ``hyps`` against one reference list or several: ``{"bleu": ..,
     "chrf": ..}`` (sacrebleu; ``metrics`` may add ``ter``)."""
-    from rnmt.evaluate.metrics import corpus_score
+    from rnmt.evaluation.metrics import corpus_score
 
     hyps = list(hyps)
     if not hyps:

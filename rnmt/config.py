@@ -74,7 +74,7 @@ Readout = Literal["tanh", "maxout"]
 EncoderKind = Literal["recurrent", "transformer"]
 EncoderNorm = Literal["post", "pre"]
 Schedule = Literal["constant", "warmup_decay", "inverse_sqrt", "rnmt_plus", "epoch_halving", "plateau"]
-Optimizer = Literal["adam", "adadelta", "sgd"]  # the builders of rnmt.train.optimizers
+Optimizer = Literal["adam", "adadelta", "sgd"]  # the builders of rnmt.training.optimizers
 BestMetric = Literal["bleu", "chrf", "loss"]
 Amp = Literal["auto", "bf16", "none"]
 SearchKind = Literal["greedy", "beam"]
@@ -176,7 +176,7 @@ class TrainConfig:
     # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
     replicas: Optional[Annotated[int, AT_LEAST_1]] = None
     min_lr: Annotated[float, NON_NEGATIVE] = 0.0
-    optimizer: Optimizer = "adam"  # rnmt.train.optimizers
+    optimizer: Optimizer = "adam"  # rnmt.training.optimizers
     adam_betas: List[Annotated[float, PROBABILITY]] = field(default_factory=lambda: [0.9, 0.999])
     adam_eps: Annotated[float, POSITIVE] = 1e-8
     adadelta_rho: Annotated[float, PROBABILITY] = 0.95  # Zeiler (2012)

@@ -1,7 +1,7 @@
 """Choosing the torch device from a user's setting (``auto``, ``cpu``, ``cuda``, ``cuda:1``).
 
 Every command that runs a model needs this, and so does the trainer; it sits at the bottom
-of the package so that commands, reproduction and serving need not import `rnmt.train`.
+of the package so that commands, reproduction and serving need not import `rnmt.training`.
 """
 
 from __future__ import annotations

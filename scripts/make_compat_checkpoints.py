@@ -1,5 +1,5 @@
 """Write the stored checkpoints that every later version of rnmt must still load and
-translate exactly as they did when written (tests/test_compat_checkpoints.py).
+translate exactly as they did when written (tests/integration/test_compat_checkpoints.py).
 
     python scripts/make_compat_checkpoints.py [--out tests/data/compat]
 

@@ -1,33 +1,17 @@
-"""Shared fixtures: a small corpus cut from the bundled sample and a tiny trained run."""
+"""Shared fixtures (a small corpus cut from the bundled sample and a tiny trained run) and the
+test tiers, which follow the folder a test lives in."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "data" / "sample"
-
-
-def write_corpus(directory: Path, name: str, n: int, offset: int = 0) -> str:
-    """Copy ``n`` pairs of the bundled sample into ``directory/name.{es,en}``; returns the prefix."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for lang in ("es", "en"):
-        lines = (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()[offset:offset + n]
-        (directory / f"{name}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(directory / name)
-
-
-def tiny_config_tree(train: str, dev: str) -> dict:
-    return {
-        "data": {"train": train, "dev": dev, "src": "es", "tgt": "en", "batch_tokens": 600,
-                 "max_len": 60, "vocab": {"size": 300}},
-        "model": {"emb_size": 16, "hidden_size": 24, "dropout": 0.1},
-        "train": {"max_steps": 6, "log_every": 1, "validate_every": 3, "lr": 0.003, "warmup_steps": 2,
-                  "threads": 1, "progress": False, "patience": None},
-        "search": {"beam": 2, "max_len_ratio": 1.0, "max_len_offset": 2},
-    }
+# Helpers live in tests/support.py; these names stay importable from here as well.
+from tests.support import REPO, SAMPLE, TESTS, tiny_config_tree, write_corpus  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +25,7 @@ def tiny_corpus(tmp_path_factory) -> dict:
 def tiny_run(tmp_path_factory, tiny_corpus) -> Path:
     """A model trained for a few steps: enough to exercise translate, load and resume."""
     from rnmt.config import config_from_dict
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     out = tmp_path_factory.mktemp("run")
     cfg = config_from_dict(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"]))
@@ -56,20 +40,77 @@ def pytest_configure(config):
     torch.set_num_threads(1)
 
 
-# Every test belongs to one tier, selectable with -m (markers registered in pyproject.toml):
-#   unit         one module or function in-process, no corpus, no trained model;
-#   integration  several layers together in-process: tiny corpora, training runs, checkpoints;
-#   system       rnmt as a user runs it: separate processes (the CLI, a server, torchrun,
-#                a browser).
-# A test marked with a tier keeps it; otherwise a test that uses the tiny corpus (directly or
-# through a trained run) is integration and any other is unit. `make test` runs all three.
+# Every test belongs to the tier of its folder (markers registered in pyproject.toml), so
+# `pytest tests/unit` and `pytest -m unit` select the same tests:
+#   tests/unit         one module or function in-process: no files written (no tmp_path, no
+#                      corpus, no trained run), no training run, no other process;
+#   tests/integration  several layers together in-process: tiny corpora, training runs,
+#                      checkpoints, files;
+#   tests/system       rnmt as a user runs it, in separate processes: the CLI, a server,
+#                      torchrun, an installed wheel, a browser.
+# A tier marker written on a test must agree with its folder. `make test` runs all three.
 TIERS = ("unit", "integration", "system")
+# What a unit test may not ask for: each writes files, and the last two train a model first.
+UNIT_REFUSED_FIXTURES = ("tmp_path", "tmp_path_factory", "tmpdir", "tmpdir_factory", "tiny_corpus", "tiny_run")
+# What a unit test may not start: a Python interpreter or rnmt's own commands. (Compilers
+# that build the C++ kernels on first use are the library's business, not the test's.)
+UNIT_REFUSED_PROGRAMS = ("python", "rnmt", "torchrun", "sacrebleu", "pip", "uvicorn", "chromium")
+
+
+def tier_of(path: Path) -> str:
+    try:
+        folder = Path(path).resolve().relative_to(TESTS).parts[0]
+    except (ValueError, IndexError):
+        folder = ""
+    if folder not in TIERS:
+        raise pytest.UsageError(f"{path}: a test module belongs in tests/unit, tests/integration or tests/system "
+                                "(docs/architecture.md, Tests)")
+    return folder
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        tier = tier_of(item.path)
         marked = [t for t in TIERS if item.get_closest_marker(t)]
-        if len(marked) > 1:
-            raise pytest.UsageError(f"{item.nodeid}: more than one tier marker ({', '.join(marked)})")
-        if not marked:
-            item.add_marker("integration" if "tiny_corpus" in getattr(item, "fixturenames", ()) else "unit")
+        if marked and marked != [tier]:
+            raise pytest.UsageError(f"{item.nodeid}: marked {', '.join(marked)} but lives in tests/{tier}")
+        item.add_marker(tier)
+
+
+def pytest_runtest_setup(item):
+    if tier_of(item.path) != "unit":
+        return
+    refused = [name for name in UNIT_REFUSED_FIXTURES if name in getattr(item, "fixturenames", ())]
+    if refused:
+        pytest.fail(f"a unit test may not use {', '.join(refused)}: it belongs in tests/integration", pytrace=False)
+
+
+def _refused_program(args) -> bool:
+    argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    if not argv:
+        return False
+    program = os.fsdecode(argv[0])
+    if isinstance(args, str) and " " in program:  # a shell command line
+        program = program.split()[0]
+    name = os.path.basename(program)
+    return program == sys.executable or any(name.startswith(refused) for refused in UNIT_REFUSED_PROGRAMS)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """In a unit test, starting Python or rnmt in another process fails the test."""
+    if tier_of(item.path) != "unit":
+        yield
+        return
+    original = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):
+        if _refused_program(args):
+            pytest.fail(f"a unit test may not start {args!r}: it belongs in tests/system", pytrace=False)
+        original(self, args, *rest, **kwargs)
+
+    subprocess.Popen.__init__ = guarded
+    try:
+        yield
+    finally:
+        subprocess.Popen.__init__ = original

@@ -1,10 +1,15 @@
-"""Helpers shared by test modules (fixtures live in conftest.py)."""
+"""Helpers shared by the test modules of every tier (fixtures live in conftest.py): the
+repository's paths, the tiny corpus and config, the kernel switch, benchmark loading.
+
+Import them as ``from tests.support import ...``: the tier folders hold no package of their
+own, and the repository root is on pytest's path (pyproject.toml)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -17,8 +22,31 @@ HAVE_COMPILER = shutil.which(os.environ.get("CXX", "c++")) is not None
 
 needs_kernel = pytest.mark.skipif(not HAVE_COMPILER, reason="no C++ compiler here: the kernels cannot be built")
 
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+SAMPLE = REPO / "data" / "sample"  # the bundled corpus
+COMPAT = TESTS / "data" / "compat"  # stored checkpoints of earlier formats
+BENCHMARKS = REPO / "benchmarks"
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+def write_corpus(directory: Path, name: str, n: int, offset: int = 0) -> str:
+    """Copy ``n`` pairs of the bundled sample into ``directory/name.{es,en}``; returns the prefix."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for lang in ("es", "en"):
+        lines = (SAMPLE / f"train.{lang}").read_text(encoding="utf-8").splitlines()[offset:offset + n]
+        (directory / f"{name}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(directory / name)
+
+
+def tiny_config_tree(train: str, dev: str) -> dict:
+    return {
+        "data": {"train": train, "dev": dev, "src": "es", "tgt": "en", "batch_tokens": 600,
+                 "max_len": 60, "vocab": {"size": 300}},
+        "model": {"emb_size": 16, "hidden_size": 24, "dropout": 0.1},
+        "train": {"max_steps": 6, "log_every": 1, "validate_every": 3, "lr": 0.003, "warmup_steps": 2,
+                  "threads": 1, "progress": False, "patience": None},
+        "search": {"beam": 2, "max_len_ratio": 1.0, "max_len_offset": 2},
+    }
 
 
 def load_benchmark(name: str) -> ModuleType:
@@ -33,3 +61,27 @@ def load_benchmark(name: str) -> ModuleType:
     finally:
         sys.path.remove(str(BENCHMARKS))
     return module
+
+
+def run_rnmt(*args, stdin=None) -> subprocess.CompletedProcess:
+    """``python -m rnmt ARGS`` in a separate process, from the repository root."""
+    return subprocess.run([sys.executable, "-m", "rnmt", *map(str, args)], input=stdin, capture_output=True,
+                          text=True, cwd=REPO, timeout=300)
+
+
+def assert_one_line_error(result, *needles) -> None:
+    """The command failed as a user error: exit code 2 and one ``error:`` line, no traceback."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and result.stderr.strip().endswith(errors[0]), result.stderr
+    for needle in needles:
+        assert needle in errors[0]
+
+
+def assert_one_line(err: str, *needles: str) -> None:
+    """Captured stderr of an in-process command: one ``error:`` line holding every needle."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for needle in needles:
+        assert needle in lines[0], err

@@ -25,8 +25,8 @@ from rnmt.data import TokenBatchSampler, collate
 from rnmt.models import count_parameters
 from rnmt.models.base import TranslationModel
 from rnmt.search.translator import Translator
-from rnmt.train.loss import label_smoothed_nll
-from rnmt.train.trainer import Trainer, corpus_files
+from rnmt.training.loss import label_smoothed_nll
+from rnmt.training.trainer import Trainer, corpus_files
 
 
 def peak_rss_mb() -> float:

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.analysis.words import format_pharaoh, word_index_of_pieces
     from rnmt.api import load
     from rnmt.data import read_lines
-    from rnmt.evaluate.textfiles import check_same_length
+    from rnmt.evaluation.textfiles import check_same_length
 
     if args.batch_tokens < 1:
         raise UserError(f"--batch-tokens must be at least 1, got {args.batch_tokens}")

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.analysis.report import analyze
     from rnmt.data import read_lines
     from rnmt.device import pick_device
-    from rnmt.evaluate.textfiles import check_same_length
+    from rnmt.evaluation.textfiles import check_same_length
     from rnmt.models import load_model
 
     if args.max_sentences < 0:

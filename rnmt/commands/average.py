@@ -12,7 +12,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rnmt.train.average import average_checkpoints
+    from rnmt.training.average import average_checkpoints
 
     meta = average_checkpoints(args.checkpoints, args.out)
     print(f"averaged {len(args.checkpoints)} checkpoints (steps {meta['steps']}) into {args.out}", file=sys.stderr)

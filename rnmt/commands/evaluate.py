@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from rnmt.errors import UserError
-from rnmt.evaluate import by_length
-from rnmt.evaluate.metrics import TOKENIZERS, CorpusScore, corpus_score, read_systems_and_references
-from rnmt.evaluate.significance import DEFAULT_SEED, BootstrapResult, paired_bootstrap
-from rnmt.evaluate.textfiles import check_same_length, read_lines
+from rnmt.evaluation import by_length
+from rnmt.evaluation.metrics import TOKENIZERS, CorpusScore, corpus_score, read_systems_and_references
+from rnmt.evaluation.significance import DEFAULT_SEED, BootstrapResult, paired_bootstrap
+from rnmt.evaluation.textfiles import check_same_length, read_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -110,7 +110,7 @@ def _write_length_report(results: Dict[str, List[by_length.BucketScore]], names:
     if out.exists() and not out.is_dir():
         raise UserError(f"{out}: exists and is not a directory (--out)")
     out.mkdir(parents=True, exist_ok=True)
-    from rnmt.evaluate.plots import plot_all  # matplotlib only when plots are asked for
+    from rnmt.evaluation.plots import plot_all  # matplotlib only when plots are asked for
 
     return by_length.write_tables(results, names, out) + plot_all(results, names, out)
 

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Optional
 
-from rnmt.evaluate.alignment import evaluate_alignment_files
+from rnmt.evaluation.alignment import evaluate_alignment_files
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def schedule_values(cfg, steps: int, steps_per_epoch: int):
-    from rnmt.train.schedules import learning_rate
+    from rnmt.training.schedules import learning_rate
 
     return [(t, t // steps_per_epoch, learning_rate(cfg.train, t, t // steps_per_epoch)) for t in range(steps)]
 

@@ -6,7 +6,7 @@ executes code from the file (safetensors stores raw tensors only). A file of an 
 version is read through `MIGRATIONS`, one step per version (as fairseq's
 ``upgrade_state_dict``), so every checkpoint rnmt ever wrote keeps loading; files are never
 rewritten. Reading sits below both `rnmt.models` (which rebuilds a model from a file) and
-`rnmt.train` (which writes files in this format, `rnmt.train.checkpoint`), so neither has
+`rnmt.training` (which writes files in this format, `rnmt.training.checkpoint`), so neither has
 to import the other.
 """
 

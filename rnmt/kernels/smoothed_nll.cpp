@@ -1,4 +1,4 @@
-// The label-smoothed loss's passes over the [tokens x V] scores (rnmt/train/loss.py):
+// The label-smoothed loss's passes over the [tokens x V] scores (rnmt/training/loss.py):
 // forward, per row, the log-sum-exp, the sum of the scores and the gold score; backward,
 // per row, grad = exp(x - lse) * p_coef - off_coef, minus gold_coef at the gold word. In
 // PyTorch ops the backward alone is four full passes (sub, exp_, mul_, sub_) over a tensor

@@ -26,7 +26,7 @@ HEADLINE_GATES = "decoder.unit1"
 
 def _p_value(hyps_a: List[str], hyps_b: List[str], refs: List[str], n: int) -> float:
     """Paired bootstrap p-value of BLEU(a) against BLEU(b) (b is the reference system)."""
-    from rnmt.evaluate.significance import paired_bootstrap
+    from rnmt.evaluation.significance import paired_bootstrap
 
     _, results = paired_bootstrap([("b", hyps_b), ("a", hyps_a)], [refs], metrics=("bleu",),
                                   n_samples=n, seed=BOOTSTRAP_SEED)
@@ -36,7 +36,7 @@ def _p_value(hyps_a: List[str], hyps_b: List[str], refs: List[str], n: int) -> f
 def baseline_p_values(names: Sequence[str], baseline: str, hyps: Dict[str, List[str]], refs: List[str],
                       n: int) -> Dict[str, Optional[float]]:
     """BLEU p-value of every system against the paper's baseline (None for the baseline)."""
-    from rnmt.evaluate.significance import paired_bootstrap
+    from rnmt.evaluation.significance import paired_bootstrap
 
     if baseline not in hyps:
         return {name: None for name in names}
@@ -51,7 +51,7 @@ def baseline_p_values(names: Sequence[str], baseline: str, hyps: Dict[str, List[
 # (it writes commas, "the the the", or stops at once) and its differences say nothing.
 SANE_BLEU = 10.0
 SANE_LENGTH_RATIO = (0.5, 2.0)
-# ... nor when it loops (rnmt.evaluate.repetition). Over the 44 runs of the equal-updates
+# ... nor when it loops (rnmt.evaluation.repetition). Over the 44 runs of the equal-updates
 # tables the two groups lie far apart: the translating systems have at most 1.45% repeated
 # 4-grams and 6 looping lines of 517 (1.2%), the looping ones (DTMT#4, Seq2seq, the
 # Transformer-encoder hybrids) at least 4.1% and 19 lines (3.7%); the references 0.34% and 2.
@@ -76,7 +76,7 @@ def length_ratio(hyps: Sequence[str], refs: Sequence[str]) -> float:
 def sanity_problem(record: dict, hyps: Sequence[str], refs: Sequence[str]) -> Optional[str]:
     """Why a run fails the sanity check, or None when it passes: too little BLEU, output of
     the wrong length, or looping output."""
-    from rnmt.evaluate.repetition import repetition
+    from rnmt.evaluation.repetition import repetition
 
     bleu = record.get("test_bleu")
     ratio = record.get("length_ratio")
@@ -172,7 +172,7 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
             why = sanity_problem(records[name][k], hyps[name][k], refs)
             if why:
                 problems.append(f"{name} seed {seed}: {why}")
-    from rnmt.evaluate.significance import difference_interval
+    from rnmt.evaluation.significance import difference_interval
 
     p_values = [_p_value(hyps[claim.a][i], hyps[claim.b][j], refs, n) for i, j, _ in pairs]
     out["p_values"] = p_values
@@ -233,8 +233,8 @@ def length_table(spec: PaperSpec, order: Sequence[SystemSpec], hyps: Dict[str, L
     """BLEU by source length in the paper's grouping; writes by_length.png, returns Markdown."""
     if not spec.by_length:
         return None
-    from rnmt.evaluate.by_length import bleu_by_length, format_markdown, source_lengths
-    from rnmt.evaluate.plots import plot_by_length
+    from rnmt.evaluation.by_length import bleu_by_length, format_markdown, source_lengths
+    from rnmt.evaluation.plots import plot_by_length
 
     form, boundaries = spec.by_length["form"], spec.by_length["boundaries"]
     labels = {s.name: s.label for s in order if s.name in hyps}

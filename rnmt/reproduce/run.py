@@ -137,7 +137,7 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
                  runs_dir: Path, settings: Settings, command: str, log: Callable[[str], None],
                  gates: bool = True) -> dict:
     from rnmt.data import read_lines
-    from rnmt.evaluate.repetition import repetition
+    from rnmt.evaluation.repetition import repetition
 
     records, hyps = finished_runs(spec, order, results_dir, settings.seeds, corpus.tgt)
     src_path, ref_path = corpus.files("test")

@@ -23,7 +23,7 @@ ROUNDS, STEPS, WARMUP = 3, 20, 3
 
 def _setup(config_path: Path, work_dir: Path, threads: int):
     from rnmt.config import load_config
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     cfg = load_config(config_path, [f"train.threads={threads}", "train.device=cpu"])
     cfg.data.dev = None  # the trainer's set-up gives the vocabulary, corpus and model; no validation

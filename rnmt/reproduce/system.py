@@ -187,7 +187,7 @@ def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) 
     A resumed run keeps its own resolved config; only its threads and device follow
     ``cfg`` (they change no result)."""
     threads, device = cfg.train.threads, cfg.train.device
-    from rnmt.train.trainer import STATE_FILE, Trainer
+    from rnmt.training.trainer import STATE_FILE, Trainer
 
     done = run_dir / TRAINED
     if done.is_file():
@@ -232,7 +232,7 @@ def evaluate_run(run: Run, run_dir: Path, corpus: Corpus, device: str, greedy_sp
     """Decode the test set with the paper's search settings; returns (metrics, hypotheses)."""
     from rnmt.data import read_lines
     from rnmt.device import pick_device
-    from rnmt.evaluate.metrics import corpus_bleu, corpus_chrf
+    from rnmt.evaluation.metrics import corpus_bleu, corpus_chrf
     from rnmt.models import load_model
     from rnmt.models.loading import count_parameters
     from rnmt.reproduce.report import length_ratio
@@ -292,7 +292,7 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
     per_epoch = summary.get("updates_per_epoch")
     best = metrics.get("checkpoint_step")
     validation = last_validation(run_dir / "log.jsonl")
-    from rnmt.train.checkpoint import load_train_state
+    from rnmt.training.checkpoint import load_train_state
 
     # train.amp auto is bf16 autocast on CUDA and on CPUs with fast bf16 products: the
     # record says what the run trained in (its training state keeps that).

@@ -1,9 +1,0 @@
-"""Evaluation: corpus metrics through sacrebleu, paired bootstrap, BLEU by source length, AER.
-
-Every score here is computed by sacrebleu itself so that numbers printed by rnmt can be
-reproduced with the ``sacrebleu`` command line and its signature string.
-"""
-
-from rnmt._callable import make_callable
-
-make_callable(__name__)  # rnmt.evaluate(hyps, refs) is rnmt.api.evaluate (see rnmt/_callable.py)

@@ -1,0 +1,89 @@
+"""Checkpoint averaging: the element-wise mean of the weights of several checkpoints.
+
+The checkpoints must hold the same architecture (identical ``model`` config), the same
+vocabularies and the same tensors; typically they are the last few checkpoints of one run.
+The mean is accumulated in float64 and written, with the first checkpoint's vocabularies
+and config, as an ordinary self-contained checkpoint (atomically, via `save_model`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, Sequence
+
+import torch
+
+from rnmt.errors import UserError
+from rnmt.io.checkpoint_files import ModelFile, load_state_into, read_model_file
+from rnmt.training.checkpoint import save_model
+
+
+def _first_difference(a: dict, b: dict, prefix: str = "") -> str:
+    for key in sorted(set(a) | set(b)):
+        va, vb = a.get(key), b.get(key)
+        if isinstance(va, dict) and isinstance(vb, dict):
+            found = _first_difference(va, vb, f"{prefix}{key}.")
+            if found:
+                return found
+        elif va != vb:
+            return f"{prefix}{key}: {json.dumps(va)} vs {json.dumps(vb)}"
+    return ""
+
+
+def _model_keys(mf: ModelFile) -> dict:
+    """The model section, its options with their defaults filled in (a checkpoint written
+    before a new version of the format and one after compare equal)."""
+    from rnmt.models.registry import resolved_options
+
+    return {**mf.config.to_dict()["model"], "options": resolved_options(mf.config.model)}
+
+
+def _check_compatible(ref: ModelFile, other: ModelFile) -> None:
+    diff = _first_difference(_model_keys(ref), _model_keys(other), "model.")
+    if diff:
+        raise UserError(f"{other.path}: config differs from {ref.path} ({diff}); only checkpoints of the "
+                        "same model can be averaged")
+    if other.vocabs != ref.vocabs:
+        raise UserError(f"{other.path}: vocabularies differ from those of {ref.path}")
+    if other.state.keys() != ref.state.keys():
+        extra = sorted(set(other.state) ^ set(ref.state))[0]
+        raise UserError(f"{other.path}: tensors differ from those of {ref.path} (e.g. '{extra}')")
+    for key, value in other.state.items():
+        if value.shape != ref.state[key].shape or value.dtype != ref.state[key].dtype:
+            raise UserError(f"{other.path}: tensor '{key}' has shape {tuple(value.shape)} {value.dtype}, "
+                            f"{ref.path} has {tuple(ref.state[key].shape)} {ref.state[key].dtype}")
+
+
+def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Dict[str, object]:
+    """Average ``paths`` into the checkpoint ``out``; returns the metadata written."""
+    if len(paths) < 1:
+        raise UserError("give at least one checkpoint to average")
+    from rnmt.data.vocab import Vocab
+    from rnmt.models import build_model
+
+    ref = read_model_file(Path(paths[0]))
+    sums = {k: v.to(torch.float64) if v.is_floating_point() else v.clone() for k, v in ref.state.items()}
+    metas = [ref.meta]
+    for path in paths[1:]:
+        mf = read_model_file(Path(path))
+        _check_compatible(ref, mf)
+        for key, value in mf.state.items():
+            if value.is_floating_point():
+                sums[key] += value.to(torch.float64)
+            elif not torch.equal(value, ref.state[key]):
+                raise UserError(f"{mf.path}: integer tensor '{key}' differs from {ref.path}; cannot average it")
+        metas.append(mf.meta)
+        del mf
+    n = len(paths)
+    state = {k: (v / n).to(ref.state[k].dtype) if v.is_floating_point() else v for k, v in sums.items()}
+    if "src" not in ref.vocabs or "tgt" not in ref.vocabs:
+        raise UserError(f"{ref.path}: checkpoint has no vocabulary")
+    model = build_model(ref.config.model, Vocab.from_bytes(ref.vocabs["src"]).size,
+                        Vocab.from_bytes(ref.vocabs["tgt"]).size)
+    load_state_into(model, state, ref.path)
+    meta = {"averaged": [str(Path(p)) for p in paths],
+            "steps": [m.get("step") for m in metas],
+            "step": max((m.get("step") or 0) for m in metas)}
+    save_model(Path(out), model, ref.config, ref.vocabs, meta)
+    return meta

@@ -1,0 +1,268 @@
+"""Setting up a training run: checks, output directory, precision, vocabularies, data, model.
+
+`set_up_run` does, in this order, everything that comes before the first update: it checks
+the config's shapes and files before writing anything, resolves the device and
+``train.amp``, reads a ``--init-from`` checkpoint, makes (or checks) the output directory,
+builds the C++ kernels, seeds the generator, trains or loads the vocabularies, checks a
+``--resume``'s config changes, encodes the training corpus and the dev set, and builds and
+initialises the model. The order is part of the contract: the random draws of the
+initialisation follow from it, so a change here changes every run's weights
+(scripts/model_fingerprints.py and the exact-resume tests watch it).
+
+Under ``torchrun`` rank 0 trains the vocabulary and encodes the corpora first; the others
+then load the same files (or, on a node without the shared directory, rebuild them
+identically: both steps are deterministic). A failure on rank 0 is passed on to the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, List, Optional, Tuple
+
+import torch
+
+from rnmt import precision
+from rnmt.config import Config, load_config
+from rnmt.data import EncodedCorpus, Vocab, encode_corpus, iter_parallel, load_vocab, train_vocabs
+from rnmt.device import pick_device, rank_device
+from rnmt.errors import UserError, write_failure
+from rnmt.io.checkpoint_files import load_state_into
+from rnmt.models import build_model
+from rnmt.models.base import TranslationModel, uniform_init_
+from rnmt.training.checkpoint import atomic_write_text, load_train_state
+from rnmt.training.distributed import DistContext, init_distributed
+from rnmt.training.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
+from rnmt.training.preflight import check_before_writing, corpus_files
+from rnmt.training.resume import check_resume_config
+from rnmt.training.validator import DevSet, load_dev_set
+
+STATE_FILE = "train_state.pt"
+# Rank r > 0 reseeds its generator with seed + r * RANK_SEED_STRIDE after the (identical)
+# initialisation, so dropout masks differ between processes.
+RANK_SEED_STRIDE = 1_000_003
+
+Log = Callable[..., None]
+
+
+def amp_dtype(name: str, device: torch.device, hidden: int = 0, threads: int = 1) -> Optional[torch.dtype]:
+    """The autocast dtype of ``train.amp`` on ``device`` (None: full precision); see `resolve_amp`."""
+    return resolve_amp(name, device, hidden, threads)[0]
+
+
+def resolve_amp(name: str, device: torch.device, hidden: int = 0,
+                threads: int = 1) -> Tuple[Optional[torch.dtype], str]:
+    """The autocast dtype of ``train.amp`` on ``device`` and why, for the log.
+
+    ``auto`` is bf16 on a CUDA device that supports it. On the CPU it is bf16 when the
+    model's hidden size is at least `precision.BF16_MIN_HIDDEN` and this processor's bf16
+    products, measured at that size on ``threads`` threads, run at least
+    `precision.BF16_MIN_SPEEDUP` times fp32's (`precision.cpu_bf16_speedup`): processors
+    that list ``avx512_bf16`` differ (2.1-2.7x fp32 on a Zen 4, 0.5-0.8x on a Xeon without
+    AMX), so the flag alone cannot decide. bf16 keeps quality at equal updates
+    (`rnmt reproduce bf16`, docs/performance.md). ``bf16`` and ``none`` force the choice.
+    """
+    if name == "none":
+        return None, "fp32 (train.amp: none)"
+    if name not in ("auto", "bf16"):
+        raise UserError(f"train.amp: unknown value '{name}'; choose auto, bf16 or none")
+    if device.type == "cuda":
+        if torch.cuda.is_bf16_supported():
+            return torch.bfloat16, f"bf16 ({torch.cuda.get_device_name(device)})"
+        if name == "bf16":
+            raise UserError(f"train.amp is bf16 but {torch.cuda.get_device_name(device)} does not support bf16")
+        return None, f"fp32 ({torch.cuda.get_device_name(device)} has no bf16)"
+    if name == "bf16":
+        return torch.bfloat16, "bf16 (train.amp: bf16)"
+    return precision.cpu_auto_dtype(hidden, threads)
+
+
+def main_first(dist: DistContext, fn: Callable[[], Any], others: Optional[Callable[[], Any]] = None) -> Any:
+    """Run ``fn`` on rank 0, then (if it succeeded) ``others or fn`` on the other ranks.
+
+    A failure on rank 0 is passed on, so no rank waits forever for a rank that stopped.
+    """
+    if not dist.enabled:
+        return fn()
+    if dist.is_main:
+        try:
+            result = fn()
+        except BaseException as exc:
+            dist.broadcast_object(str(exc) or type(exc).__name__)
+            raise
+        dist.broadcast_object(None)
+        return result
+    error = dist.broadcast_object(None)
+    if error is not None:
+        raise UserError(f"rank 0 failed: {error}")
+    return (others or fn)()
+
+
+@dataclass
+class RunSetup:
+    """What `set_up_run` made: the run's place, precision, vocabularies, data and model."""
+
+    cfg: Config
+    out: Path
+    resume: bool
+    dist: DistContext
+    log: Log  # prints on rank 0 only
+    device: torch.device
+    amp_dtype: Optional[torch.dtype]
+    init: Optional[InitCheckpoint]  # the --init-from checkpoint (fine-tuning), or None
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    corpus: EncodedCorpus
+    dev: Optional[DevSet]  # None without data.dev, and on every rank but 0
+    model: TranslationModel
+    config_changes: List[str]  # a --resume's accepted changes to the saved config
+
+    @property
+    def is_main(self) -> bool:
+        return self.dist.is_main
+
+
+def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log = print,
+               dist: Optional[DistContext] = None, init_from: Optional[str | Path] = None) -> RunSetup:
+    """Everything before the first update (see the module's docstring for the order)."""
+    out = Path(out_dir)
+    check_before_writing(cfg)  # the model's shapes and the corpus files, before any file is made
+    tc = cfg.train
+    dist = dist if dist is not None else init_distributed(tc.device)
+    if not dist.is_main:
+        log = lambda *_, **__: None  # noqa: E731
+    if tc.threads:
+        torch.set_num_threads(tc.threads)
+    device = rank_device(pick_device(tc.device), dist.local_rank if dist.enabled else None)
+    dtype = _run_amp(cfg, out, resume, device, dist, log)
+    auto_replicas = tc.replicas is None
+    if tc.replicas is None:
+        tc.replicas = dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
+    # Fine-tuning (rnmt/training/init_from.py), checked before anything is written; read
+    # only when the run starts: a resumed run continues from its own checkpoint.
+    init = read_init_checkpoint(init_from) if init_from and not resume else None
+    if init is not None:
+        cfg.model.src_vocab_size, cfg.model.tgt_vocab_size = init.src_vocab.size, init.tgt_vocab.size
+        check_architecture(init, cfg.model)
+    _check_out_dir(out, resume, dist.is_main)
+    if device.type == "cpu":
+        # Build or load the C++ kernels now (rank 0 first), so that a first build is not
+        # counted as training time (train.max_minutes, tokens/s).
+        from rnmt import kernels
+
+        main_first(dist, kernels.extension)
+    torch.manual_seed(tc.seed)
+
+    src_vocab, tgt_vocab = main_first(dist, lambda: _vocabularies(cfg, out, resume, init, log))
+    cfg.model.src_vocab_size = src_vocab.size
+    cfg.model.tgt_vocab_size = tgt_vocab.size
+    config_changes: List[str] = []
+    if resume and (out / "config.yaml").is_file():
+        # Checked before anything is written: a rejected --resume --set leaves the run as it was.
+        saved = load_config(out / "config.yaml", warn_deprecated=False)  # upgraded silently: rnmt wrote it
+        if auto_replicas:  # the run's resolved n, whatever the number of processes now
+            cfg.train.replicas = saved.train.replicas
+        config_changes = check_resume_config(saved, cfg, str(out / "config.yaml"))
+    if dist.is_main and not resume:
+        atomic_write_text(out / "config.yaml", cfg.dump())
+
+    train_src, train_tgt = corpus_files(cfg.data.train, cfg, "train")
+    cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else out / "cache"
+    corpus = main_first(dist, lambda: encode_corpus(train_src, train_tgt, src_vocab, tgt_vocab, cache,
+                                                    cfg.data.max_len))
+    if len(corpus) == 0:
+        raise UserError(f"{train_src}: no training pairs left after removing empty and over-long lines")
+    log(f"training pairs: {len(corpus)} (skipped {corpus.n_empty} empty, "
+        f"{corpus.n_too_long} longer than {cfg.data.max_len} subwords)")
+    # Validation runs on rank 0 only: the others never load the dev set.
+    dev = main_first(dist, lambda: load_dev_set(cfg, src_vocab, tgt_vocab, cache), others=lambda: None)
+
+    model: TranslationModel = build_model(cfg.model, src_vocab.size, tgt_vocab.size)
+    uniform_init_(model, tc.init_scale)
+    if init is not None:
+        load_state_into(model, init.file.state, init.file.path)
+        init.file.state = {}  # copied into the model: no second copy for the whole run
+        log(f"fine-tuning from {init.file.path} (step {init.file.meta.get('step')}): its weights "
+            f"and vocabulary, a fresh optimiser and schedule")
+    model.to(device)
+    if dist.rank > 0:
+        torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
+    return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
+                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, dev=dev, model=model,
+                    config_changes=config_changes)
+
+
+def _run_amp(cfg: Config, out: Path, resume: bool, device: torch.device, dist: DistContext,
+             log: Log) -> Optional[torch.dtype]:
+    """``train.amp`` for this run: a resumed run keeps the dtype it started with (``auto``
+    measures the CPU, and a second measurement could decide otherwise), and every process
+    trains in rank 0's choice."""
+    saved = None
+    if resume and (out / STATE_FILE).is_file():
+        saved = load_train_state(out / STATE_FILE).get("amp")
+        if saved is None and cfg.train.amp == "auto" and device.type == "cpu":
+            saved = "fp32"  # saved before auto could choose bf16 on a CPU
+    if saved is not None:
+        dtype, why = (torch.bfloat16 if saved == "bf16" else None), f"{saved} (as this run started)"
+    else:
+        dtype, why = resolve_amp(cfg.train.amp, device, cfg.model.hidden_size, torch.get_num_threads())
+        if dist.enabled:
+            dtype, why = dist.broadcast_object((dtype, why))
+    log(f"train.amp {cfg.train.amp}: {why}")
+    return dtype
+
+
+def _check_out_dir(out: Path, resume: bool, is_main: bool) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        what, advice = write_failure(exc)
+        raise UserError(f"{out}: cannot create the output directory ({what}): {advice}") from None
+    has_run = (out / STATE_FILE).exists()
+    if has_run and not resume:
+        raise UserError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
+    if resume and not has_run:
+        raise UserError(f"cannot resume: {out / STATE_FILE} not found")
+    if resume and is_main:
+        # Temporaries of a process killed mid-write (atomic_write names them .NAME.*.tmp):
+        # no other trainer writes to this directory, so none of them is in use.
+        for tmp in out.glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
+
+
+def _vocabularies(cfg: Config, out: Path, resume: bool, init: Optional[InitCheckpoint],
+                  log: Log) -> Tuple[Vocab, Vocab]:
+    """The run's vocabularies: the --init-from checkpoint's, the run's own (resume), the
+    config's sentencepiece model(s), or trained here on the training corpus."""
+    vc, data = cfg.data.vocab, cfg.data
+    joint_file, src_file, tgt_file = out / "spm.model", out / "spm.src.model", out / "spm.tgt.model"
+    if init is not None:  # the checkpoint's embeddings index its vocabulary
+        if init.src_vocab.to_bytes() == init.tgt_vocab.to_bytes():
+            init.src_vocab.save(joint_file)
+            return init.src_vocab, init.src_vocab
+        init.src_vocab.save(src_file)
+        init.tgt_vocab.save(tgt_file)
+        return init.src_vocab, init.tgt_vocab
+    if resume or joint_file.exists() or src_file.exists():
+        if joint_file.exists():
+            v = load_vocab(joint_file)
+            return v, v
+        return load_vocab(src_file), load_vocab(tgt_file)
+    if vc.model:
+        v = load_vocab(vc.model)
+        v.save(joint_file)
+        return v, v
+    if vc.src_model or vc.tgt_model:
+        if not (vc.src_model and vc.tgt_model):
+            raise UserError("data.vocab.src_model and data.vocab.tgt_model must be given together")
+        s, t = load_vocab(vc.src_model), load_vocab(vc.tgt_model)
+        s.save(src_file)
+        t.save(tgt_file)
+        return s, t
+    src, tgt = corpus_files(data.train, cfg, "train")
+    for _ in iter_parallel(src, tgt):  # line counts and UTF-8 first: clearer errors than sentencepiece's
+        pass
+    log("training the sentencepiece vocabulary ...")
+    return train_vocabs(src, tgt, out, joint=vc.joint, model_type=vc.type,
+                        src_size=vc.src_size or vc.size, tgt_size=vc.tgt_size or vc.size,
+                        character_coverage=vc.character_coverage, seed=cfg.train.seed)

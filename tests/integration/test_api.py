@@ -1,0 +1,90 @@
+"""The Python interface (rnmt.api) and the README's examples of it, run on a tiny model."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import rnmt
+import rnmt.api
+from tests.support import REPO, write_corpus
+
+# The README trains the quickstart config; here it is shrunk to seconds by overrides that
+# come after the README's own (later overrides win). Nothing else in the examples changes.
+TINY = ["data.vocab.size=300", "data.batch_tokens=600", "data.dev_max_sentences=6", "model.emb_size=16",
+        "model.hidden_size=24", "train.max_steps=4", "train.max_minutes=null", "train.validate_every=2",
+        "train.log_every=2", "train.threads=1", "train.progress=false", "search.beam=2"]
+
+
+def readme_section_code(title: str) -> list:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_readme_python_examples_run(tmp_path, monkeypatch, capsys):
+    blocks = readme_section_code("Python API")
+    assert len(blocks) == 3
+    monkeypatch.chdir(tmp_path)
+    write_corpus(tmp_path / "corpus", "train", 200)
+    write_corpus(tmp_path / "corpus", "dev", 6, offset=5000)
+    real_train = rnmt.api.train
+    monkeypatch.setattr(rnmt.api, "train", lambda config, overrides=(), **kw: real_train(
+        config, [*overrides, *TINY], **kw))
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    out = capsys.readouterr().out.splitlines()
+
+    assert namespace["summary"]["steps"] == 4 and (tmp_path / "runs" / "mine" / "best.safetensors").is_file()
+    model, lines, refs = namespace["model"], namespace["lines"], namespace["refs"]
+    best = model.translate(lines, beam=5, alpha=0.6)
+    assert isinstance(best, list) and len(best) == 2 and all(isinstance(t, str) for t in best)
+    assert out[1] == str(best)
+    nbest = model.translate(lines, beam=5, nbest=3)
+    assert [len(h) for h in nbest] == [3, 3]
+    assert all(a.score >= b.score for hyps in nbest for a, b in zip(hyps, hyps[1:]))
+    scores = model.score(lines, refs)
+    assert all(len(s.tokens) == len(s.token_log_probs) and s.tokens[-1] == "</s>" for s in scores)
+    assert scores[0].log_prob == pytest.approx(sum(scores[0].token_log_probs), abs=1e-4)
+    links = model.align(lines, refs)
+    for pair, src, tgt in zip(links, lines, refs):
+        assert {j for _, j in pair} == set(range(len(tgt.split())))  # every target word, once
+        assert all(0 <= i < len(src.split()) for i, _ in pair)
+    assert set(eval(out[-1])) == {"bleu", "chrf"}
+
+
+def test_score_agrees_with_teacher_forcing(tiny_run):
+    import torch
+
+    model = rnmt.load(tiny_run, device="cpu")
+    src, tgt = ["Y dijo Dios:", "sea la luz"], ["And God said:", "let there be light"]
+    scores = model.score(src, tgt)
+    # The model's teacher-forced forward pass (the training path) gives the same numbers.
+    v, net = model.loaded, model.loaded.model
+    for s, t, got in zip(src, tgt, scores):
+        src_ids = torch.tensor([v.src_vocab.encode(s) + [net.eos_id]])
+        tgt_ids = v.tgt_vocab.encode(t)
+        with torch.no_grad():
+            logits = net(src_ids, torch.ones_like(src_ids, dtype=torch.bool), torch.tensor([[net.bos_id] + tgt_ids]))
+        want = logits.log_softmax(-1)[0].gather(1, torch.tensor([tgt_ids + [net.eos_id]]).T).squeeze(1)
+        assert got.token_log_probs == pytest.approx(want.tolist(), abs=1e-4)
+        assert got.tokens == [v.tgt_vocab.id_to_piece(i) for i in tgt_ids] + ["</s>"]
+    assert model.translate("Y dijo Dios:", beam=1) == model.translate(["Y dijo Dios:"], beam=1)[0]
+    assert model.translate(["", "sea la luz"])[0] == ""
+
+
+def test_api_errors_are_user_errors(tiny_run):
+    model = rnmt.load(tiny_run, device="cpu")
+    with pytest.raises(rnmt.UserError, match="2 source sentences but 1 target"):
+        model.score(["a", "b"], ["a"])
+    with pytest.raises(rnmt.UserError, match="unknown translate option"):
+        model.translate(["a"], bem=3)
+    with pytest.raises(rnmt.UserError, match="'beam' must be at least 1"):
+        model.translate(["a"], beam=0)
+    with pytest.raises(rnmt.UserError, match="no such file|not found"):
+        rnmt.load(tiny_run / "missing.safetensors")
+    with pytest.raises(rnmt.UserError, match="reference 1"):
+        rnmt.evaluate(["a", "b"], ["a"])
+    assert rnmt.evaluate(["the cat sat on the mat"], [["the cat sat on the mat"]])["bleu"] == pytest.approx(100)

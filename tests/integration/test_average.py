@@ -1,0 +1,56 @@
+"""Checkpoint averaging: the mean of the weights, a loadable checkpoint, clear errors."""
+
+import pytest
+import torch
+
+from rnmt.cli import main
+from rnmt.config import config_from_dict
+from rnmt.errors import UserError
+from rnmt.io.checkpoint_files import read_model_file
+from rnmt.models import build_model, load_model
+from rnmt.training.average import average_checkpoints
+from rnmt.training.checkpoint import save_model
+
+
+def test_average_is_the_mean_of_the_weights(tiny_run, tmp_path):
+    a, b = tiny_run / "ckpt-3.safetensors", tiny_run / "ckpt-6.safetensors"
+    out = tmp_path / "avg.safetensors"
+    meta = average_checkpoints([a, b], out)
+    assert meta["steps"] == [3, 6]
+    wa, wb, avg = (read_model_file(p).state for p in (a, b, out))
+    assert avg.keys() == wa.keys()
+    for k in wa:
+        assert torch.allclose(avg[k], (wa[k] + wb[k]) / 2, atol=1e-7), k
+    loaded = load_model(out)  # a self-contained checkpoint: vocabulary and config kept
+    assert loaded.tgt_vocab.to_bytes() == load_model(a).tgt_vocab.to_bytes()
+    assert loaded.config.to_dict() == read_model_file(a).config.to_dict()
+    assert not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+
+
+def test_averaging_one_checkpoint_with_itself_changes_nothing(tiny_run, tmp_path):
+    a = tiny_run / "ckpt-6.safetensors"
+    average_checkpoints([a, a, a], tmp_path / "same.safetensors")
+    wa, w = read_model_file(a).state, read_model_file(tmp_path / "same.safetensors").state
+    assert all(torch.allclose(wa[k], w[k], atol=1e-7) for k in wa)
+
+
+def test_a_different_model_is_refused_by_name(tiny_run, tmp_path):
+    ref = read_model_file(tiny_run / "ckpt-6.safetensors")
+    tree = ref.config.to_dict()
+    tree["model"]["hidden_size"] = 20
+    cfg = config_from_dict(tree)
+    model = build_model(cfg.model, cfg.model.src_vocab_size, cfg.model.tgt_vocab_size)
+    other = tmp_path / "other.safetensors"
+    save_model(other, model, cfg, ref.vocabs)
+    with pytest.raises(UserError, match=r"other\.safetensors: config differs .*hidden_size"):
+        average_checkpoints([ref.path, other], tmp_path / "avg.safetensors")
+    assert not (tmp_path / "avg.safetensors").exists()
+
+
+def test_average_command(tiny_run, tmp_path, capsys):
+    out = tmp_path / "cli.safetensors"
+    assert main(["average", str(tiny_run / "ckpt-3.safetensors"), str(tiny_run / "ckpt-6.safetensors"),
+                 "--out", str(out)]) == 0
+    assert out.is_file()
+    assert main(["average", str(tmp_path / "missing.safetensors"), "--out", str(out)]) == 2
+    assert "missing.safetensors" in capsys.readouterr().err

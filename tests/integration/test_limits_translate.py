@@ -1,0 +1,84 @@
+"""Bounded translation on a tiny trained run: long lines translated in pieces, every output
+capped, and the command's warnings and errors."""
+
+from __future__ import annotations
+
+import random
+import time
+import warnings
+
+import pytest
+
+import rnmt
+from rnmt.cli import main
+from rnmt.errors import LongLineWarning
+
+# -- on a model --------------------------------------------------------------------------
+
+def long_line(words, seed=0):
+    vocabulary = "Y dijo Dios : Sea la luz . y fue la luz , y vio que era buena".split()
+    rng = random.Random(seed)
+    return " ".join(rng.choice(vocabulary) for _ in range(words))
+
+
+def test_a_long_line_is_translated_in_pieces_into_one_line(tiny_run):
+    model = rnmt.load(tiny_run, device="cpu")
+    lines = ["Y dijo Dios.", long_line(600), "", "sea la luz"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = model.translate(lines, max_input_tokens=40)
+    assert len(out) == 4 and out[2] == ""
+    long_ones = [w.message for w in caught if isinstance(w.message, LongLineWarning)]
+    assert len(long_ones) == 1 and long_ones[0].line == 2 and long_ones[0].pieces >= 10
+    assert "line 2" in str(long_ones[0]) and "max_input_tokens=40" in str(long_ones[0])
+    # the short lines are translated as they were without pieces
+    assert [out[0], out[3]] == model.translate([lines[0], lines[3]], max_input_tokens=1000)
+
+
+def test_every_output_is_capped(tiny_run):
+    model = rnmt.load(tiny_run, device="cpu")
+    translator = model._translator
+    results = translator.translate([long_line(120), "Y dijo Dios."], max_output=7, beam=2)
+    assert all(len(h.tokens) <= 6 for hyps in results for h in hyps)  # 7 with the end mark
+    with pytest.warns(LongLineWarning, match="line 1: "):
+        nbest = model.translate([long_line(50)], beam=3, nbest=3, max_output_tokens=5, max_input_tokens=20)
+    assert len(nbest) == 1 and len(nbest[0]) == 3
+    with pytest.raises(rnmt.UserError, match="option 'max_output_tokens' must be an integer of at least 1"):
+        model.translate(["a"], max_output_tokens=0)
+    with pytest.raises(rnmt.UserError, match="option 'normalize' must be one of gnmt, length, none"):
+        model.translate(["a"], normalize="bogus")
+
+
+def test_the_command_translates_a_long_line_quickly_with_a_warning(tiny_run, tmp_path, capsys):
+    src = tmp_path / "in.es"
+    src.write_text("Y dijo Dios.\n" + long_line(3000) + "\n\nsea la luz\n", encoding="utf-8")
+    out = tmp_path / "out.en"
+    start = time.perf_counter()
+    assert main(["translate", "--model", str(tiny_run), "--input", str(src), "--output", str(out),
+                 "--max-output-tokens", "12", "--threads", "1"]) == 0
+    seconds = time.perf_counter() - start
+    lines = out.read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 5 and lines[2] == "" and lines[4] == ""  # 4 lines and the final newline
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"warning: {src} line 2: ") and "--max-input-tokens" in err[0], err
+    assert seconds < 120  # the old command took minutes for this line on a loaded machine
+
+
+def test_an_unwritable_output_is_one_line_before_translating(tiny_run, tmp_path, capsys):
+    src = tmp_path / "in.es"
+    src.write_text("Y dijo Dios.\n", encoding="utf-8")
+    assert main(["translate", "--model", str(tiny_run), "--input", str(src), "--output", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {tmp_path}: is a directory: name a file"]
+
+
+@pytest.mark.parametrize("option, value, needle", [
+    ("--max-output-tokens", "0", "--max-output-tokens must be at least 1"),
+    ("--max-input-tokens", "1", "--max-input-tokens must be at least 2"),
+    ("--alpha", "nan", "--alpha must be a finite number of at least 0"),
+    ("--max-len-ratio", "-1", "--max-len-ratio must be a finite number of at least 0"),
+])
+def test_bad_translate_options_are_one_line(tiny_run, capsys, option, value, needle):
+    assert main(["translate", "--model", str(tiny_run), option, value]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {needle}, got "), err

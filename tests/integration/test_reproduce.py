@@ -1,0 +1,246 @@
+"""`rnmt reproduce`: a tiny reproduction end to end, resuming, and the pieces it is built from."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rnmt.cli import main
+from rnmt.errors import UserError
+from rnmt.reproduce import Settings, reproduce_paper
+from rnmt.reproduce.corpus import resolve_corpus
+from rnmt.reproduce.spec import repository_root
+from rnmt.reproduce.system import training_speed
+
+SAMPLE = repository_root() / "data" / "sample"
+
+
+def _tiny_corpus(root: Path, name: str = "tiny-es-en", test: bool = True) -> Path:
+    """The shortest verses of the sample: fast to train on and to decode."""
+    directory = root / name
+    directory.mkdir(parents=True)
+    splits = {"train": 120, "dev": 8}
+    if test:
+        splits["test"] = 10
+    for split, n in splits.items():
+        src = (SAMPLE / f"{split}.es").read_text(encoding="utf-8").splitlines()
+        tgt = (SAMPLE / f"{split}.en").read_text(encoding="utf-8").splitlines()
+        pairs = sorted(zip(src, tgt), key=lambda p: len(p[0].split()))[:n]
+        for lang, lines in (("es", [p[0] for p in pairs]), ("en", [p[1] for p in pairs])):
+            (directory / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return directory
+
+
+def _settings(**changes) -> Settings:
+    values = dict(updates=3, emb_size=8, hidden_size=16, vocab_size=120, dev_sentences=4,
+                  validate_every=2, log_every=1, seeds=[1, 2], threads=1, device="cpu", bootstrap=20)
+    values.update(changes)
+    return Settings(**values)
+
+
+class Log(list):
+    def __call__(self, msg: str) -> None:
+        self.append(msg)
+
+
+@pytest.fixture(scope="module")
+def tiny_reproduction(tmp_path_factory):
+    root = tmp_path_factory.mktemp("repro")
+    corpus = _tiny_corpus(root)
+    out = root / "results"
+    log = Log()
+    summary = reproduce_paper("atr", _settings(), out, str(corpus), systems=["rnnsearch-atr"], log=log)
+    return {"root": root, "corpus": corpus, "out": out, "log": log, "summary": summary}
+
+
+def test_tiny_reproduction_writes_records_translations_and_readme(tiny_reproduction):
+    out = tiny_reproduction["out"] / "atr"
+    assert tiny_reproduction["summary"]["finished"] == ["rnnsearch-gru", "rnnsearch-atr"]  # baseline added
+    # Both are `seeded` in configs/reproduce/atr.yaml: one record and translation per seed.
+    for name in ("rnnsearch-gru", "rnnsearch-atr"):
+        for seed in (1, 2):
+            record = json.loads((out / f"{name}.seed{seed}.json").read_text(encoding="utf-8"))
+            for key in ("params", "test_bleu", "test_chrf", "train_tokens_per_s", "decode_words_per_s",
+                        "greedy_decode_words_per_s", "steps", "train_minutes", "seconds_per_update",
+                        "best_dev_bleu", "dev_ppl", "length_ratio", "machine", "commit", "command"):
+                assert record[key] is not None, key
+            assert record["steps"] == 3 and record["seed"] == seed  # equal updates, not minutes
+            assert record["command"].startswith("rnmt reproduce atr --updates 3")
+            assert record["recipe"]["train.init_scale"] == 0.15  # the family recipe was applied
+            assert record["machine"]["precision"] == "fp32"  # train.amp auto is fp32 on the CPU
+            assert record["beam"] == 10 and record["normalize"] == "length"  # the ATR paper's search
+            hyps = (out / "hyp" / f"{name}.seed{seed}.en").read_text(encoding="utf-8").splitlines()
+            assert len(hyps) == 10
+    config = (out / "runs" / "rnnsearch-atr.seed2" / "config.yaml").read_text(encoding="utf-8")
+    assert "seed: 2" in config and "init_scale: 0.15" in config
+    atr = json.loads((out / "rnnsearch-atr.seed1.json").read_text(encoding="utf-8"))
+    gru = json.loads((out / "rnnsearch-gru.seed1.json").read_text(encoding="utf-8"))
+    assert atr["params"] < gru["params"]
+    assert (out / "gates.png").is_file()
+    gates = json.loads((out / "gates.json").read_text(encoding="utf-8"))
+    assert {"encoder.fwd", "encoder.bwd", "decoder.unit1", "decoder.unit2"} <= set(gates["units"])
+    assert set(gates["untrained"]) == set(gates["units"])  # the same figure for the model as initialised
+    assert gates["run"] == "rnnsearch-atr.seed1"
+    assert (tiny_reproduction["out"] / ".gitignore").read_text(encoding="utf-8").split()[-1] == "*/runs/"
+
+
+def test_readme_table_has_the_expected_columns(tiny_reproduction):
+    readme = (tiny_reproduction["out"] / "atr" / "README.md").read_text(encoding="utf-8")
+    header = next(line for line in readme.splitlines() if line.startswith("| system |"))
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    for column in ("system", "params", "BLEU", "chrF", "p vs RNNSearch+GRU", "train tok/s", "decode words/s"):
+        assert column in columns
+    for column in ("updates", "s/update", "len ratio", "dev ppl"):
+        assert column in columns
+    assert "| RNNSearch+ATR | 67.8M |" in readme
+    assert "| RNNSearch+LSTM | 93.3M | - | 22.39 | not run |" in readme
+    assert "3 updates for every system" in readme and "**Machine**:" in readme and "**Seeds**" in readme
+    assert "**Code**: commit" in readme and "**Family recipe**" in readme
+    assert "ATR translates about as well as GRU" in readme and "Pearson's r" in readme
+    assert "Pearson r (untrained)" in readme
+    # Tiny models are far below the sanity threshold: no claim may be read from them.
+    claims = [line for line in readme.splitlines() if "ATR translates about as well as GRU" in line]
+    assert "undecided: fails the sanity check" in claims[0] and "seeds" in readme
+    # The speed claims were timed side by side in the final report (ATR vs GRU ran; LSTM did not).
+    speed = json.loads((tiny_reproduction["out"] / "atr" / "speed.json").read_text(encoding="utf-8"))
+    assert list(speed) == ["rnnsearch-atr|rnnsearch-gru"]
+    assert len(speed["rnnsearch-atr|rnnsearch-gru"]["ratios"]) == 3
+    assert "ATR trains faster than GRU" in readme and "rounds " in readme
+    assert not re.search(r"(^|[\s`(])/\w", readme)  # no absolute paths: relative to the repository
+
+
+def test_a_second_call_skips_finished_systems(tiny_reproduction):
+    out = tiny_reproduction["out"]
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "atr").glob("*.json") if p.name != "results.json"}
+    log = Log()
+    reproduce_paper("atr", _settings(), out, str(tiny_reproduction["corpus"]), systems=["rnnsearch-atr"], log=log)
+    assert any("4 runs of 2 systems, 0 to do" in m for m in log)
+    assert not any("training for" in m or ": decoding" in m for m in log)
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "atr").glob("*.json") if p.name != "results.json"}
+    assert {k: v for k, v in after.items() if k != "settings.json"} == \
+        {k: v for k, v in before.items() if k != "settings.json"}
+
+
+def test_a_trained_system_is_decoded_without_training_and_a_stopped_one_resumes(tiny_reproduction):
+    out = tiny_reproduction["out"] / "atr"
+    run = out / "runs" / "rnnsearch-atr.seed2"
+    (out / "rnnsearch-atr.seed2.json").unlink()
+    log = Log()
+    reproduce_paper("atr", _settings(), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
+                    systems=["rnnsearch-atr"], log=log)
+    assert any("already trained, decoding only" in m for m in log)
+    assert (out / "rnnsearch-atr.seed2.json").is_file()
+
+    steps = json.loads((run / "trained.json").read_text(encoding="utf-8"))["steps"]
+    (out / "rnnsearch-atr.seed2.json").unlink()
+    (run / "trained.json").unlink()  # as if the process had been killed during training
+    log = Log()
+    reproduce_paper("atr", _settings(), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
+                    systems=["rnnsearch-atr"], log=log)
+    assert any("resuming the stopped training run" in m for m in log)
+    record = json.loads((out / "rnnsearch-atr.seed2.json").read_text(encoding="utf-8"))
+    assert record["steps"] == steps
+
+
+def test_changed_settings_are_refused(tiny_reproduction):
+    with pytest.raises(UserError, match="updates"):
+        reproduce_paper("atr", _settings(updates=5), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
+                        systems=["rnnsearch-atr"], log=Log())
+
+
+def test_command_line_runs_a_paper(tmp_path, capsys):
+    corpus = _tiny_corpus(tmp_path)
+    code = main(["reproduce", "cseq2seq", "--systems", "seq2seq", "--updates", "2", "--seeds", "3", "--dims", "8,16",
+                 "--vocab-size", "120", "--data", str(corpus), "--out", str(tmp_path / "results"),
+                 "--dev-sentences", "4", "--validate-every", "2", "--threads", "1", "--device", "cpu",
+                 "--bootstrap", "20", "--set", "search.beam=2"])
+    assert code == 0
+    out = tmp_path / "results" / "cseq2seq"
+    records = [json.loads((out / f"{n}.json").read_text()) for n in ("seq2seq", "rnnsearch")]
+    assert {r["beam"] for r in records} == {2} and {r["seed"] for r in records} == {3}
+    assert (out / "by_length.png").is_file()
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert "BLEU by source length (Cseq2seq Fig. 2)" in readme and "--set search.beam=2" in readme
+
+
+def test_a_corpus_without_test_split_uses_half_of_dev(tmp_path):
+    corpus = resolve_corpus(str(_tiny_corpus(tmp_path, "small-es-en", test=False)), None, None, tmp_path / "work",
+                            log=Log())
+    assert (corpus.src, corpus.tgt) == ("es", "en")
+    assert (corpus.dev_pairs, corpus.test_pairs) == (4, 4)
+    assert "second half of dev" in corpus.note
+    plain = _rename_languages(_tiny_corpus(tmp_path, "plain"))
+    with pytest.raises(UserError, match="--src and --tgt"):
+        resolve_corpus(str(plain), None, None, tmp_path / "work2", log=Log())
+    assert resolve_corpus(str(plain), "xx", "yy", tmp_path / "work3", log=Log()).test_pairs == 10
+
+
+def _rename_languages(directory: Path) -> Path:
+    for path in directory.iterdir():
+        path.rename(path.with_suffix(".xx" if path.suffix == ".es" else ".yy"))
+    return directory
+
+
+def test_training_speed_counts_every_step_once_after_a_resume(tmp_path):
+    log = tmp_path / "log.jsonl"
+    records = [{"step": 10, "tokens_per_s": 100.0, "train_seconds": 10.0},
+               {"step": 20, "tokens_per_s": 100.0, "train_seconds": 20.0},  # lost: resumed from step 10
+               {"step": 10, "dev_bleu": 1.0},
+               {"step": 20, "tokens_per_s": 300.0, "train_seconds": 20.0}]
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert training_speed(log)["train_tokens_per_s"] == pytest.approx(200.0)
+
+
+def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_plateau(tmp_path):
+    corpus = _tiny_corpus(tmp_path)
+    out = tmp_path / "results"
+    settings = _settings(updates=40, converge=True, patience=1, plateau_patience=1, seeds=[1], dev_sentences=0)
+    summary = reproduce_paper("atr", settings, out, str(corpus), systems=["rnnsearch-atr"], log=Log())
+    results = out / "atr-converged"
+    assert not (out / "atr").exists() and (results / "README.md").is_file()
+    record = json.loads((results / "rnnsearch-gru.json").read_text())
+    assert record["recipe"]["train.schedule"] == "plateau" and record["recipe"]["train.patience"] == 1
+    # patience 1: the first validation without a new best ends the run, long before the cap
+    assert record["stop_reason"] == "early_stopping" and record["steps"] < 40
+    assert record["updates_to_best"] == record["checkpoint_step"] < record["steps"]
+    assert record["wall_minutes"] >= record["train_minutes"] and record["plateau_decays"] >= 1
+    assert record["command"].startswith("rnmt reproduce atr --converge --updates 40")
+    curve = record["validations"]  # the committed learning curve
+    assert [v["step"] for v in curve] == list(range(2, record["steps"] + 1, 2))
+    assert max(v["dev_bleu"] for v in curve) == pytest.approx(record["best_dev_bleu"], abs=0.01)
+    readme = (results / "README.md").read_text()
+    assert "(converged: every system trained until dev BLEU stopped improving)" in readme
+    assert "updates to best" in readme and "early_stopping" in readme
+    assert summary["systems"]["rnnsearch-gru"][0]["stop_reason"] == "early_stopping"
+    assert "reference_repetition" in summary
+
+
+def test_a_run_stopped_by_a_signal_is_not_taken_for_trained(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM ends Trainer.run normally, with stop_reason 'signal': the run must be
+    resumed by the next call, not decoded at the step it stopped."""
+    from rnmt.reproduce import system
+    from rnmt.training.trainer import Trainer
+
+    corpus = _tiny_corpus(tmp_path)
+    out = tmp_path / "results"
+    real_run = Trainer.run
+
+    def interrupted(self):
+        self.cfg.train.max_steps = 2  # train a little, then act as if SIGTERM arrived
+        summary = real_run(self)
+        self.stop_signal = "SIGTERM"
+        return {**summary, "stop_reason": "signal"}
+
+    monkeypatch.setattr(Trainer, "run", interrupted)
+    with pytest.raises(UserError, match="stopped by SIGTERM at update 2; run the same command again"):
+        reproduce_paper("atr", _settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"], log=Log())
+    run_dir = out / "atr" / "runs" / "rnnsearch-gru"
+    assert not (run_dir / system.TRAINED).exists() and not (out / "atr" / "rnnsearch-gru.json").exists()
+    monkeypatch.setattr(Trainer, "run", real_run)
+    log = Log()
+    reproduce_paper("atr", _settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"], log=log)
+    assert any("resuming the stopped training run" in m for m in log)
+    assert json.loads((out / "atr" / "rnnsearch-gru.json").read_text())["steps"] == 3

@@ -1,0 +1,30 @@
+"""Mixed precision: how train.amp resolves on the CPU, and the bf16 speed probe."""
+
+import pytest
+import torch
+
+from rnmt import precision
+from rnmt.errors import UserError
+from rnmt.training.trainer import amp_dtype, resolve_amp
+
+
+def test_amp_resolution_on_cpu(monkeypatch):
+    cpu = torch.device("cpu")
+    assert amp_dtype("none", cpu, hidden=512) is None
+    assert amp_dtype("bf16", cpu) is torch.bfloat16
+    with pytest.raises(UserError, match="train.amp"):
+        amp_dtype("fp8", cpu)
+    # auto asks the measurement, and only for models wide enough to gain
+    speed = {"x": 2.2}
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden, threads: speed["x"])
+    assert amp_dtype("auto", cpu, hidden=256) is torch.bfloat16
+    assert amp_dtype("auto", cpu, hidden=precision.BF16_MIN_HIDDEN - 1) is None
+    speed["x"] = 0.58  # a CPU whose bf16 products are slower than fp32 ones
+    assert amp_dtype("auto", cpu, hidden=256) is None
+    dtype, why = resolve_amp("auto", cpu, hidden=256)
+    assert dtype is None and "0.58x" in why
+
+
+def test_the_cpu_bf16_probe_measures_a_ratio():
+    speedup = precision.cpu_bf16_speedup(128, 1)
+    assert speedup == 0.0 or 0.05 < speedup < 50  # a ratio of two timings, or no bf16 products

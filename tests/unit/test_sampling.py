@@ -1,0 +1,62 @@
+"""Sampling: the right distribution, the cuts, and its options."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_search import tiny_model
+
+from rnmt.errors import UserError
+from rnmt.search import greedy_search
+from rnmt.search.sampling import Sampling, draw, row_streams, sample_search, sampling_options, uniforms
+
+
+def test_uniforms_are_uniform_in_the_unit_interval():
+    streams = row_streams(7, range(500), 4, torch.device("cpu"))
+    u = torch.cat([uniforms(streams, t) for t in range(10)])
+    assert float(u.min()) >= 0.0 and float(u.max()) < 1.0
+    assert abs(float(u.mean()) - 0.5) < 0.01
+    counts = torch.histc(u, bins=10, min=0.0, max=1.0)
+    assert float(counts.min()) > 0.9 * len(u) / 10  # no bin starved
+    assert len(set(streams.tolist())) == len(streams)  # every row its own stream
+
+
+def test_draws_follow_the_distribution_and_its_cuts():
+    probs = torch.tensor([0.5, 0.3, 0.15, 0.05])
+    rows = 20000
+    log_probs = probs.log().expand(rows, -1)
+    u = uniforms(row_streams(3, range(rows), 1, torch.device("cpu")), 0)
+    freq = torch.bincount(draw(log_probs, Sampling(), u), minlength=4).float() / rows
+    assert torch.allclose(freq, probs, atol=0.015)
+    top2 = torch.bincount(draw(log_probs, Sampling(topk=2), u), minlength=4).float() / rows
+    assert torch.allclose(top2, torch.tensor([0.625, 0.375, 0.0, 0.0]), atol=0.015)
+    nucleus = torch.bincount(draw(log_probs, Sampling(topp=0.7), u), minlength=4).float() / rows
+    assert nucleus[2:].sum() == 0 and nucleus[1] > 0.3  # 0.5 + 0.3 reach 0.7: two words kept
+    cold = torch.bincount(draw(log_probs, Sampling(temperature=0.25), u), minlength=4).float() / rows
+    assert cold[0] > 0.8  # a low temperature sharpens towards the mode
+
+
+def test_topk_of_one_is_greedy_search():
+    model = tiny_model(vocab=12, seed=3)
+    src = torch.tensor([[5, 6, 7, 8, 3], [4, 5, 3, 0, 0], [8, 8, 8, 3, 0]])
+    mask, max_len = src != 0, torch.tensor([9, 7, 8])
+    greedy = greedy_search(model, src, mask, max_len)
+    sampled = sample_search(model, src, mask, max_len, Sampling(topk=1, temperature=3.0), keys=[0, 1, 2], n=2)
+    for g, samples in zip(greedy, sampled):
+        assert [s.tokens for s in samples] == [g.tokens, g.tokens]
+        assert samples[0].logprob == pytest.approx(g.logprob, abs=1e-5)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"sample": False, "topk": 3}, "topk applies only with sample"),
+    ({"sample": False, "seed": 1, "topp": 0.5}, "topp, seed apply only with sample"),
+    ({"sample": True, "beam": 4}, "does not combine with beam"),
+    ({"sample": True, "greedy": True}, "does not combine with greedy"),
+    ({"sample": True, "topk": 0}, "topk must be at least 1"),
+    ({"sample": True, "topp": 1.5}, "topp must be in (0, 1]"),
+    ({"sample": True, "temperature": 0.0}, "temperature must be above 0"),
+])
+def test_sampling_options_are_checked(kwargs, message):
+    with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        sampling_options(**kwargs)
+    assert sampling_options(True, seed=9) == Sampling(seed=9)
