@@ -63,7 +63,9 @@ for path in (str(REPO), str(HERE)):
     if path not in sys.path:
         sys.path.insert(0, path)
 
+import run as peer_run  # noqa: E402  (benchmarks/run.py: the peers' harness)
 import torch  # noqa: E402
+from peers.base import Settings  # noqa: E402
 from prepare import DEFAULT_DATA, prepare  # noqa: E402
 
 # name: (config, label)
@@ -325,7 +327,8 @@ def run_paper_system(name: str, precision: str, args, prepared: Path, work: Path
     if args.threads:
         overrides.append(f"train.threads={args.threads}")
     E, H = args.paper_dims or (paper.model.emb_size, paper.model.hidden_size)
-    vocab = (paper.model.src_vocab_size, paper.model.tgt_vocab_size)
+    vocab = ((args.paper_vocab, args.paper_vocab) if args.paper_vocab
+             else (paper.model.src_vocab_size, paper.model.tgt_vocab_size))
     row: Dict[str, Any] = {"system": name, "label": label, "config": config, "precision": precision, "dims": [E, H],
                            "vocab": list(vocab), "batch": batch_text, "max_len": max_len, "status": "ok"}
     log(f"[paper {name} {precision}] {label}, {E}/{H}, vocabularies {vocab[0]}/{vocab[1]}, batches of {batch_text}")
@@ -358,8 +361,6 @@ def peer_on_site(name: str, site: Optional[Path]):
     """benchmarks/run.py's driver for ``name``; with ``site``, run by this interpreter with
     ``site`` on PYTHONPATH (the packages installed from the carried wheels) instead of the
     peer's venv."""
-    import run as peer_run
-
     peer = peer_run.load_peer(name)
     if site is None:
         return peer
@@ -394,17 +395,19 @@ def peer_on_site(name: str, site: Optional[Path]):
     return OnSite()
 
 
-def peer_precisions(name: str, precisions: List[str]) -> List[str]:
-    """fairseq trains in bf16 with --bf16 (bf16 weights, fp32 master copy); OpenNMT-py 3.5.1 has
-    fp16 mixed precision but no bf16, so it runs in fp32 only."""
-    return [p for p in precisions if p == "fp32" or name == "fairseq"]
+# rnmt's precision: the peers' nearest. Neither peer trains in bf16 on a GPU (fairseq 0.12.2's
+# --bf16 implies --tpu; OpenNMT-py 3.5.1's model_dtype is fp32 or fp16), so rnmt's bf16 rows
+# are set against their fp16 mixed precision (fairseq --fp16, OpenNMT-py model_dtype: fp16).
+PEER_PRECISION = {"fp32": "fp32", "bf16": "fp16"}
+
+
+def peer_precisions(precisions: List[str], device: torch.device) -> List[str]:
+    """The peers' rows: fp32, and fp16 for rnmt's bf16 (on a GPU only)."""
+    return [PEER_PRECISION[p] for p in precisions if device.type == "cuda" or p == "fp32"]
 
 
 def run_peer(name: str, precision: str, args, prepared: Path, stats: Dict, work: Path, device: torch.device,
              log) -> Dict[str, Any]:
-    import run as peer_run
-    from peers.base import Settings
-
     peer = peer_on_site(name, args.peer_site)
     s = Settings(data=prepared, stats=stats, work=work / f"peer-{name}-{precision}", steps=args.peer_steps,
                  warmup=args.peer_warmup, log_every=args.peer_log_every, threads=args.threads or 2,
@@ -429,23 +432,26 @@ def run_peer(name: str, precision: str, args, prepared: Path, stats: Dict, work:
 
 # -- the report -----------------------------------------------------------------------------------
 def ratios(payload: Dict[str, Any]) -> None:
-    """``train_ratio_vs_fairseq`` (and for decoding): rnmt RNNSearch-GRU / fairseq LSTM per precision."""
+    """``train_ratio_vs_fairseq`` (and ``decode_ratio_vs_fairseq``, sentences/s): rnmt
+    RNNSearch-GRU over fairseq's LSTM, keyed "fp32" and "bf16/fp16" (rnmt's bf16 against
+    fairseq's fp16, `PEER_PRECISION`)."""
     train: Dict[str, float] = {}
     dec: Dict[str, float] = {}
-    for prec in PRECISIONS:
+    for prec, peer_prec in PEER_PRECISION.items():
+        key = prec if prec == peer_prec else f"{prec}/{peer_prec}"
         ours = next((r for r in payload["systems"] if r["system"] == "rnnsearch-gru" and r["precision"] == prec
                      and r["status"] == "ok"), None)
-        theirs = next((r for r in payload["peers"] if r["system"] == "fairseq" and r["precision"] == prec
+        theirs = next((r for r in payload["peers"] if r["system"] == "fairseq" and r["precision"] == peer_prec
                        and r["status"] == "ok"), None)
         if not ours or not theirs:
             continue
         a, b = ours["train"].get("target_tokens_per_s"), theirs["train"].get("target_tokens_per_s")
         if a and b:
-            train[prec] = a / b
+            train[key] = a / b
         a = (ours.get("decode") or {}).get("sentences_per_s")
         b = (theirs.get("decode") or {}).get("sentences_per_s")
         if a and b:
-            dec[prec] = a / b
+            dec[key] = a / b
     payload["train_ratio_vs_fairseq"] = train
     payload["decode_ratio_vs_fairseq"] = dec
 
@@ -505,6 +511,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--paper-systems", default=",".join(PAPER_SYSTEMS), help="paper-size systems (empty: none)")
     p.add_argument("--paper-precisions", default="bf16,fp32")
     p.add_argument("--paper-dims", help="override the papers' embedding,hidden size (smoke tests)")
+    p.add_argument("--paper-vocab", type=int, help="override the papers' vocabulary sizes (smoke tests)")
     p.add_argument("--paper-warmup", type=int, default=3)
     p.add_argument("--paper-steps", type=int, default=50)
     p.add_argument("--paper-seconds", type=float, default=20.0)
@@ -615,7 +622,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         lambda system=system, prec=prec: run_paper_system(system, prec, args, prepared, work,
                                                                           device, log))
         for peer in peers:
-            for prec in peer_precisions(peer, args.precisions):
+            for prec in peer_precisions(args.precisions, device):
                 attempt("peers", {"system": peer, "label": peer, "precision": prec},
                         lambda peer=peer, prec=prec: run_peer(peer, prec, args, prepared, stats, work, device, log))
     save()

@@ -41,7 +41,7 @@ class Settings:
     seed: int = 1
     dev_sentences: Optional[int] = None  # decode only the first N dev sentences (smoke tests)
     device: str = "cpu"  # "cuda": train and decode on the GPU (benchmarks/gpu.py)
-    precision: str = "fp32"  # "bf16" where the driver supports it (benchmarks/gpu.py)
+    precision: str = "fp32"  # "fp16": the peer's half precision on a GPU (benchmarks/gpu.py)
 
     def dev_source(self, kind: str) -> Path:
         """The dev source to decode: ``kind`` is "pieces" (peers) or "raw" (rnmt)."""

@@ -5,6 +5,8 @@
 #
 #   bash benchmarks/peers/gpu_wheels.sh            # both peers
 #   PEERS=opennmt bash benchmarks/peers/gpu_wheels.sh
+#   PYVER=3.11 DEST=/tmp/whl311 bash benchmarks/peers/gpu_wheels.sh   # the same for this machine's
+#       Python 3.11, to try the flow on the CPU (benchmarks/gpu.py --device cpu --peer-site ...)
 #
 # The GPU image already holds torch, numpy, pyyaml, sacrebleu, six, tensorboard, regex,
 # tqdm, typing_extensions, cython, setuptools and wheel, so only these travel:
@@ -13,16 +15,17 @@
 #   for Python 3.12; its Cython extensions and libbleu are compiled against numpy 2, which
 #   the GPU image has), with hydra-core 1.0.7, omegaconf 2.0.6, antlr4-python3-runtime 4.8
 #   (source only upstream: made into a pure-Python wheel here) and bitarray.
-# The fairseq build needs a Python 3.12 with headers (PYTHON312, default python3.12, else
+# The fairseq build needs a Python 3.12 with headers (PYTHON, default python3.12, else
 # pyenv's 3.12) and a C++ compiler. The device installs them with
-# benchmarks/peers/gpu_install.sh.
+# benchmarks/peers/gpu_install.sh. Sizes (cp312): fairseq 11.4 MB, the other six 0.9 MB.
 set -euo pipefail
 
 PEERS="${PEERS:-opennmt fairseq}"
+PYVER="${PYVER:-3.12}"
 DEST="${DEST:-.whl}"
 mkdir -p "$DEST"
 pip_download() {
-    python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version "$PYVER" --implementation cp \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
         --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$DEST" "$@"
 }
@@ -33,12 +36,14 @@ fi
 
 if [[ " $PEERS " == *" fairseq "* ]]; then
     pip_download "hydra-core==1.0.7" "omegaconf==2.0.6" "bitarray==3.8.0"
-    py="${PYTHON312:-}"
+    py="${PYTHON:-}"
     if [ -z "$py" ]; then
-        for c in python3.12 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
-            if "$c" -c 'import sysconfig, sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then py="$c"; break; fi
+        for c in "python$PYVER" "$HOME"/.pyenv/versions/"$PYVER"*/bin/"python$PYVER"; do
+            if "$c" -c "import sys; assert '%d.%d' % sys.version_info[:2] == '$PYVER'" 2>/dev/null; then
+                py="$c"; break
+            fi
         done
-        [ -n "$py" ] || { echo "no Python 3.12 for the fairseq wheel: set PYTHON312" >&2; exit 1; }
+        [ -n "$py" ] || { echo "no Python $PYVER for the fairseq wheel: set PYTHON" >&2; exit 1; }
     fi
     work="$(mktemp -d)"
     trap 'rm -rf "$work"' EXIT

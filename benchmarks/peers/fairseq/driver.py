@@ -97,11 +97,13 @@ class Fairseq(Peer):
 
     @staticmethod
     def device_flags(s: Settings) -> List[str]:
-        """``--cpu`` on the CPU; on a GPU nothing, or ``--bf16`` (bf16 weights and activations,
-        fp32 master weights in the optimiser) for the bf16 rows of benchmarks/gpu.py."""
+        """``--cpu`` on the CPU; on a GPU nothing, or ``--fp16`` (fp16 weights and activations,
+        fp32 master weights, dynamic loss scaling) for the half-precision rows of
+        benchmarks/gpu.py. fairseq 0.12.2's ``--bf16`` implies ``--tpu`` (options.py) and so
+        needs torch_xla: it has no bf16 on a GPU."""
         if s.device == "cpu":
             return ["--cpu"]
-        return ["--bf16"] if s.precision == "bf16" else []
+        return ["--fp16"] if s.precision == "fp16" else []
 
     def decode_result(self, s: Settings, log_text: str) -> Decoded:
         m = re.search(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s", log_text)

@@ -80,7 +80,8 @@ class OpenNMT(Peer):
             f"valid_steps: {s.total_steps + 1000}",
             f"report_every: {s.log_every}",
             "world_size: 1",
-            "model_dtype: fp32",  # 3.5.1 offers fp32 and fp16 only: benchmarks/gpu.py runs it in fp32
+            # 3.5.1 offers fp32 and fp16 (autocast with loss scaling) only: no bf16
+            f"model_dtype: {'fp16' if s.precision == 'fp16' else 'fp32'}",
         ]
         if s.device != "cpu":
             lines.append("gpu_ranks: [0]")
