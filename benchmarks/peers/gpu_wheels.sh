@@ -31,7 +31,8 @@ pip_download() {
 }
 
 if [[ " $PEERS " == *" opennmt "* ]]; then
-    pip_download "OpenNMT-py==3.5.1" "ConfigArgParse==1.7.1"
+    # pyonmttok: OpenNMT-py builds its vocabularies with it (imported by onmt.inputters)
+    pip_download "OpenNMT-py==3.5.1" "ConfigArgParse==1.7.1" "pyonmttok==1.38.1"
 fi
 
 if [[ " $PEERS " == *" fairseq "* ]]; then
