@@ -535,7 +535,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--vocab-size", type=int, default=8000)
     p.add_argument("--prepared", type=Path, help="benchmarks/prepare.py's output (made or reused; default OUT/data)")
     p.add_argument("--out", type=Path, default=REPO / "results" / "gpu")
-    p.add_argument("--name", help="results file name (default: the device's name)")
+    p.add_argument("--name", help="results file name (default: the device's name, then --tag)")
+    p.add_argument("--tag", help="appended to the default name: NAME = DEVICE-TAG (e.g. systems, peers)")
     p.add_argument("--commit", help="the commit measured (default: git, else .gpudata/COMMIT)")
     args = p.parse_args(argv)
     args.systems = _names(args.systems, SYSTEMS, "system")
@@ -557,6 +558,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch.set_num_threads(args.threads)
     info = machine(device)
     name = args.name or "".join(c if c.isalnum() else "-" for c in str(info.get("device_name", "cpu")).lower())
+    if args.tag and not args.name:
+        name += f"-{args.tag}"
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     result_file, profile_file = out / f"{name}.json", out / f"profile-{name}.txt"
