@@ -17,7 +17,8 @@ is written as skipped):
    ``--steps`` updates or ``--seconds`` seconds, with the device synchronised before each
    clock reading. Target tokens/s counts real target tokens (``</s>`` included, padding
    not). Then the trained model decodes the first ``--decode-sentences`` dev sentences with
-   beam ``--beam`` (bf16 rows under bf16 autocast), timed the same way. GPU memory:
+   beam ``--beam`` (bf16 rows under bf16 autocast), timed the same way, ``--decode-chunk``
+   sentences a call, no further chunk after ``--decode-seconds``. GPU memory:
    ``torch.cuda.max_memory_allocated`` / ``max_memory_reserved`` over each phase (the cache
    is emptied between systems).
 2. **The papers' sizes** (``--paper-systems``): seconds per update of ATR (Table 4: E 620,
@@ -25,11 +26,13 @@ is written as skipped):
    8,192-token batches) and Cseq2seq-I (d_w 620, d_h 1000, 30k vocabularies, 80-sentence
    batches) with the vocabulary sizes of their configs (the corpus's 8k ids index into
    them), each in ``--paper-precisions``, ``--paper-seconds`` at most.
-3. **The peers** (``--peers`` fairseq,opennmt): benchmarks/run.py's drivers on this device,
-   in every precision the peer supports here, the packages found under ``--peer-site``
-   (installed from the carried wheels by benchmarks/peers/gpu_install.sh) or in the peer's
-   venv; ``train_ratio_vs_fairseq`` is rnmt RNNSearch-GRU's target tokens/s over fairseq's
-   LSTM's at the same precision (and ``decode_ratio_vs_fairseq`` for sentences/s).
+3. **The peers** (``--peers`` fairseq,opennmt): benchmarks/run.py's drivers on this device
+   (``--peer-warmup`` + ``--peer-steps`` updates, then the same dev sentences), in fp32 and,
+   for rnmt's bf16, in their fp16 mixed precision (neither has bf16 on a GPU:
+   `PEER_PRECISION`), the packages found under ``--peer-site`` (installed from the carried
+   wheels by benchmarks/peers/gpu_install.sh) or in the peer's venv;
+   ``train_ratio_vs_fairseq`` is rnmt RNNSearch-GRU's target tokens/s over fairseq's LSTM's
+   ("fp32", and "bf16/fp16"), ``decode_ratio_vs_fairseq`` the same for sentences/s.
 
 ``--profile`` adds, for the systems of ``--profile-systems``, a torch.profiler table of one
 training update and one beam search over ``--profile-sentences`` sentences: top kernels by
@@ -207,26 +210,40 @@ def autocast(device: torch.device, precision: str):
     return contextlib.nullcontext()
 
 
-def decode(trainer, sources: List[str], beam: int, device: torch.device, precision: str) -> Dict[str, Any]:
-    """Beam search over ``sources`` with the trained model, the device synchronised around it."""
+def decode(trainer, sources: List[str], beam: int, device: torch.device, precision: str, chunk: int = 0,
+           max_seconds: float = 0.0) -> Dict[str, Any]:
+    """Beam search over ``sources`` with the trained model, the device synchronised around it:
+    in chunks of ``chunk`` sentences (0: one call), stopping after the chunk that passes
+    ``max_seconds`` (0: none), so a slow system decodes a prefix of the same sentences
+    (``complete`` says whether it decoded them all)."""
     from rnmt.search.translator import Translator
 
     translator = Translator(trainer.model, trainer.src_vocab, trainer.tgt_vocab, trainer.cfg.search, device)
+    # The model and the optimiser's state stay resident: the peak is read against that baseline.
+    resident = torch.cuda.memory_allocated(device) / MIB if device.type == "cuda" else None
     with torch.inference_mode(), autocast(device, precision):
         translator.translate(sources[: min(len(sources), 8)], beam=beam)  # warm-up: allocator, kernels
         sync(device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
+        results: list = []
+        step = chunk or len(sources)
         t0 = time.perf_counter()
-        results = translator.translate(sources, beam=beam)
-        sync(device)
+        for start in range(0, len(sources), step):
+            results += translator.translate(sources[start:start + step], beam=beam)
+            sync(device)
+            if max_seconds and time.perf_counter() - t0 > max_seconds:
+                break
         seconds = time.perf_counter() - t0
+    done = sources[: len(results)]
     out_tokens = sum(len(r[0].tokens) + 1 for r in results)
-    src_tokens = sum(len(trainer.src_vocab.encode(s)) + 1 for s in sources)
-    return {"sentences": len(sources), "beam": beam, "seconds": seconds,
-            "sentences_per_s": len(sources) / seconds if seconds > 0 else None,
+    src_tokens = sum(len(trainer.src_vocab.encode(s)) + 1 for s in done)
+    return {"sentences": len(done), "complete": len(done) == len(sources), "chunk": step, "beam": beam,
+            "seconds": seconds,
+            "sentences_per_s": len(done) / seconds if seconds > 0 else None,
             "output_tokens": out_tokens, "output_tokens_per_s": out_tokens / seconds if seconds > 0 else None,
-            "output_per_source_token": out_tokens / max(src_tokens, 1), **memory(device)}
+            "output_per_source_token": out_tokens / max(src_tokens, 1), "resident_before_mib": resident,
+            **memory(device)}
 
 
 def profile_text(title: str, fn: Callable[[], Any], device: torch.device, rows: int) -> str:
@@ -245,17 +262,17 @@ def profile_text(title: str, fn: Callable[[], Any], device: torch.device, rows: 
     wall = time.perf_counter() - t0
     events = prof.key_averages()
     head = [f"== {title}", f"wall time (profiled) {wall * 1000:.1f} ms"]
+    sort = "self_cpu_time_total"
     if device.type == "cuda":
-        def device_us(e) -> float:
-            return float(getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0) or 0)
-
-        kernels = [e for e in events if getattr(e, "device_type", None) == DeviceType.CUDA]
-        busy = sum(device_us(e) for e in kernels) / 1e6
-        head.append(f"kernels launched {sum(e.count for e in kernels)}; device busy {busy * 1000:.1f} ms "
-                    f"= {busy / wall:.0%} of the wall time")
-        sort = "self_cuda_time_total"
-    else:
-        sort = "self_cpu_time_total"
+        sort = "self_device_time_total" if events and hasattr(events[0], "self_device_time_total") \
+            else "self_cuda_time_total"
+        try:
+            kernels = [e for e in events if getattr(e, "device_type", None) == DeviceType.CUDA]
+            busy = sum(float(getattr(e, sort, 0) or 0) for e in kernels) / 1e6
+            head.append(f"kernels launched {sum(e.count for e in kernels)}; device busy {busy * 1000:.1f} ms "
+                        f"= {busy / wall:.0%} of the wall time")
+        except (AttributeError, TypeError) as exc:  # the table below still says it
+            head.append(f"(kernel count not read: {exc})")
     return "\n".join(head) + "\n" + events.table(sort_by=sort, row_limit=rows) + "\n"
 
 
@@ -285,7 +302,8 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
     row["train"].update(memory(device))
     if args.decode_sentences:
         reset_memory(device)
-        row["decode"] = decode(trainer, sources, args.beam, device, precision)
+        row["decode"] = decode(trainer, sources, args.beam, device, precision, args.decode_chunk,
+                               args.decode_seconds)
         d = row["decode"]
         log(f"    decoding {d['sentences']} sentences, beam {d['beam']}: {d['sentences_per_s']:.1f} sentences/s, "
             f"{d['output_tokens_per_s']:,.0f} output tok/s")
@@ -507,6 +525,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--steps", type=int, default=200, help="at most this many timed updates per window")
     p.add_argument("--seconds", type=float, default=20.0, help="at most this many seconds per window")
     p.add_argument("--decode-sentences", type=int, default=571, help="first N dev sentences (571: all); 0: none")
+    p.add_argument("--decode-chunk", type=int, default=192, help="sentences per translate call (0: all at once)")
+    p.add_argument("--decode-seconds", type=float, default=60.0,
+                   help="no further chunk after this many seconds (0: decode them all)")
     p.add_argument("--beam", type=int, default=5)
     p.add_argument("--paper-systems", default=",".join(PAPER_SYSTEMS), help="paper-size systems (empty: none)")
     p.add_argument("--paper-precisions", default="bf16,fp32")
@@ -552,7 +573,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from rnmt.device import pick_device
 
     device = pick_device(args.device)
-    if device.type == "cuda":
+    if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)
     if args.threads:
         torch.set_num_threads(args.threads)
