@@ -60,7 +60,7 @@ def test_cpu_smoke_run_writes_the_json_of_a_gpu_run(tmp_path, capsys):
     assert train["target_tokens_per_s"] > 0 and train["seconds_per_update_median"] > 0
     assert {"peak_allocated_mib", "peak_reserved_mib"} <= set(train)  # None on the CPU
     decode = row["decode"]
-    assert decode["sentences"] == 3 and decode["beam"] == 2 and decode["sentences_per_s"] > 0
+    assert decode["sentences"] == 3 and decode["complete"] and decode["beam"] == 2 and decode["sentences_per_s"] > 0
 
     (paper,) = result["paper_sizes"]
     assert paper["status"] == "ok" and paper["vocab"] == [300, 300] and paper["batch"] == "80 sentences"
