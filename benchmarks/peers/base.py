@@ -40,6 +40,8 @@ class Settings:
     beam: int = 5
     seed: int = 1
     dev_sentences: Optional[int] = None  # decode only the first N dev sentences (smoke tests)
+    device: str = "cpu"  # "cuda": train and decode on the GPU (benchmarks/gpu.py)
+    precision: str = "fp32"  # "fp16": the peer's half precision on a GPU (benchmarks/gpu.py)
 
     def dev_source(self, kind: str) -> Path:
         """The dev source to decode: ``kind`` is "pieces" (peers) or "raw" (rnmt)."""
@@ -123,7 +125,9 @@ class Peer:
         env = dict(os.environ)
         n = str(s.threads)
         env.update(OMP_NUM_THREADS=n, MKL_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n,
-                   PYTHONHASHSEED="0", TOKENIZERS_PARALLELISM="false", CUDA_VISIBLE_DEVICES="")
+                   PYTHONHASHSEED="0", TOKENIZERS_PARALLELISM="false")
+        if s.device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = ""
         env.pop("PYTHONPATH", None)
         return env
 

@@ -69,7 +69,7 @@ class Fairseq(Peer):
                  "--max-tokens", str(s.side_tokens), "--required-batch-size-multiple", "1",
                  "--max-update", str(s.total_steps), "--log-interval", str(s.log_every), "--log-format", "json",
                  "--disable-validation", "--save-dir", str(s.work / "checkpoints"), "--no-epoch-checkpoints",
-                 "--cpu", "--num-workers", "0", "--seed", str(s.seed), "--no-progress-bar"]
+                 *self.device_flags(s), "--num-workers", "0", "--seed", str(s.seed), "--no-progress-bar"]
         script = " && ".join(" ".join(shlex.quote(c) for c in cmd) for cmd in (preprocess, train))
         return ["bash", "-c", script]
 
@@ -93,7 +93,17 @@ class Fairseq(Peer):
                 "--path", str(s.work / "checkpoints" / "checkpoint_last.pt"), "--gen-subset", "valid",
                 "--source-lang", "src", "--target-lang", "tgt",
                 "--beam", str(s.beam), "--max-tokens", str(s.batch_tokens), "--max-len-a", "1.5", "--max-len-b", "10",
-                "--cpu", "--num-workers", "0", "--seed", str(s.seed), "--no-progress-bar"]
+                *self.device_flags(s), "--num-workers", "0", "--seed", str(s.seed), "--no-progress-bar"]
+
+    @staticmethod
+    def device_flags(s: Settings) -> List[str]:
+        """``--cpu`` on the CPU; on a GPU nothing, or ``--fp16`` (fp16 weights and activations,
+        fp32 master weights, dynamic loss scaling) for the half-precision rows of
+        benchmarks/gpu.py. fairseq 0.12.2's ``--bf16`` implies ``--tpu`` (options.py) and so
+        needs torch_xla: it has no bf16 on a GPU."""
+        if s.device == "cpu":
+            return ["--cpu"]
+        return ["--fp16"] if s.precision == "fp16" else []
 
     def decode_result(self, s: Settings, log_text: str) -> Decoded:
         m = re.search(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s", log_text)

@@ -80,8 +80,11 @@ class OpenNMT(Peer):
             f"valid_steps: {s.total_steps + 1000}",
             f"report_every: {s.log_every}",
             "world_size: 1",
-            "model_dtype: fp32",
+            # 3.5.1 offers fp32 and fp16 (autocast with loss scaling) only: no bf16
+            f"model_dtype: {'fp16' if s.precision == 'fp16' else 'fp32'}",
         ]
+        if s.device != "cpu":
+            lines.append("gpu_ranks: [0]")
         return "\n".join(lines) + "\n"
 
     def env(self, s: Settings):
@@ -111,7 +114,8 @@ class OpenNMT(Peer):
         return [str(self.python), "-m", "onmt.bin.translate", "-model", str(self.checkpoint(s)),
                 "-src", str(s.dev_source("pieces")), "-output", str(s.work / "dev.hyp"),
                 "-beam_size", str(s.beam), "-batch_type", "tokens", "-batch_size", str(s.batch_tokens),
-                "-max_length", str(s.max_output_len), "-report_time", "-gpu", "-1", "-seed", str(s.seed)]
+                "-max_length", str(s.max_output_len), "-report_time",
+                "-gpu", "-1" if s.device == "cpu" else "0", "-seed", str(s.seed)]
 
     def decode_result(self, s: Settings, log_text: str) -> Decoded:
         m = re.search(r"Total translation time \(s\): ([\d.]+)", log_text)
