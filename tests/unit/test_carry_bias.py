@@ -3,8 +3,6 @@ Off (0), the paper's model is built and initialised exactly as without the optio
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -12,13 +10,13 @@ from rnmt.config import load_config
 from rnmt.errors import UserError
 from rnmt.models import build_model
 from rnmt.models.base import uniform_init_
+from tests.support import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 TINY = ["model.emb_size=16", "model.hidden_size=16", "model.dropout=0.0", "model.rnn_dropout=0.0"]
 
 
 def dtmt4(*extra: str):
-    cfg = load_config(ROOT / "configs" / "papers" / "dtmt" / "dtmt4.yaml", [*TINY, *extra])
+    cfg = load_config(REPO / "configs" / "papers" / "dtmt" / "dtmt4.yaml", [*TINY, *extra])
     torch.manual_seed(0)
     model = build_model(cfg.model, 30, 30)
     uniform_init_(model, 0.15)
