@@ -161,7 +161,7 @@ def machine(device: torch.device) -> Dict[str, Any]:
 def make_trainer(config: str, overrides: List[str], work: Path):
     """A Trainer for ``config`` (its vocabulary, corpus, model, optimiser and precision)."""
     from rnmt.config import load_config
-    from rnmt.train.trainer import Trainer
+    from rnmt.training.trainer import Trainer
 
     cfg = load_config(str(REPO / config), overrides, warn_deprecated=False)
     # The papers' vocabulary sizes are in their configs; the shared sentencepiece model decides.
@@ -331,7 +331,7 @@ def run_paper_system(name: str, precision: str, args, prepared: Path, work: Path
     from rnmt.data import TokenBatchSampler
     from rnmt.models import build_model, count_parameters
     from rnmt.models.base import uniform_init_
-    from rnmt.train.optimizers import build_optimizer
+    from rnmt.training.optimizers import build_optimizer
 
     config, label, sentences, batch_text = PAPER_SYSTEMS[name]
     paper = load_config(str(REPO / config), warn_deprecated=False)

@@ -7,10 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import load_benchmark
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "data" / "sample"
+from tests.support import REPO, SAMPLE, load_benchmark
 
 gpu = load_benchmark("gpu")
 sys.path.insert(0, str(REPO / "benchmarks"))
