@@ -143,3 +143,28 @@ def test_encoding_names_the_line_of_a_bad_constraint():
         encode_constraints([["a", " "]], 1, encode, unk_id=1, first_line=7)
     with pytest.raises(UserError, match="constraint 1 of line 1 .* does not know"):
         encode_constraints([["?"]], 1, encode, unk_id=1)
+
+
+@pytest.mark.parametrize("arch", ["seq2seq", "atr-rnnsearch", "cseq2seq1", "cseq2seq2", "dtmt", "transformer"])
+def test_every_model_family_through_the_model_interface(arch):
+    from rnmt.config import ModelConfig
+    from rnmt.models import build_model
+
+    options = dict(attention_heads=2) if arch in ("dtmt", "transformer") else {}
+    if arch == "dtmt":
+        options.update(cell="lgru", options={"enc_depth": 2, "query_depth": 2, "dec_depth": 2})
+    torch.manual_seed(3)
+    model = build_model(ModelConfig(arch=arch, emb_size=8, hidden_size=8, src_vocab_size=9, tgt_vocab_size=12,
+                                    **options))
+    for p in model.parameters():
+        torch.nn.init.uniform_(p, -1.0, 1.0)
+    model.eval()
+    src, mask = batch(SOURCES)
+    max_len = torch.tensor([6, 4, 7, 3])
+    constraints = [[[4, 5]], [], [[6], [6, 7, 6]], []]
+    ours = constrained_beam_search(model, src, mask, max_len, constraints, beam=3, nbest=2)
+    plain = beam_search(model, src, mask, max_len, beam=3, nbest=2)
+    for b, phrases in enumerate(constraints):
+        assert all(contains(h.tokens, p) for h in ours[b] for p in phrases)
+        if not phrases:
+            assert [h.tokens for h in ours[b]] == [h.tokens for h in plain[b]]
