@@ -168,3 +168,16 @@ def test_every_model_family_through_the_model_interface(arch):
         assert all(contains(h.tokens, p) for h in ours[b] for p in phrases)
         if not phrases:
             assert [h.tokens for h in ours[b]] == [h.tokens for h in plain[b]]
+
+
+def test_beam_slots_are_shared_among_banks_and_spare_ones_passed_on():
+    from rnmt.search.constraints import _Candidate, _finish_and_allocate
+
+    sc = SentenceConstraints([Phrase([4, 5, 6])])  # banks 0..3
+    eos = 3
+    cands = [_Candidate(-1.0 - i / 10, i, 7, (0,)) for i in range(6)]  # six in bank 0, the most probable
+    cands += [_Candidate(-5.0, 0, 4, (1,)), _Candidate(-9.0, 1, 6, (3,)), _Candidate(-8.0, 1, eos, (3,))]
+    ended, alive = _finish_and_allocate(cands, sc, 4, eos)
+    assert [c.score for c in ended] == [-8.0]  # an end of sentence in the top bank, with every phrase met
+    # one slot per bank; bank 2 is empty, so its slot goes to the highest bank with candidates left
+    assert sorted(sum(c.state) for c in alive) == [0, 0, 1, 3]
