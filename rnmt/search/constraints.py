@@ -95,6 +95,9 @@ class SentenceConstraints:
 
     phrases: List[Phrase]
     total: int = field(init=False)  # subwords of all phrases: the number of banks minus one
+    # memos: a search meets few distinct states, and looks each up many times
+    _next: Dict[Tuple[State, int], State] = field(init=False, default_factory=dict)
+    _met: Dict[State, bool] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.total = sum(len(p.ids) for p in self.phrases)
@@ -103,10 +106,17 @@ class SentenceConstraints:
         return tuple(0 for _ in self.phrases)
 
     def advance(self, state: State, token: int) -> State:
-        return tuple(p.advance(q, token) for p, q in zip(self.phrases, state))
+        key = (state, token)
+        found = self._next.get(key)
+        if found is None:
+            found = self._next[key] = tuple(p.advance(q, token) for p, q in zip(self.phrases, state))
+        return found
 
     def met(self, state: State) -> bool:
-        return all(q == len(p.ids) for p, q in zip(self.phrases, state))
+        found = self._met.get(state)
+        if found is None:
+            found = self._met[state] = all(q == len(p.ids) for p, q in zip(self.phrases, state))
+        return found
 
     def needed(self, state: State) -> int:
         """Subwords that suffice to meet every unmet phrase: finish the longest partial
@@ -239,8 +249,11 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
         next_beam, next_tok, next_scores, next_states = [], [], [], []
         for s in range(b):
             sc = sents[sent_ids[s]]
-            cands = [_Candidate(v, k, w, hyp_states[s][k] if w == eos else sc.advance(hyp_states[s][k], w))
-                     for (k, w), v in proposals[s].items() if v != NEG_INF]
+            if sc.phrases:
+                cands = [_Candidate(v, k, w, hyp_states[s][k] if w == eos else sc.advance(hyp_states[s][k], w))
+                         for (k, w), v in proposals[s].items() if v != NEG_INF]
+            else:
+                cands = [_Candidate(v, k, w, ()) for (k, w), v in proposals[s].items() if v != NEG_INF]
             ended, alive = _finish_and_allocate(cands, sc, K, eos)
             if ended:
                 lp = length_penalty(float(t + 1), alpha, normalize)
@@ -332,6 +345,8 @@ def _finish_and_allocate(cands: List[_Candidate], sc: SentenceConstraints, K: in
     bank (every phrase met), as `beam_search` takes one among the ``K`` best of all (without
     constraints there is one bank and the two rules agree)."""
     cands.sort(key=lambda c: -c.score)
+    if sc.total == 0:  # one bank: beam search's own rule
+        return ([c for c in cands[:K] if c.token == eos], [c for c in cands if c.token != eos][:K])
     banks: List[List[_Candidate]] = [[] for _ in range(sc.total + 1)]
     for c in cands:
         banks[sum(c.state)].append(c)
