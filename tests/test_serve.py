@@ -38,7 +38,8 @@ def test_health_and_model_info(client, tiny_run):
     assert info["parameters"]["total"] == count_parameters(loaded.model)["total"] > 0
     assert info["src_vocab_size"] == loaded.src_vocab.size and info["tgt_vocab_size"] == loaded.tgt_vocab.size
     assert info["limits"] == {"max_body_bytes": 4096, "max_texts": 8, "max_chars": 200, "max_beam": 4,
-                              "max_constraints": 16, "max_constraint_tokens": 64, "max_request_tokens": 1000, "max_output_tokens": 256, "max_queue": 64,
+                              "max_constraints": 16, "max_constraint_tokens": 64, "max_request_tokens": 1000,
+                              "max_output_tokens": 256, "max_queue": 64,
                               "timeout_s": 120.0}
     assert info["search"]["beam"] == loaded.config.search.beam
 

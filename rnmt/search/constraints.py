@@ -5,7 +5,7 @@ Decoding with Dynamic Beam Allocation for Neural Machine Translation*, NAACL). E
 a sequence of target subwords. At every step the candidates are the model's best
 extensions, the next subword of every phrase a hypothesis has not produced yet (continuing
 a partial match, or starting one), the best single subword of every hypothesis, and the end
-of sentence of every hypothesis that contains all its phrases. The candidates are grouped
+of sentence (and the best extensions) of every hypothesis that contains all its phrases. The candidates are grouped
 into banks by the number of phrase subwords met, the beam is shared out among the banks, and
 the slots of a bank with too few candidates go to the others, so hypotheses that have met
 fewer constraints are not crowded out by the more probable ones that have met none.
@@ -230,7 +230,11 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
                              [limits[i] - t - 2 for i in sent_ids], K, eos)
         top_scores, top_beam, top_tok = (x.tolist() for x in best_extensions(scores, log_probs, min(2 * K, K * V)))
         best_lp, best_tok = (x.tolist() for x in log_probs.max(dim=-1))
-        extra = _extra_candidates([sents[i] for i in sent_ids], hyp_states, live, K, eos)
+        extra, complete = _extra_candidates([sents[i] for i in sent_ids], hyp_states, live, K, eos)
+        if complete:  # the hypotheses that met every phrase compete as in beam search: their 2K best
+            rows_t = torch.tensor(complete, dtype=torch.long, device=device)
+            best_of_complete = log_probs.index_select(0, rows_t).topk(min(2 * K, V), dim=-1).indices.tolist()
+            extra += [(r, w) for r, words in zip(complete, best_of_complete) for w in words]
         extra_lp = (log_probs[torch.tensor([r for r, _ in extra], dtype=torch.long, device=device),
                               torch.tensor([w for _, w in extra], dtype=torch.long, device=device)].tolist()
                     if extra else [])
@@ -320,20 +324,25 @@ def _mask_by_constraints(log_probs: Tensor, sents: List[SentenceConstraints], hy
 
 
 def _extra_candidates(sents: List[SentenceConstraints], hyp_states: List[List[State]], live: List[List[bool]],
-                      K: int, eos: int) -> List[Tuple[int, int]]:
-    """(row, subword) pairs beyond the best extensions: phrase subwords for hypotheses with
-    unmet phrases, the end of sentence for those that met all (an end that would not be
-    among the best extensions of the whole beam may still be the best of its bank)."""
+                      K: int, eos: int) -> Tuple[List[Tuple[int, int]], List[int]]:
+    """(row, subword) pairs beyond the best extensions of the whole beam, and the rows that
+    met every phrase. A hypothesis with unmet phrases proposes their subwords; one that met
+    all proposes its end of sentence (the caller adds its best subwords, so that its end
+    competes with its own continuations, not only with the few that reached its bank)."""
     pairs: List[Tuple[int, int]] = []
+    complete: List[int] = []
     for s, sc in enumerate(sents):
         if not sc.phrases:
             continue
         for k in range(K):
             if live[s][k]:
                 st = hyp_states[s][k]
-                tokens = [eos] if sc.met(st) else sc.phrase_tokens(st)
-                pairs.extend((s * K + k, w) for w in tokens)
-    return pairs
+                if sc.met(st):
+                    complete.append(s * K + k)
+                    pairs.append((s * K + k, eos))
+                else:
+                    pairs.extend((s * K + k, w) for w in sc.phrase_tokens(st))
+    return pairs, complete
 
 
 def _finish_and_allocate(cands: List[_Candidate], sc: SentenceConstraints, K: int,
@@ -342,8 +351,9 @@ def _finish_and_allocate(cands: List[_Candidate], sc: SentenceConstraints, K: in
     ``K``) that continue, chosen bank by bank (Post & Vilar 2018, section 3).
 
     An end of sentence is taken when it ranks among the ``K`` best candidates of the top
-    bank (every phrase met), as `beam_search` takes one among the ``K`` best of all (without
-    constraints there is one bank and the two rules agree)."""
+    bank (every phrase met; it holds the ``2K`` best extensions of each of its hypotheses),
+    as `beam_search` takes one among the ``K`` best of all (without constraints there is one
+    bank and the two rules agree)."""
     cands.sort(key=lambda c: -c.score)
     if sc.total == 0:  # one bank: beam search's own rule
         return ([c for c in cands[:K] if c.token == eos], [c for c in cands if c.token != eos][:K])
