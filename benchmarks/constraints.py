@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -133,7 +134,8 @@ def main() -> None:
     n = len(src)
     ratios = [c / p for p, c in zip(seconds["plain"], seconds["constrained"])]
     result = {
-        "commit": commit(), "cpu": cpu_name(), "threads": args.threads, "model": str(args.model),
+        "commit": commit(), "cpu": cpu_name(), "cpus": os.cpu_count(), "threads": args.threads,
+        "model": Path(args.model).name,
         "sentences": n, "beam": beam, "seed": args.seed,
         "phrases": sum(len(c) for c in constraints), "phrase_subwords": sum(len(tgt.encode(p)) for c in constraints
                                                                            for p in c),
