@@ -219,67 +219,32 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
         _check(should_stop)
         b = len(sent_ids)
         log_probs, state, extras = model.step(prev, state, memory)
-        V = log_probs.size(-1)
         log_probs = _mask_specials(log_probs, model)
         _force_eos(log_probs, (t + 1 >= max_len).repeat_interleave(K), eos)
         if return_attention:
             step_attn = extras["attention"].unsqueeze(1)
             attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
         live = torch.isfinite(scores).tolist()
-        _mask_by_constraints(log_probs, [sents[i] for i in sent_ids], hyp_states, live,
-                             [limits[i] - t - 2 for i in sent_ids], K, eos)
-        top_scores, top_beam, top_tok = (x.tolist() for x in best_extensions(scores, log_probs, min(2 * K, K * V)))
-        best_lp, best_tok = (x.tolist() for x in log_probs.max(dim=-1))
-        extra, complete = _extra_candidates([sents[i] for i in sent_ids], hyp_states, live, K, eos)
-        if complete:  # the hypotheses that met every phrase compete as in beam search: their 2K best
-            rows_t = torch.tensor(complete, dtype=torch.long, device=device)
-            best_of_complete = log_probs.index_select(0, rows_t).topk(min(2 * K, V), dim=-1).indices.tolist()
-            extra += [(r, w) for r, words in zip(complete, best_of_complete) for w in words]
-        extra_lp = (log_probs[torch.tensor([r for r, _ in extra], dtype=torch.long, device=device),
-                              torch.tensor([w for _, w in extra], dtype=torch.long, device=device)].tolist()
-                    if extra else [])
-        beam_scores = scores.tolist()
-        proposals: List[Dict[Tuple[int, int], float]] = [{} for _ in range(b)]
-        for s in range(b):
-            for sc, k, w in zip(top_scores[s], top_beam[s], top_tok[s]):
-                proposals[s][(k, w)] = sc
-            for k in range(K):
-                if live[s][k]:
-                    proposals[s][(k, best_tok[s * K + k])] = beam_scores[s][k] + best_lp[s * K + k]
-        for (row, w), lp in zip(extra, extra_lp):
-            s, k = divmod(row, K)
-            proposals[s][(k, w)] = beam_scores[s][k] + lp
-
-        next_beam, next_tok, next_scores, next_states = [], [], [], []
-        for s in range(b):
-            sc = sents[sent_ids[s]]
-            if sc.phrases:
-                cands = [_Candidate(v, k, w, hyp_states[s][k] if w == eos else sc.advance(hyp_states[s][k], w))
-                         for (k, w), v in proposals[s].items() if v != NEG_INF]
-            else:
-                cands = [_Candidate(v, k, w, ()) for (k, w), v in proposals[s].items() if v != NEG_INF]
-            ended, alive = _finish_and_allocate(cands, sc, K, eos)
-            if ended:
-                lp = length_penalty(float(t + 1), alpha, normalize)
-                for c in ended:
-                    row = s * K + c.beam
-                    hyp_attn = attn_history[row].cpu() if attn_history is not None else None
-                    finished[sent_ids[s]].append(SearchHypothesis(history[row].tolist(), c.score / lp, c.score,
-                                                                  hyp_attn))
-            alive += [_Candidate(NEG_INF, 0, eos, sc.start())] * (K - len(alive))
-            next_beam.append([c.beam for c in alive])
-            next_tok.append([c.token for c in alive])
-            next_scores.append([c.score for c in alive])
-            next_states.append([c.state for c in alive])
-        beam_idx = torch.tensor(next_beam, dtype=torch.long, device=device)
-        tokens = torch.tensor(next_tok, dtype=torch.long, device=device).view(-1)
+        active = [sents[i] for i in sent_ids]
+        # room: the subwords that may still follow this step's before the end of sentence
+        _mask_by_constraints(log_probs, active, hyp_states, live, [limits[i] - t - 2 for i in sent_ids], K, eos)
+        proposals = _proposals(scores, log_probs, active, hyp_states, live, eos)
+        ended, alive = _choose(proposals, active, hyp_states, K, eos)
+        lp = length_penalty(float(t + 1), alpha, normalize)
+        for s, c in ended:
+            row = s * K + c.beam
+            hyp_attn = attn_history[row].cpu() if attn_history is not None else None
+            finished[sent_ids[s]].append(SearchHypothesis(history[row].tolist(), c.score / lp, c.score, hyp_attn))
+        next_scores = [[c.score for c in cs] for cs in alive]
+        beam_idx = torch.tensor([[c.beam for c in cs] for cs in alive], dtype=torch.long, device=device)
+        tokens = torch.tensor([[c.token for c in cs] for cs in alive], dtype=torch.long, device=device).view(-1)
         rows = (torch.arange(b, device=device).unsqueeze(1) * K + beam_idx).view(-1)
         history = torch.cat([history.index_select(0, rows), tokens.view(-1, 1)], 1)
         if attn_history is not None:
             attn_history = attn_history.index_select(0, rows)
         state = select(state, rows)
         scores = torch.tensor(next_scores, dtype=scores.dtype, device=device)
-        prev, hyp_states = tokens, next_states
+        prev, hyp_states = tokens, [[c.state for c in cs] for cs in alive]
 
         done = [len(finished[i]) >= K or all(v == NEG_INF for v in next_scores[s]) for s, i in enumerate(sent_ids)]
         if any(done):
@@ -298,6 +263,37 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
                 attn_history = attn_history.index_select(0, keep_rows)
         t += 1
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+
+
+def _proposals(scores: Tensor, log_probs: Tensor, sents: List[SentenceConstraints], hyp_states: List[List[State]],
+               live: List[List[bool]], eos: int) -> List[Dict[Tuple[int, int], float]]:
+    """Each sentence's candidates, ``{(hypothesis, subword): log-probability}``: the beam's
+    ``2K`` best extensions, each hypothesis's best subword, and `_extra_candidates`."""
+    b, K = scores.shape
+    V = log_probs.size(-1)
+    device = log_probs.device
+    top_scores, top_beam, top_tok = (x.tolist() for x in best_extensions(scores, log_probs, min(2 * K, K * V)))
+    best_lp, best_tok = (x.tolist() for x in log_probs.max(dim=-1))
+    extra, complete = _extra_candidates(sents, hyp_states, live, K, eos)
+    if complete:  # the hypotheses that met every phrase compete as in beam search: their 2K best
+        rows = torch.tensor(complete, dtype=torch.long, device=device)
+        best_of_complete = log_probs.index_select(0, rows).topk(min(2 * K, V), dim=-1).indices.tolist()
+        extra += [(r, w) for r, words in zip(complete, best_of_complete) for w in words]
+    extra_lp = (log_probs[torch.tensor([r for r, _ in extra], dtype=torch.long, device=device),
+                          torch.tensor([w for _, w in extra], dtype=torch.long, device=device)].tolist()
+                if extra else [])
+    beam_scores = scores.tolist()
+    proposals: List[Dict[Tuple[int, int], float]] = [{} for _ in range(b)]
+    for s in range(b):
+        for score, k, w in zip(top_scores[s], top_beam[s], top_tok[s]):
+            proposals[s][(k, w)] = score
+        for k in range(K):
+            if live[s][k]:
+                proposals[s][(k, best_tok[s * K + k])] = beam_scores[s][k] + best_lp[s * K + k]
+    for (row, w), lp in zip(extra, extra_lp):
+        s, k = divmod(row, K)
+        proposals[s][(k, w)] = beam_scores[s][k] + lp
+    return proposals
 
 
 def _mask_by_constraints(log_probs: Tensor, sents: List[SentenceConstraints], hyp_states: List[List[State]],
@@ -343,6 +339,25 @@ def _extra_candidates(sents: List[SentenceConstraints], hyp_states: List[List[St
                 else:
                     pairs.extend((s * K + k, w) for w in sc.phrase_tokens(st))
     return pairs, complete
+
+
+def _choose(proposals: List[Dict[Tuple[int, int], float]], sents: List[SentenceConstraints],
+            hyp_states: List[List[State]], K: int, eos: int) -> Tuple[List[Tuple[int, _Candidate]],
+                                                                      List[List[_Candidate]]]:
+    """The (sentence, candidate) pairs that end now, and each sentence's ``K`` hypotheses to
+    continue (filled up with dead ones, score -inf, where there are fewer candidates)."""
+    ended: List[Tuple[int, _Candidate]] = []
+    alive: List[List[_Candidate]] = []
+    for s, sc in enumerate(sents):
+        if sc.phrases:
+            cands = [_Candidate(v, k, w, hyp_states[s][k] if w == eos else sc.advance(hyp_states[s][k], w))
+                     for (k, w), v in proposals[s].items() if v != NEG_INF]
+        else:
+            cands = [_Candidate(v, k, w, ()) for (k, w), v in proposals[s].items() if v != NEG_INF]
+        done, kept = _finish_and_allocate(cands, sc, K, eos)
+        ended += [(s, c) for c in done]
+        alive.append(kept + [_Candidate(NEG_INF, 0, eos, sc.start())] * (K - len(kept)))
+    return ended, alive
 
 
 def _finish_and_allocate(cands: List[_Candidate], sc: SentenceConstraints, K: int,
