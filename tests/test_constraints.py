@@ -53,7 +53,7 @@ def test_needed_falls_by_one_with_the_forced_subword():
     assert sc.safe_tokens(state, 2) == [6]  # only finishing the match leaves room for the other phrase
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_every_phrase_appears_in_every_output(seed):
     rng = random.Random(seed)
     model = tiny_model(vocab=12, seed=seed)
@@ -181,3 +181,14 @@ def test_beam_slots_are_shared_among_banks_and_spare_ones_passed_on():
     assert [c.score for c in ended] == [-8.0]  # an end of sentence in the top bank, with every phrase met
     # one slot per bank; bank 2 is empty, so its slot goes to the highest bank with candidates left
     assert sorted(sum(c.state) for c in alive) == [0, 0, 1, 3]
+
+
+def test_attention_rows_follow_the_constrained_output():
+    model = tiny_model(vocab=12, seed=6)
+    src, mask = batch(SOURCES[:2])
+    hyps = constrained_beam_search(model, src, mask, torch.tensor([6, 5]), [[[6, 7]], [[9]]], beam=3,
+                                   return_attention=True)
+    for nbest in hyps:
+        h = nbest[0]
+        assert h.attention.shape == (len(h.tokens) + 1, src.size(1))
+        assert torch.allclose(h.attention.sum(-1), torch.ones(len(h.tokens) + 1), atol=1e-5)

@@ -28,6 +28,14 @@ def test_api_outputs_contain_every_phrase(tiny_run):
     assert "God" in model.translate(LINES[0], constraints=["God"])  # one line: one list of phrases
 
 
+def test_a_line_translated_in_pieces_keeps_its_constraints(tiny_run):
+    model = rnmt.load(tiny_run, device="cpu")
+    line = " ".join(LINES[0] for _ in range(4))
+    with pytest.warns(rnmt.errors.LongLineWarning):
+        text = model.translate([line], constraints=[["God", "darkness"]], max_input_tokens=12)[0]
+    assert "God" in text and "darkness" in text
+
+
 def test_api_without_constraints_changes_nothing(tiny_run):
     model = rnmt.load(tiny_run, device="cpu")
     assert model.translate(LINES, constraints=[[]] * len(LINES), beam=3) == model.translate(LINES, beam=3)
