@@ -67,6 +67,7 @@ def test_constraints_file_on_the_command_line(tiny_run, tmp_path):
     assert got[2] == "" and all(p in got[3] for p in CONSTRAINTS[3]) and all(p in got[0] for p in CONSTRAINTS[0])
 
 
+@pytest.mark.system
 def test_constraints_file_mistakes_exit_2_with_one_line(tiny_run, tmp_path):
     src, cons = tmp_path / "in.es", tmp_path / "cons.en"
     src.write_text("\n".join(LINES) + "\n", encoding="utf-8")
