@@ -27,7 +27,7 @@ penalty); finished hypotheses leave the beam as there, and a sentence is done wi
 of them. A sentence without constraints searches as in `beam_search` (tested: the same
 outputs, also beside constrained sentences in one batch). The model's work is batched over
 sentences and hypotheses; the automata are Python per hypothesis and step (memoised
-look-ups), which with the rest costs 1.5 to 2.4 times the plain search's time on the Bible
+look-ups), which with the rest costs 1.4 to 2.4 times the plain search's time on the Bible
 test (docs/translation.md, "Terminology constraints").
 """
 
