@@ -55,7 +55,7 @@ Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
 # beyond beam, nbest, alpha
 SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens"}
 SAMPLING_OPTIONS = {"sample", "topk", "topp", "temperature", "seed", "line_offset"}
-OUTPUT_OPTIONS = {"prefix", "token_scores"}
+OUTPUT_OPTIONS = {"prefix", "token_scores", "constraints"}
 
 
 class Model:
@@ -96,6 +96,10 @@ class Model:
         pieces samples as in one call). ``prefix``: one target prefix per line (``""`` for
         none), which each output starts with. ``token_scores=True`` returns `Hypothesis`
         objects (one per line, or lists with ``nbest > 1``) with per-subword log-probabilities.
+        ``constraints``: per line, a list of target phrases that every output of the line
+        must contain (``[]`` for none; for a single line, one list of phrases), found by
+        beam search with dynamic beam allocation (`rnmt.search.constraints`); with
+        ``greedy`` (or ``beam=1``) it searches with a beam of one; not with ``sample``.
         """
         from rnmt.config import SearchConfig, check_value
         from rnmt.search.limits import MAX_OUTPUT_TOKENS, default_input_limit
@@ -127,6 +131,9 @@ class Model:
                                     options.get("temperature"), options.get("seed"), beam, greedy)
         first_line = int(options.get("line_offset", 0))
         prefixes = _prefix_list(options.get("prefix"), batch, single)
+        constraints = _constraint_list(options.get("constraints"), batch, single)
+        if constraints is not None and sampling is not None:
+            raise UserError("constraints need a search: they do not combine with sample=True")
         token_scores = bool(options.get("token_scores", False))
 
         def warn_long(index: int, subwords: int, pieces: int) -> None:
@@ -134,7 +141,7 @@ class Model:
 
         results = self._translator.translate(batch, greedy=greedy, max_output=max_output, max_input=max_input,
                                              on_split=warn_long, sampling=sampling, prefixes=prefixes,
-                                             first_line=first_line, **search)
+                                             first_line=first_line, constraints=constraints, **search)
         if token_scores:
             self._translator.add_token_scores(batch, results, search.get("batch_tokens"))
             out: list = [[_hypothesis(t) for t in hyps] for hyps in results]
@@ -205,6 +212,27 @@ def _prefix_list(prefix: Any, batch: List[str], single: bool) -> Optional[List[s
     if len(given) != len(batch):
         raise UserError(f"{len(given)} prefixes for {len(batch)} lines")
     return given
+
+
+def _constraint_list(constraints: Any, batch: List[str], single: bool) -> Optional[List[List[str]]]:
+    """``constraints`` as one list of phrases per line (one list for a single line), or None."""
+    if constraints is None:
+        return None
+    given = [constraints] if single and isinstance(constraints, (list, tuple)) and all(
+        isinstance(p, str) for p in constraints) else constraints
+    shape = ("constraints must be one list of phrases (strings) per line "
+             "(a list of strings when translating one line)")
+    if isinstance(given, str) or not isinstance(given, (list, tuple)):
+        raise UserError(shape)
+    out = []
+    for phrases in given:
+        if isinstance(phrases, str) or not isinstance(phrases, (list, tuple)) or not all(
+                isinstance(p, str) for p in phrases):
+            raise UserError(shape)
+        out.append(list(phrases))
+    if len(out) != len(batch):
+        raise UserError(f"{len(out)} constraint lists for {len(batch)} lines")
+    return out
 
 
 def _check_pairs(src: Sequence[str], tgt: Sequence[str]) -> None:

@@ -37,6 +37,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-texts", type=int, default=64, help="texts per request (default: 64)")
     lim.add_argument("--max-chars", type=int, default=2000, help="characters per text (default: 2000)")
     lim.add_argument("--max-beam", type=int, default=16, help="largest beam and nbest (default: 16)")
+    lim.add_argument("--max-constraints", type=int, default=16,
+                     help="constraint phrases per text; over: 422 (default: 16)")
+    lim.add_argument("--max-constraint-tokens", type=int, default=64,
+                     help="target subwords of one text's constraint phrases together; over: 422 (default: 64; "
+                          "never more than --max-output-tokens minus one)")
     lim.add_argument("--timeout", type=float, default=120.0,
                      help="seconds a request may take; then 504 and its search stops (default: 120)")
     lim.add_argument("--max-request-tokens", type=int, default=1000,
@@ -71,6 +76,7 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
     return ServeSettings(batching=args.batching, max_wait_ms=args.max_wait_ms, max_batch_tokens=args.max_batch_tokens,
                          max_batch_sentences=args.max_batch_sentences, max_body_bytes=args.max_body_bytes,
                          max_texts=args.max_texts, max_chars=args.max_chars, max_beam=args.max_beam,
+                         max_constraints=args.max_constraints, max_constraint_tokens=args.max_constraint_tokens,
                          request_timeout=args.timeout, threads=args.threads,
                          max_request_tokens=args.max_request_tokens, max_output_tokens=args.max_output_tokens,
                          max_queue=args.max_queue, max_connections=args.max_connections,

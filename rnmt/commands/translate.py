@@ -53,6 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="with --sample: seed of the draws (default 1; same seed, same output)")
     p.add_argument("--prefix", metavar="FILE",
                    help="target prefixes, one per input line (empty: none); each output starts with its prefix")
+    p.add_argument("--constraints", metavar="FILE",
+                   help="target phrases each output must contain, one line per input line, phrases separated by "
+                        "tabs (empty line: none); beam search with dynamic beam allocation (greedy: a beam of one)")
     p.add_argument("--scores", action="store_true",
                    help="add each output subword's log-probability: TEXT<TAB>LOGPROBS<TAB>PIECES")
     p.add_argument("--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
@@ -76,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--{name.replace('_', '-')} must be a finite number of at least 0, got {value}")
     sampling_options(args.sample, args.topk, args.topp, args.temperature, args.seed, args.beam, args.greedy,
                      dash="--")  # checked here for the option names; the API checks again
+    if args.constraints and args.sample:
+        raise UserError("--constraints need a search: they do not combine with --sample")
     inputs = Inputs(args)  # a missing input or a prefix file of another length: before the model loads
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -39,7 +39,7 @@ def open_output(path: Optional[str]) -> TextIO:
 
 
 class AlignedLines:
-    """A file read alongside the input, one line per input line (``--prefix``, ``--tgt``)."""
+    """A file read alongside the input, one line per input line (``--prefix``, ``--constraints``, ``--tgt``)."""
 
     def __init__(self, path: str, option: str, source_name: str, expected: Optional[int]) -> None:
         self.path, self.option = path, option
@@ -94,8 +94,13 @@ def progress_bar(source: LineSource, total: Optional[int]):
                 mininterval=0, miniters=1)
 
 
+def parse_constraints(line: str) -> List[str]:
+    """The phrases of one ``--constraints`` line: tab-separated; an empty line has none."""
+    return line.split("\t") if line else []
+
+
 class Inputs:
-    """The source lines and their prefixes, opened and checked before a model is loaded."""
+    """The source lines, their prefixes and constraints, opened and checked before a model is loaded."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.source = LineSource(args.input)
@@ -103,6 +108,8 @@ class Inputs:
         try:
             self.prefixes = (AlignedLines(args.prefix, "--prefix", self.source.name, self.total)
                              if args.prefix else None)
+            self.constraints = (AlignedLines(args.constraints, "--constraints", self.source.name, self.total)
+                                if getattr(args, "constraints", None) else None)
         except BaseException:
             self.source.close()
             raise
@@ -134,6 +141,8 @@ def translate_stream(model: Any, inputs: Inputs, args: argparse.Namespace, optio
         for chunk in source.chunks(args.chunk_lines):
             if prefixes is not None:
                 options["prefix"] = prefixes.take(len(chunk))
+            if inputs.constraints is not None:
+                options["constraints"] = [parse_constraints(c) for c in inputs.constraints.take(len(chunk))]
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("always", LongLineWarning)
@@ -154,6 +163,8 @@ def translate_stream(model: Any, inputs: Inputs, args: argparse.Namespace, optio
                 bar.update(len(chunk))
         if prefixes is not None:
             prefixes.finish()
+        if inputs.constraints is not None:
+            inputs.constraints.finish()
     finally:
         source.close()
         if bar is not None:

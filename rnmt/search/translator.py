@@ -3,7 +3,8 @@
 Empty or whitespace-only input lines are never sent to the model; they come back as
 empty translations so that line i of the output always belongs to line i of the input.
 A line longer than ``max_input`` subwords is translated in pieces joined into one
-translation (`rnmt.search.limits`).
+translation (`rnmt.search.limits`). Lines with terminology constraints are searched by
+`rnmt.search.constraints` (beam search with dynamic beam allocation).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import torch
 
 from rnmt.config import SearchConfig
 from rnmt.data import Vocab, make_translation_batches, restore_order
+from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel
 from rnmt.search.beam import SearchHypothesis, beam_search, greedy_search
+from rnmt.search.constraints import constrained_beam_search, constraint_lengths, encode_constraints
 from rnmt.search.limits import ends_sentence, output_limits, split_source
 from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
 from rnmt.search.sampling import Sampling, sample_search
@@ -49,7 +52,8 @@ class Translator:
                   max_output: Optional[int] = None, should_stop: Optional[Callable[[], bool]] = None,
                   max_input: Optional[int] = None, on_split: Optional[Callable[[int, int, int], None]] = None,
                   sampling: Optional[Sampling] = None, prefixes: Optional[Sequence[str]] = None,
-                  first_line: int = 0, **overrides) -> List[List[Translation]]:
+                  first_line: int = 0, constraints: Optional[Sequence[Sequence[str]]] = None,
+                  **overrides) -> List[List[Translation]]:
         """N-best translations of every line (one empty translation for a blank line).
 
         ``overrides`` replace fields of the search config (beam, alpha, nbest, ...).
@@ -62,9 +66,17 @@ class Translator:
         ``sampling`` draws ``nbest`` samples per line instead of searching; line i's draws
         are keyed by ``first_line + i`` (`rnmt.search.sampling`; the pieces of a split line
         share its key). ``prefixes`` (one per line, empty for none) start the outputs
-        (`rnmt.search.prefix`; a split line's prefix starts its first piece).
+        (`rnmt.search.prefix`; a split line's prefix starts its first piece). ``constraints``
+        (one list of target phrases per line, empty for none) must each appear in the
+        line's outputs (`rnmt.search.constraints`; a split line's constraints go to its first
+        piece); greedy search with constraints is the constrained search with a beam of one,
+        and sampling does not take constraints (a `UserError`).
         """
         opts = replace(self.search, **{k: v for k, v in overrides.items() if v is not None})
+        if constraints is not None and sampling is not None:
+            raise UserError("constraints need a search: they do not combine with sampling")
+        line_constraint_ids = encode_constraints(constraints, len(lines), self.tgt_vocab.encode,
+                                                 self.tgt_vocab.unk_id, first_line)
         was_training = self.model.training
         self.model.eval()
         results: List[List[Translation]] = [[Translation("", 0.0, [], [], [])] for _ in lines]
@@ -85,6 +97,8 @@ class Translator:
             line_prefix_ids[todo[k]] if first else [] for k, first in zip(owners, first_piece)]
         prefix_text = None if prefixes is None else [
             prefixes[todo[k]] if first else "" for k, first in zip(owners, first_piece)]
+        constraint_ids = None if line_constraint_ids is None else [
+            line_constraint_ids[todo[k]] if first else [] for k, first in zip(owners, first_piece)]
         try:
             batch_indices, batch_results = [], []
             for idx, src, mask in make_translation_batches(segments, opts.batch_tokens):
@@ -93,7 +107,18 @@ class Translator:
                 model = self.model
                 if prefix_ids is not None:
                     model, max_len = with_prefixes(model, [prefix_ids[i] for i in idx], max_len, self.device)
-                if sampling is not None:
+                batch_constraints = None if constraint_ids is None else [constraint_ids[i] for i in idx]
+                if batch_constraints is not None and any(batch_constraints):
+                    # room for the prefix, every phrase and the end of sentence
+                    prefix_len = [len(prefix_ids[i]) if prefix_ids else 0 for i in idx]
+                    room = torch.tensor([p + c + 1 for p, c in zip(prefix_len, constraint_lengths(batch_constraints))],
+                                        dtype=max_len.dtype, device=max_len.device)
+                    nbest = constrained_beam_search(model, src, mask, torch.maximum(max_len, room), batch_constraints,
+                                                    beam=1 if greedy else max(opts.beam, opts.nbest),
+                                                    alpha=opts.alpha, normalize=opts.normalize,
+                                                    nbest=1 if greedy else opts.nbest,
+                                                    return_attention=return_attention, should_stop=should_stop)
+                elif sampling is not None:
                     nbest = sample_search(model, src, mask, max_len, sampling,
                                           [first_line + todo[owners[i]] for i in idx],
                                           n=opts.nbest, alpha=opts.alpha, normalize=opts.normalize,

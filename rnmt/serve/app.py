@@ -44,7 +44,8 @@ ERRORS = {400: {"model": ErrorResponse, "description": "the Host header names an
           401: {"model": ErrorResponse, "description": "missing or wrong API key (with --api-key)"},
           413: {"model": ErrorResponse, "description": "body, number of texts, a text or the request's "
                                                         "subword count too large"},
-          422: {"model": ErrorResponse, "description": "malformed JSON or invalid fields"},
+          422: {"model": ErrorResponse, "description": "malformed JSON, invalid fields, or constraints over "
+                                                        "their limits or not spellable in the target vocabulary"},
           500: {"model": ErrorResponse, "description": "the model failed on this request"},
           503: {"model": ErrorResponse, "description": "queue full, too many requests in progress or "
                                                         "shutting down (see Retry-After)"},
@@ -96,11 +97,31 @@ class TranslationService:
 
     max_output: Optional[int] = None  # absolute cap on output lengths
 
-    def translate(self, lines: List[str], options: SearchOptions, should_stop=None) -> List[Dict[str, Any]]:
+    def constraint_problem(self, phrases: List[List[str]], limit: int) -> Optional[str]:
+        """Why these constraints (one list per text) cannot be searched for, or None."""
+        tgt = self.loaded.tgt_vocab
+        for i, line in enumerate(phrases):
+            total = 0
+            for k, phrase in enumerate(line):
+                ids = tgt.encode(phrase) if phrase.strip() else []
+                where = f"constraint {k} of text {i}"
+                if not ids:
+                    return f"{where} is empty"
+                if tgt.unk_id in ids:
+                    return f"{where} ({phrase!r}) holds characters the target vocabulary does not know"
+                total += len(ids)
+            if total > limit:
+                return (f"the constraints of text {i} are {total} target subwords, the limit is {limit} per text "
+                        f"(--max-constraint-tokens, and below --max-output-tokens)")
+        return None
+
+    def translate(self, lines: List[str], options: SearchOptions, should_stop=None,
+                  constraints: Optional[List[List[str]]] = None) -> List[Dict[str, Any]]:
         with torch.inference_mode():
             results = self.translator.translate(lines, return_attention=options.return_alignment,
                                                 beam=options.beam, alpha=options.alpha, nbest=options.nbest,
-                                                max_output=self.max_output, should_stop=should_stop)
+                                                max_output=self.max_output, should_stop=should_stop,
+                                                constraints=constraints)
         return [_result(line, nbest, options) for line, nbest in zip(lines, results)]
 
 
@@ -249,8 +270,9 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
     async def translate(body: TranslateRequest, request: Request):  # type: ignore[valid-type]
         t0 = time.perf_counter()
         lines = body.lines()
+        constrained = body.constraints is not None and any(body.phrases())
         options = SearchOptions(beam=body.beam, alpha=body.alpha, nbest=body.nbest,
-                                return_alignment=body.return_alignment)
+                                return_alignment=body.return_alignment, constrained=constrained)
         if not any(line.strip() for line in lines):  # nothing for the model to do
             items = [{"source": line, "text": "", "score": 0.0} for line in lines]
             if body.return_alignment:
@@ -267,8 +289,17 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
                                           f"split it into several requests",
                                  "detail": {"subwords": cost, "limit_subwords": settings.max_request_tokens}},
                                 status_code=413)
+        phrases = body.phrases() if constrained else None
+        if phrases is not None:
+            limit = min(settings.max_constraint_tokens, settings.max_output_tokens - 1)
+            problem = service.constraint_problem(phrases, limit)
+            if problem is not None:
+                return JSONResponse({"error": f"constraints: {problem}",
+                                     "detail": {"limit_constraints": settings.max_constraints,
+                                                "limit_constraint_subwords": limit}}, status_code=422)
         try:
-            future = batcher.submit(lines, options, cost=cost, timeout=settings.request_timeout)
+            future = batcher.submit(lines, options, cost=cost, timeout=settings.request_timeout,
+                                    constraints=phrases)
         except QueueFull as exc:
             return unavailable(f"the server is busy: {exc}; retry later")
         except ShuttingDown:
@@ -317,6 +348,8 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
             "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
             "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
                        "max_chars": settings.max_chars, "max_beam": settings.max_beam,
+                       "max_constraints": settings.max_constraints,
+                       "max_constraint_tokens": settings.max_constraint_tokens,
                        "max_request_tokens": settings.max_request_tokens,
                        "max_output_tokens": settings.max_output_tokens, "max_queue": settings.max_queue,
                        "timeout_s": settings.request_timeout},

@@ -37,6 +37,7 @@ class SearchOptions:
     alpha: Optional[float] = None
     nbest: Optional[int] = None
     return_alignment: bool = False
+    constrained: bool = False  # the constrained search costs more: such requests batch together
 
 
 class QueueFull(Exception):
@@ -80,6 +81,7 @@ class _Job:
     options: SearchOptions
     cost: int
     future: asyncio.Future
+    constraints: Optional[List[List[str]]] = None  # per line, with options.constrained
     enqueued: float = field(default_factory=time.monotonic)
     deadline: float = float("inf")  # time.monotonic() after which nobody waits for the result
 
@@ -153,14 +155,16 @@ class DynamicBatcher:
     # -- submitting ---------------------------------------------------------------------
 
     def submit(self, lines: Sequence[str], options: SearchOptions, cost: Optional[int] = None,
-               timeout: Optional[float] = None) -> asyncio.Future:
+               timeout: Optional[float] = None,
+               constraints: Optional[Sequence[Sequence[str]]] = None) -> asyncio.Future:
         """Queue ``lines``; the returned future resolves to one result per line.
 
         Cancelling the future (e.g. because the client disconnected) drops the job if it has
         not reached the model yet, and stops its search if it has (once every job of its
         batch is gone). After ``timeout`` seconds the future fails with `Expired`.
         Raises `QueueFull` when ``max_queue`` requests wait already, `ShuttingDown` after
-        `close`.
+        `close`. ``constraints`` (one list of phrases per line) go with
+        ``options.constrained`` and reach the translate function as its ``constraints``.
         """
         if self.closing:
             raise ShuttingDown("the server is shutting down")
@@ -173,7 +177,8 @@ class DynamicBatcher:
         lines = list(lines)
         if cost is None:
             cost = sum(len(line.split()) + 1 for line in lines)
-        job = _Job(lines, options, max(1, cost), future)
+        job = _Job(lines, options, max(1, cost), future,
+                   None if constraints is None else [list(c) for c in constraints])
         if timeout is not None:
             job.deadline = job.enqueued + timeout
         self._queue.put_nowait(job)
@@ -273,15 +278,18 @@ class DynamicBatcher:
     def _call(self, jobs: List[_Job]) -> List[Any]:
         """Translate the lines of ``jobs`` in the model thread, stopping when nobody waits."""
         lines = [line for job in jobs for line in job.lines]
+        extra: Dict[str, Any] = {}
+        if jobs[0].options.constrained:
+            extra["constraints"] = [c for job in jobs for c in (job.constraints or [[] for _ in job.lines])]
         # A translate function that takes ``should_stop`` can abandon a search midway.
         if "should_stop" not in inspect.signature(self._translate).parameters:
-            return self._translate(lines, jobs[0].options)
+            return self._translate(lines, jobs[0].options, **extra)
 
         def should_stop() -> bool:
             now = time.monotonic()
             return now >= self._stop_at or all(job.abandoned(now) for job in jobs)
 
-        return self._translate(lines, jobs[0].options, should_stop=should_stop)
+        return self._translate(lines, jobs[0].options, should_stop=should_stop, **extra)
 
     def _fail(self, job: _Job, exc: BaseException) -> None:
         if job.future.done():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from typing_extensions import Annotated
@@ -31,15 +31,42 @@ def make_translate_request(settings: ServeSettings) -> type:
         nbest: Optional[int] = Field(None, ge=1, le=settings.max_beam,
                                      description="number of hypotheses per segment")
         return_alignment: bool = Field(False, description="return the attention matrix of the best hypothesis")
+        constraints: Optional[List[Union[Text, List[Text]]]] = Field(
+            None, max_length=max(settings.max_constraints, settings.max_texts),
+            description=f"target phrases every output must contain: with 'text' a list of phrases, with 'texts' "
+                        f"one list of phrases per text ([] for none); at most {settings.max_constraints} phrases "
+                        f"and {settings.max_constraint_tokens} target subwords per text")
 
         @model_validator(mode="after")
         def _one_input(self) -> TranslateRequest:
             if (self.text is None) == (self.texts is None):
                 raise ValueError("give exactly one of 'text' and 'texts'")
+            if self.constraints is not None:
+                per_text = self.phrases()
+                if len(per_text) != len(self.lines()):
+                    raise ValueError(f"constraints: {len(per_text)} lists of phrases for {len(self.lines())} texts")
+                for i, phrases in enumerate(per_text):
+                    if len(phrases) > settings.max_constraints:
+                        where = "" if self.text is not None else f" of text {i}"
+                        raise ValueError(f"constraints: {len(phrases)} phrases{where}, the limit is "
+                                         f"{settings.max_constraints} per text")
             return self
 
         def lines(self) -> List[str]:
             return [self.text] if self.text is not None else list(self.texts or [])
+
+        def phrases(self) -> List[List[str]]:
+            """One list of constraint phrases per text ([] each without constraints)."""
+            given = self.constraints
+            if given is None:
+                return [[] for _ in self.lines()]
+            if self.text is not None:
+                if not all(isinstance(p, str) for p in given):
+                    raise ValueError("constraints: with 'text', give a list of phrases (strings)")
+                return [list(given)]  # type: ignore[arg-type]
+            if not all(isinstance(p, list) for p in given):
+                raise ValueError("constraints: with 'texts', give one list of phrases per text")
+            return [list(p) for p in given]  # type: ignore[arg-type]
 
     return TranslateRequest
 
@@ -90,6 +117,8 @@ class Limits(BaseModel):
     max_texts: int
     max_chars: int
     max_beam: int
+    max_constraints: int = Field(description="constraint phrases per text")
+    max_constraint_tokens: int = Field(description="target subwords of one text's constraint phrases together")
     max_request_tokens: int = Field(description="source subwords per request (EOS marks included)")
     max_output_tokens: int = Field(description="longest output, whatever the source length")
     max_queue: int = Field(description="requests that may wait for the model")

@@ -19,6 +19,8 @@ class ServeSettings:
     max_texts: int = 64
     max_chars: int = 2000  # per text
     max_beam: int = 16  # also the largest nbest
+    max_constraints: int = 16  # constraint phrases per text
+    max_constraint_tokens: int = 64  # target subwords of one text's phrases together (and below max_output_tokens)
     request_timeout: float = 120.0  # seconds a request may wait for its translation
     threads: Optional[int] = None  # torch intra-op threads for the model worker
     max_request_tokens: int = 1000  # source subwords (EOS included) of one request; over: 413
@@ -33,7 +35,8 @@ class ServeSettings:
 
     def check(self) -> ServeSettings:
         for name in ("max_batch_tokens", "max_batch_sentences", "max_body_bytes", "max_texts", "max_chars",
-                     "max_beam", "max_request_tokens", "max_output_tokens", "max_queue", "max_connections",
+                     "max_beam", "max_constraints", "max_constraint_tokens",
+                     "max_request_tokens", "max_output_tokens", "max_queue", "max_connections",
                      "max_incomplete_per_client"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")

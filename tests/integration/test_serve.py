@@ -35,7 +35,8 @@ def test_health_and_model_info(client, tiny_run):
     assert info["parameters"]["total"] == count_parameters(loaded.model)["total"] > 0
     assert info["src_vocab_size"] == loaded.src_vocab.size and info["tgt_vocab_size"] == loaded.tgt_vocab.size
     assert info["limits"] == {"max_body_bytes": 4096, "max_texts": 8, "max_chars": 200, "max_beam": 4,
-                              "max_request_tokens": 1000, "max_output_tokens": 256, "max_queue": 64,
+                              "max_constraints": 16, "max_constraint_tokens": 64, "max_request_tokens": 1000,
+                              "max_output_tokens": 256, "max_queue": 64,
                               "timeout_s": 120.0}
     assert info["search"]["beam"] == loaded.config.search.beam
 
@@ -129,7 +130,7 @@ def test_openapi_schema_describes_the_api(client, spec):
     request = spec["components"]["schemas"][body_ref.rsplit("/", 1)[-1]]
     assert request["additionalProperties"] is False
     props = request["properties"]
-    assert set(props) == {"text", "texts", "beam", "alpha", "nbest", "return_alignment"}
+    assert set(props) == {"text", "texts", "beam", "alpha", "nbest", "return_alignment", "constraints"}
     texts = next(o for o in props["texts"]["anyOf"] if o.get("type") == "array")
     assert texts["maxItems"] == 8 and texts["items"]["maxLength"] == 200
     beam = next(o for o in props["beam"]["anyOf"] if o.get("type") == "integer")
