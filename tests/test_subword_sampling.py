@@ -11,6 +11,7 @@ from rnmt.data.corpora import TrainingData
 from rnmt.data.subword_sampling import SentenceSampler, model_type
 from rnmt.train.trainer import Trainer
 
+
 @pytest.fixture(scope="module")
 def lines():
     es = (SAMPLE / "train.es").read_text(encoding="utf-8").splitlines()[:300]
@@ -115,4 +116,8 @@ def test_dev_stays_deterministic_while_training_pairs_are_sampled(tmp_path):
     dev = trainer.validate.dev.corpus  # type: ignore[attr-defined]
     dev_lines = (tmp_path / "dev.en").read_text(encoding="utf-8").splitlines()
     assert dev.tgt_ids(0).tolist() == trainer.tgt_vocab.encode(dev_lines[0])
-    assert not np.array_equal(trainer.data.view(0).src_lens, trainer.corpus.src_lens)
+    view = trainer.data.view(0)
+    assert not np.array_equal(view.src_lens, trainer.corpus.src_lens)
+    for i in range(len(trainer.corpus)):  # the same text, however segmented
+        for side, vocab in ((0, trainer.src_vocab), (1, trainer.tgt_vocab)):
+            assert vocab.decode(view.pair(i)[side]) == vocab.decode(trainer.corpus.pair(i)[side])

@@ -94,6 +94,12 @@ def _group_words(pieces: Sequence[str], ids: Sequence[int]) -> List[Tuple[str, L
     return groups
 
 
+# BPE-dropout's memo of merges per symbol sequence is emptied above this many sequences
+# (a few hundred bytes each; the Spanish side of the 10,000-pair sample meets about 250,000
+# in three epochs).
+MAX_REMEMBERED = 1_000_000
+
+
 class _Segmenter:
     """Samples the segmentation of every word occurrence of `Words` (one method each)."""
 
@@ -193,6 +199,8 @@ class BPEDropout(_Segmenter):
                 return symbols
 
     def sample(self, words: Words, rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
+        if len(self._next) > MAX_REMEMBERED:  # a memo only: the segmentation does not depend on it
+            self._next.clear()
         draw = _Draws(rng)
         ids, chars = self.ids, self.chars
         out: List[int] = []
