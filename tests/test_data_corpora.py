@@ -242,3 +242,27 @@ def test_resume_refuses_changed_weights_but_not_moved_files(tmp_path, two_corpor
     tree["data"]["train"][1]["prefix"] = str(moved / "b")
     tree["train"]["max_steps"] = 3
     Trainer(config_from_dict(tree), tmp_path / "run", resume=True, log=quiet).run()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("edit, needles", [
+    (lambda t: t["data"]["train"][1].update(weight=0), ["data.train[1].weight", "greater than 0"]),
+    (lambda t: t["data"]["train"][0].update(weight=-2), ["data.train[0].weight", "-2"]),
+    (lambda t: t["data"]["train"][1].update(wieght=2), ["unknown config key 'data.train[1].wieght'"]),
+    (lambda t: t["data"]["train"][1].update(prefix="/nowhere/b"), ["data.train[1]: file not found: /nowhere/b.es"]),
+    (lambda t: t["data"].update(subword_sampling={"enabled": "yes"}), ["data.subword_sampling.enabled"]),
+])
+def test_rnmt_train_stops_on_a_bad_corpus_list_with_one_line(tmp_path, two_corpora, capsys, edit, needles):
+    import yaml
+
+    from rnmt.cli import main
+
+    tree = weighted_tree(two_corpora)
+    edit(tree)
+    cfg, out = tmp_path / "c.yaml", tmp_path / "run"
+    cfg.write_text(yaml.safe_dump(tree))
+    assert main(["train", str(cfg), "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert all(needle in lines[0] for needle in needles), lines
+    assert not out.exists()

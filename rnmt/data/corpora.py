@@ -28,6 +28,7 @@ set of training pairs is the one the deterministic encoding kept.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -225,9 +226,12 @@ def load_training_data(files: Sequence[CorpusFiles], src_vocab: Vocab, tgt_vocab
     parts = [encode_corpus(cf.src, cf.tgt, src_vocab, tgt_vocab, cache, max_len) for cf in files]
     samplers = None
     if sampling is not None:
+        started = time.perf_counter()
         src_lines, tgt_lines = kept_texts(parts, files)
         options = dict(alpha=float(sampling["alpha"]), nbest=int(sampling["nbest"]),
                        dropout=float(sampling["dropout"]))
         samplers = (SentenceSampler(src_vocab, src_lines, **options),  # type: ignore[arg-type]
                     SentenceSampler(tgt_vocab, tgt_lines, **options))  # type: ignore[arg-type]
+        log(f"subword sampling: {len(samplers[0].words.words)} source and {len(samplers[1].words.words)} target "
+            f"words prepared in {time.perf_counter() - started:.1f} s")
     return TrainingData(parts, [cf.weight for cf in files], seed, samplers, max_len)

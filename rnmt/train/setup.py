@@ -23,7 +23,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import torch
 
 from rnmt import precision
-from rnmt.config import Config, load_config
+from rnmt.config import Config, SubwordSamplingConfig, load_config
 from rnmt.data import EncodedCorpus, Vocab, iter_parallel, load_vocab, train_vocabs
 from rnmt.data.corpora import TrainingData, load_training_data
 from rnmt.device import pick_device, rank_device
@@ -200,11 +200,11 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
                     init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
-                    model=model,
-                    config_changes=config_changes)
+                    model=model, config_changes=config_changes)
 
 
-def _sampling_method(vocab: Vocab, ss: Any) -> str:
+def _sampling_method(vocab: Vocab, ss: SubwordSamplingConfig) -> str:
+    """How ``data.subword_sampling`` samples with this vocabulary, for the log."""
     from rnmt.data.subword_sampling import model_type
 
     kind = model_type(vocab)
