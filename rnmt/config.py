@@ -25,7 +25,7 @@ import typing
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import yaml
 
@@ -98,10 +98,39 @@ class VocabConfig:
 
 
 @dataclass
-class DataConfig:
-    """Where the parallel text is: files are PREFIX.src and PREFIX.tgt."""
+class TrainCorpus:
+    """One corpus of a weighted ``data.train`` list: files PREFIX.src and PREFIX.tgt.
 
-    train: Optional[str] = None
+    Each epoch sees every pair ``weight`` times in expectation (rnmt/data/corpora.py): the
+    whole part of the weight exactly, the fraction by a seeded draw per pair. In a list a
+    plain string is a corpus of weight 1.
+    """
+
+    prefix: str = ""
+    weight: Annotated[float, POSITIVE] = 1.0
+
+
+@dataclass
+class SubwordSamplingConfig:
+    """Subword regularisation: the training pairs are segmented anew every epoch (off by
+    default; dev and test are always segmented deterministically). A unigram vocabulary
+    samples each word's segmentation among its ``nbest`` best by P(x)^alpha (Kudo, 2018);
+    a BPE vocabulary drops each merge with probability ``dropout`` (BPE-dropout, Provilkov
+    et al., 2020). rnmt/data/subword_sampling.py."""
+
+    enabled: bool = False
+    alpha: Annotated[float, POSITIVE] = 0.1  # unigram: smoothing exponent of P(x)
+    nbest: Annotated[int, Range(2, 1000)] = 64  # unigram: segmentations per word to sample from
+    dropout: Annotated[float, PROBABILITY] = 0.1  # bpe: probability of dropping a merge
+
+
+@dataclass
+class DataConfig:
+    """Where the parallel text is: files are PREFIX.src and PREFIX.tgt.
+
+    ``train`` is one prefix or a list of corpora with weights (`TrainCorpus`)."""
+
+    train: Optional[Union[str, List[TrainCorpus]]] = None
     dev: Optional[str] = None
     test: Optional[str] = None
     src: str = "src"
@@ -111,6 +140,7 @@ class DataConfig:
     dev_max_sentences: Optional[Annotated[int, AT_LEAST_1]] = None  # validate on a prefix of the dev set
     cache_dir: Optional[str] = None  # default: OUT/cache
     vocab: VocabConfig = field(default_factory=VocabConfig)
+    subword_sampling: SubwordSamplingConfig = field(default_factory=SubwordSamplingConfig)
 
 
 @dataclass
@@ -257,6 +287,8 @@ def _coerce(value: Any, tp: Any, key: str, bounded: bool = False, noun: str = "c
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None:
             return None
+        if len(args) > 1:
+            return _coerce(value, _union_member(value, args, key, noun), key, noun=noun)
         return _coerce(value, args[0], key, noun=noun)
     if origin is Annotated:
         base, *bounds = typing.get_args(tp)
@@ -268,6 +300,8 @@ def _coerce(value: Any, tp: Any, key: str, bounded: bool = False, noun: str = "c
     if origin is Literal:
         return _choice(value, typing.get_args(tp), key, noun)
     if dataclasses.is_dataclass(tp):
+        if isinstance(value, str) and tp is TrainCorpus:
+            value = {"prefix": value}  # a plain prefix in a list: weight 1
         if not isinstance(value, dict):
             raise UserError(f"{noun} '{key}' must be a mapping, got {_show(value)}")
         return _build(tp, value, key + ".")
@@ -306,6 +340,19 @@ def _coerce(value: Any, tp: Any, key: str, bounded: bool = False, noun: str = "c
     return value
 
 
+def _union_member(value: Any, args: Sequence[Any], key: str, noun: str) -> Any:
+    """The member of a ``Union`` (a string or a list) that ``value``'s form asks for."""
+    for arg in args:
+        origin = typing.get_origin(arg)
+        if isinstance(value, str) and arg is str:
+            return arg
+        if isinstance(value, (list, tuple)) and origin in (list, List):
+            return arg
+    forms = " or ".join("a string" if a is str else "a list" if typing.get_origin(a) in (list, List) else
+                        _type_name(a) for a in args)
+    raise UserError(f"{noun} '{key}' must be {forms}, got {_show(value)}")
+
+
 def _build(cls: Any, values: Dict[str, Any], prefix: str = "") -> Any:
     hints = typing.get_type_hints(cls, include_extras=True)
     names = [f.name for f in dataclasses.fields(cls)]
@@ -331,6 +378,7 @@ def check_value(section: type, name: str, value: Any, noun: str = "option") -> A
 
 def _check_together(cfg: Config) -> None:
     """Checks that involve two values, or a value and a pattern."""
+    _check_train_corpora(cfg.data.train)
     tc = cfg.train
     if len(tc.adam_betas) != 2:
         raise UserError(f"config key 'train.adam_betas' must be a list of two numbers, got {_show(tc.adam_betas)}")
@@ -341,6 +389,30 @@ def _check_together(cfg: Config) -> None:
         close = difflib.get_close_matches(tc.device, ["auto", "cpu", "cuda"], n=1, cutoff=0.5)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise UserError(f"config key 'train.device' must be auto, cpu, cuda or cuda:N, got {_show(tc.device)}{hint}")
+
+
+def _check_train_corpora(train: Optional[Union[str, List[TrainCorpus]]]) -> None:
+    """A list form of ``data.train``: at least one corpus, each with a prefix, none twice."""
+    if not isinstance(train, list):
+        return
+    if not train:
+        raise UserError("config key 'data.train' is an empty list; give a prefix or at least one corpus")
+    seen: Dict[str, int] = {}
+    for i, corpus in enumerate(train):
+        if not corpus.prefix:
+            raise UserError(f"config key 'data.train[{i}].prefix' is not set")
+        if corpus.prefix in seen:
+            raise UserError(f"config key 'data.train[{i}]': {corpus.prefix} is also data.train[{seen[corpus.prefix]}]; "
+                            f"give it once with the sum of the weights")
+        seen[corpus.prefix] = i
+
+
+def train_corpora(cfg: Config) -> List[TrainCorpus]:
+    """``data.train`` as a list of corpora (a plain prefix is one corpus of weight 1)."""
+    train = cfg.data.train
+    if train is None or train == "":
+        raise UserError("config key 'data.train' is not set")
+    return [TrainCorpus(train)] if isinstance(train, str) else list(train)
 
 
 def _set_path(tree: Dict[str, Any], dotted: str, value: Any) -> None:

@@ -26,7 +26,8 @@ from rnmt.models import count_parameters
 from rnmt.models.base import TranslationModel
 from rnmt.search.translator import Translator
 from rnmt.training.loss import label_smoothed_nll
-from rnmt.training.trainer import Trainer, corpus_files
+from rnmt.training.preflight import train_files
+from rnmt.training.trainer import Trainer
 
 
 def peak_rss_mb() -> float:
@@ -83,13 +84,14 @@ def benchmark_config(cfg: Config, work_dir: Path, steps: int = 30, warmup: int =
     cfg.train.device = device
     cfg.data.dev = None  # the trainer's set-up gives vocabulary + encoded corpus; no validation
     setup = Trainer(cfg, work_dir, log=lambda *_: None)
-    dev = corpus_files(setup.cfg.data.train, cfg, "train")
+    first = train_files(setup.cfg)[0]  # the first corpus of data.train
+    dev = (first.src, first.tgt)
     torch.manual_seed(cfg.train.seed)
     model = setup.model
     report: Dict[str, Any] = {"arch": cfg.model.arch, "cell": cfg.model.cell,
                               "params": count_parameters(model)["total"], "threads": torch.get_num_threads()}
     report.update(train_throughput(model, setup.corpus, cfg, steps, warmup, setup.device))
-    src_file = Path(f"{cfg.data.test or cfg.data.train}.{cfg.data.src}") if cfg.data.test else dev[0]
+    src_file = Path(f"{cfg.data.test}.{cfg.data.src}") if cfg.data.test else dev[0]
     sources = [line for line in src_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     sources = sources[:decode_sentences]
     if model_path:

@@ -11,6 +11,10 @@ Each epoch's batches are a pure function of (lengths, options, seed, epoch):
    a single pair over budget forms its own batch rather than being dropped;
 4. shuffle the order of the batches with the same generator.
 
+An epoch may also be given by a ``plan`` (`rnmt.data.corpora`): a function of the epoch
+that returns the pairs it contains (with repeats; None: every pair once) and the lengths
+they have in that epoch. The steps above then run on those pairs and lengths.
+
 Without `shuffle`, the whole corpus is sorted by length once and batches come in that
 order (for validation). Sharding deals batch k to rank ``k % world_size``; the list is first
 padded by repeating its first batches so every rank gets the same number.
@@ -19,7 +23,7 @@ padded by repeating its first batches so every rank gets the same number.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -121,6 +125,10 @@ def _pack_bounds(order: np.ndarray, src_lens: np.ndarray, tgt_lens: np.ndarray, 
     return np.asarray(ends, dtype=np.int64)
 
 
+# epoch -> (its pairs with repeats, or None for every pair once; source lengths; target lengths)
+EpochPlan = Callable[[int], Tuple[Optional[np.ndarray], np.ndarray, np.ndarray]]
+
+
 class TokenBatchSampler:
     """Batches of pair indices whose padded size stays within `max_tokens`.
 
@@ -138,7 +146,8 @@ class TokenBatchSampler:
     def __init__(self, src_lens: Sequence[int] | np.ndarray, tgt_lens: Sequence[int] | np.ndarray,
                  max_tokens: int = 4096,
                  shuffle: bool = True, seed: int = 1, max_sentences: Optional[int] = None,
-                 chunk_size: int = 10000, rank: int = 0, world_size: int = 1) -> None:
+                 chunk_size: int = 10000, rank: int = 0, world_size: int = 1,
+                 plan: Optional[EpochPlan] = None) -> None:
         if len(src_lens) != len(tgt_lens):
             raise ValueError(f"{len(src_lens)} source lengths but {len(tgt_lens)} target lengths")
         if max_tokens <= 0:
@@ -154,6 +163,7 @@ class TokenBatchSampler:
         self.max_sentences = max_sentences
         self.chunk_size = max(1, int(chunk_size))
         self.rank, self.world_size = rank, world_size
+        self.plan = plan
         self.epoch = 0
         self.position = 0  # batches of this rank already handed out in `epoch`
         self._cached_epoch: Optional[int] = None
@@ -177,18 +187,25 @@ class TokenBatchSampler:
             bounds = np.concatenate([[0], _pack_bounds(order, self.src_lens, self.tgt_lens,
                                                        self.max_tokens, self.max_sentences)])
             return BatchList(order, bounds.astype(np.int64))
+        src_lens, tgt_lens = self.src_lens, self.tgt_lens
+        pairs = None
+        if self.plan is not None:
+            pairs, plan_src, plan_tgt = self.plan(epoch)
+            src_lens, tgt_lens = _lengths(plan_src), _lengths(plan_tgt)
+            if pairs is not None:
+                n = len(pairs)
+                dtype = _index_dtype(max(len(src_lens), n))
         rng = np.random.default_rng([self.seed, epoch])
         # rng.permutation(n), drawn in place in the index dtype (same numbers, half the memory).
-        perm: np.ndarray = np.arange(n, dtype=dtype)
+        perm: np.ndarray = np.arange(n, dtype=dtype) if pairs is None else np.array(pairs, dtype=dtype)
         rng.shuffle(perm)
         ends = [np.zeros(1, dtype=np.int64)]
         for start in range(0, n, self.chunk_size):
             chunk = perm[start:start + self.chunk_size]
             # lexsort is stable: equal lengths keep their random order. Sorting in place:
             # the permutation becomes the (unshuffled) batch order.
-            chunk[:] = chunk[np.lexsort((self.tgt_lens[chunk], self.src_lens[chunk]))]
-            ends.append(start + _pack_bounds(chunk, self.src_lens, self.tgt_lens,
-                                             self.max_tokens, self.max_sentences))
+            chunk[:] = chunk[np.lexsort((tgt_lens[chunk], src_lens[chunk]))]
+            ends.append(start + _pack_bounds(chunk, src_lens, tgt_lens, self.max_tokens, self.max_sentences))
         bounds = np.concatenate(ends)
         # Shuffle the batch order: copy each batch's slice to its new place.
         batch_perm = rng.permutation(len(bounds) - 1)

@@ -94,6 +94,11 @@ class Vocab:
     def size(self) -> int:
         return self._sp.GetPieceSize()
 
+    @property
+    def processor(self) -> spm.SentencePieceProcessor:
+        """The sentencepiece processor itself (n-best lists, piece scores and types)."""
+        return self._sp
+
     def __len__(self) -> int:
         return self.size
 

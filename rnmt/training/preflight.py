@@ -11,9 +11,10 @@ an output directory is made, not minutes later.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
-from rnmt.config import Config
+from rnmt.config import Config, train_corpora
+from rnmt.data.corpora import CorpusFiles
 from rnmt.errors import UserError
 
 
@@ -26,6 +27,19 @@ def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> Tuple[Path, Pa
         if not path.is_file():
             raise UserError(f"data.{key}: file not found: {path}")
     return src, tgt
+
+
+def train_files(cfg: Config) -> List[CorpusFiles]:
+    """The files and weights of ``data.train`` (a plain prefix: one corpus of weight 1); a
+    `UserError` naming the entry when a file is missing."""
+    if isinstance(cfg.data.train, str) or cfg.data.train is None:
+        src, tgt = corpus_files(cfg.data.train, cfg, "train")
+        return [CorpusFiles(src, tgt)]
+    out = []
+    for i, corpus in enumerate(train_corpora(cfg)):
+        src, tgt = corpus_files(corpus.prefix, cfg, f"train[{i}]")
+        out.append(CorpusFiles(src, tgt, corpus.weight))
+    return out
 
 
 def planned_vocab_sizes(cfg: Config) -> Tuple[int, int]:
@@ -51,7 +65,7 @@ def check_before_writing(cfg: Config) -> None:
     from rnmt.data.reading import is_blank, iter_lines
 
     check_model(cfg)
-    corpus_files(cfg.data.train, cfg, "train")
+    train_files(cfg)
     if cfg.data.dev:
         for path in corpus_files(cfg.data.dev, cfg, "dev"):
             if all(is_blank(line) for line in iter_lines(path)):  # stops at the first line with text

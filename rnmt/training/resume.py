@@ -36,7 +36,7 @@ MAY_CHANGE = (
     "train.keep_last", "train.threads", "train.device", "train.progress", "train.max_nonfinite",
     "train.accumulate",  # with another number of processes, K keeps the batches per update
     "train.lr",  # the peak of the schedule from the next update on (a diverging run, a lower rate)
-    "data.train",  # the path only: the corpus' content is checked by its cache key
+    "data.train",  # the paths only (not the weights): the corpora's content is checked by their cache keys
     "data.dev", "data.test", "data.dev_max_sentences", "data.cache_dir",
     "search.",
 )
@@ -50,8 +50,20 @@ def _flatten(tree: Dict[str, Any], prefix: str = "") -> Iterator[Tuple[str, Any]
             yield prefix + key, value
 
 
-def may_change(key: str) -> bool:
+def may_change(key: str, old: Any = None, new: Any = None) -> bool:
+    """Whether ``key`` may change from ``old`` to ``new`` on resume. ``data.train`` may move
+    its files, not change its weights or its number of corpora (they decide each epoch's
+    pairs)."""
+    if key == "data.train" and _train_weights(old) != _train_weights(new):
+        return False
     return any(key == k or (k.endswith(".") and key.startswith(k)) for k in MAY_CHANGE)
+
+
+def _train_weights(value: Any) -> Optional[List[float]]:
+    """The weights of a ``data.train`` value as a config dict holds it (None: one prefix)."""
+    if not isinstance(value, list):
+        return None
+    return [float(c.get("weight", 1.0)) if isinstance(c, dict) else 1.0 for c in value]
 
 
 def _flat(cfg: Config) -> Dict[str, Any]:
@@ -73,7 +85,7 @@ def check_resume_config(saved: Config, new: Config, source: str) -> List[str]:
     """The changed keys that are allowed; a `UserError` for the first one that is not."""
     changes = changed_keys(saved, new)
     for key, old, cur in changes:
-        if not may_change(key):
+        if not may_change(key, old, cur):
             raise UserError(f"cannot resume with {key} changed ({old!r} in {source}, now {cur!r}): it would "
                             f"change the updates of the run; start a new run with --out, or see "
                             f"docs/reliability.md for the keys that may change on resume")
@@ -111,7 +123,7 @@ def resumed_config(run_dir: Path, given: Dict[str, Any], overrides: Sequence[str
         raise UserError(f"{given_name}: {exc}") from None
     run = _flat(config_from_dict(saved, source=str(run_dir / "config.yaml")))
     for key, _, cur in changed_keys(then, now):
-        if not may_change(key) and cur != run.get(key):
+        if not may_change(key, run.get(key), cur) and cur != run.get(key):
             raise UserError(f"cannot resume with {key} changed in {given_name} ({run.get(key)!r} in the run, "
                             f"now {cur!r}): it would change the updates of the run; undo the edit, or start "
                             f"a new run with --out (docs/reliability.md lists the keys that may change)")

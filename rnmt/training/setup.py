@@ -23,8 +23,9 @@ from typing import Any, Callable, List, Optional, Tuple
 import torch
 
 from rnmt import precision
-from rnmt.config import Config, load_config
-from rnmt.data import EncodedCorpus, Vocab, encode_corpus, iter_parallel, load_vocab, train_vocabs
+from rnmt.config import Config, SubwordSamplingConfig, load_config
+from rnmt.data import EncodedCorpus, Vocab, iter_parallel, load_vocab, train_vocabs
+from rnmt.data.corpora import TrainingData, load_training_data
 from rnmt.device import pick_device, rank_device
 from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
@@ -33,7 +34,7 @@ from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.training.checkpoint import atomic_write_text, load_train_state
 from rnmt.training.distributed import DistContext, init_distributed
 from rnmt.training.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
-from rnmt.training.preflight import check_before_writing, corpus_files
+from rnmt.training.preflight import check_before_writing, train_files
 from rnmt.training.resume import check_resume_config
 from rnmt.training.validator import DevSet, load_dev_set
 
@@ -112,7 +113,8 @@ class RunSetup:
     init: Optional[InitCheckpoint]  # the --init-from checkpoint (fine-tuning), or None
     src_vocab: Vocab
     tgt_vocab: Vocab
-    corpus: EncodedCorpus
+    corpus: EncodedCorpus  # the training pairs as encoded (a ConcatCorpus for several corpora)
+    data: TrainingData  # the corpora, their weights and each epoch's pairs and segmentation
     dev: Optional[DevSet]  # None without data.dev, and on every rank but 0
     model: TranslationModel
     config_changes: List[str]  # a --resume's accepted changes to the saved config
@@ -166,14 +168,23 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     if dist.is_main and not resume:
         atomic_write_text(out / "config.yaml", cfg.dump())
 
-    train_src, train_tgt = corpus_files(cfg.data.train, cfg, "train")
+    files = train_files(cfg)
     cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else out / "cache"
-    corpus = main_first(dist, lambda: encode_corpus(train_src, train_tgt, src_vocab, tgt_vocab, cache,
-                                                    cfg.data.max_len))
-    if len(corpus) == 0:
-        raise UserError(f"{train_src}: no training pairs left after removing empty and over-long lines")
+    ss = cfg.data.subword_sampling
+    sampling = {"alpha": ss.alpha, "nbest": ss.nbest, "dropout": ss.dropout} if ss.enabled else None
+    data = main_first(dist, lambda: load_training_data(files, src_vocab, tgt_vocab, cache, cfg.data.max_len,
+                                                       tc.seed, sampling, log))
+    corpus = data.corpus
+    for part, cf in zip(data.parts, files):
+        if len(part) == 0:
+            raise UserError(f"{cf.src}: no training pairs left after removing empty and over-long lines")
     log(f"training pairs: {len(corpus)} (skipped {corpus.n_empty} empty, "
         f"{corpus.n_too_long} longer than {cfg.data.max_len} subwords)")
+    if len(files) > 1:
+        log("training corpora: " + "; ".join(f"{cf.src.with_suffix('')} {len(p)} pairs, weight {cf.weight:g}"
+                                             for cf, p in zip(files, data.parts)))
+    if ss.enabled:
+        log(f"subword sampling: {_sampling_method(src_vocab, ss)} on both sides, a new segmentation each epoch")
     # Validation runs on rank 0 only: the others never load the dev set.
     dev = main_first(dist, lambda: load_dev_set(cfg, src_vocab, tgt_vocab, cache), others=lambda: None)
 
@@ -188,8 +199,18 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     if dist.rank > 0:
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
-                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, dev=dev, model=model,
-                    config_changes=config_changes)
+                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
+                    model=model, config_changes=config_changes)
+
+
+def _sampling_method(vocab: Vocab, ss: SubwordSamplingConfig) -> str:
+    """How ``data.subword_sampling`` samples with this vocabulary, for the log."""
+    from rnmt.data.subword_sampling import model_type
+
+    kind = model_type(vocab)
+    if kind == "unigram":
+        return f"unigram n-best sampling (nbest {ss.nbest}, alpha {ss.alpha:g})"
+    return f"BPE-dropout ({ss.dropout:g})" if kind == "bpe" else kind
 
 
 def _run_amp(cfg: Config, out: Path, resume: bool, device: torch.device, dist: DistContext,
@@ -234,7 +255,7 @@ def _vocabularies(cfg: Config, out: Path, resume: bool, init: Optional[InitCheck
                   log: Log) -> Tuple[Vocab, Vocab]:
     """The run's vocabularies: the --init-from checkpoint's, the run's own (resume), the
     config's sentencepiece model(s), or trained here on the training corpus."""
-    vc, data = cfg.data.vocab, cfg.data
+    vc = cfg.data.vocab
     joint_file, src_file, tgt_file = out / "spm.model", out / "spm.src.model", out / "spm.tgt.model"
     if init is not None:  # the checkpoint's embeddings index its vocabulary
         if init.src_vocab.to_bytes() == init.tgt_vocab.to_bytes():
@@ -259,9 +280,14 @@ def _vocabularies(cfg: Config, out: Path, resume: bool, init: Optional[InitCheck
         s.save(src_file)
         t.save(tgt_file)
         return s, t
-    src, tgt = corpus_files(data.train, cfg, "train")
-    for _ in iter_parallel(src, tgt):  # line counts and UTF-8 first: clearer errors than sentencepiece's
-        pass
+    # Every corpus of data.train, each once (a weight says how often its pairs are seen,
+    # not which subwords exist); a single corpus is passed as before (the same vocabulary).
+    files = train_files(cfg)
+    for cf in files:
+        for _ in iter_parallel(cf.src, cf.tgt):  # line counts and UTF-8 first: clearer errors than sentencepiece's
+            pass
+    src: Any = files[0].src if len(files) == 1 else [cf.src for cf in files]
+    tgt: Any = files[0].tgt if len(files) == 1 else [cf.tgt for cf in files]
     log("training the sentencepiece vocabulary ...")
     return train_vocabs(src, tgt, out, joint=vc.joint, model_type=vc.type,
                         src_size=vc.src_size or vc.size, tgt_size=vc.tgt_size or vc.size,

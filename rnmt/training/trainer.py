@@ -70,6 +70,11 @@ from rnmt.training.validator import BEST_METRICS, Validator, improves
 __all__ = ["Trainer", "STATE_FILE", "amp_dtype", "resolve_amp", "corpus_files", "BEST_METRICS"]
 
 
+def _train_names(cfg: Config) -> str:
+    train = cfg.data.train
+    return str(train) if not isinstance(train, list) else ", ".join(c.prefix for c in train)
+
+
 def _no_dev_set() -> Dict[str, float]:
     raise UserError("validation needs a dev set (data.dev)")
 
@@ -89,6 +94,7 @@ class Trainer:
         self.cfg, self.out, self.resume, self.dist, self.log = run.cfg, run.out, resume, run.dist, run.log
         self.is_main, self.device, self.amp_dtype, self.init = run.is_main, run.device, run.amp_dtype, run.init
         self.src_vocab, self.tgt_vocab, self.corpus, self.model = run.src_vocab, run.tgt_vocab, run.corpus, run.model
+        self.data = run.data
         self.corpus_changed_ok = corpus_changed_ok
         self.stop_signal: Optional[str] = None
         tc = cfg.train
@@ -101,7 +107,9 @@ class Trainer:
         self.optimizer = build_optimizer(self.model.parameters(), tc)
         self.sampler = TokenBatchSampler(self.corpus.src_lens, self.corpus.tgt_lens, cfg.data.batch_tokens,
                                          shuffle=True, seed=tc.seed, rank=self.dist.rank,
-                                         world_size=self.dist.world_size)
+                                         world_size=self.dist.world_size,
+                                         plan=self.data.plan if self.data.varies else None)
+        self._batch_epochs: List[int] = []  # the epoch of each batch of the coming update
         self.translator = Translator(self.model, self.src_vocab, self.tgt_vocab, cfg.search, self.device)
         # A callable attribute (not a method), so a test can stand in for validation.
         self.validate: Callable[[], Dict[str, float]] = (
@@ -195,7 +203,7 @@ class Trainer:
             (self.out / old).unlink(missing_ok=True)
 
     def _corpus_key(self) -> Optional[str]:
-        return self.corpus.cache_path.name if self.corpus.cache_path is not None else None
+        return self.data.key
 
     def _restore(self) -> None:
         path = self.out / STATE_FILE
@@ -203,7 +211,7 @@ class Trainer:
         mf, _, _ = read_checked(self.out / state.checkpoint)
         load_state_into(self.model, mf.state, mf.path)
         self.optimizer.load_state_dict(state.optimizer)
-        changed = check_corpus(state.corpus_key, self._corpus_key(), str(self.cfg.data.train),
+        changed = check_corpus(state.corpus_key, self._corpus_key(), _train_names(self.cfg),
                                self.corpus_changed_ok)
         self.sampler.load_state_dict(state.sampler)
         if changed:
@@ -250,12 +258,20 @@ class Trainer:
     def _next_batches(self, it: Iterator[List[int]]) -> List[List[int]]:
         """The index lists of the next update (``accumulate`` batches, crossing epochs)."""
         out: List[List[int]] = []
+        self._batch_epochs = []
+        empty = 0  # epochs in a row without a batch (weights so small that no pair was drawn)
         while len(out) < self.cfg.train.accumulate:
             try:
                 out.append(next(it))
+                self._batch_epochs.append(self.sampler.epoch)  # moves on only after the epoch's last batch
+                empty = 0
             except StopIteration:
                 if self.cfg.train.max_epochs and self.sampler.epoch >= self.cfg.train.max_epochs:
                     break
+                empty += 1
+                if empty > 100:
+                    raise UserError(f"data.train: no training pair drawn in {empty} epochs in a row "
+                                    f"(epoch {self.sampler.epoch}); raise the corpora's weights") from None
                 it = iter(self.sampler)
                 self._iter = it
         return out
@@ -266,7 +282,8 @@ class Trainer:
         lr = learning_rate(tc, self.step, self.sampler.epoch, self.progress.plateau_decays)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        collated = [collate(self.corpus, idx, self.device) for idx in batches]
+        epochs = self._batch_epochs if len(self._batch_epochs) == len(batches) else [self.sampler.epoch] * len(batches)
+        collated = [collate(self.data.view(e), idx, self.device) for e, idx in zip(epochs, batches)]
         ntokens = sum(b.ntokens for b in collated)
         world = self.dist.world_size
         if self.dist.enabled:
