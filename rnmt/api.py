@@ -267,6 +267,9 @@ def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: 
     return Model(loaded, dev)
 
 
+_DISTRIBUTED_TRAINERS: List[Any] = []  # see train()
+
+
 def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = (), out: Optional[PathLike] = None,
           resume: bool = False, log: Optional[Callable[[str], None]] = None,
           corpus_changed_ok: bool = False, init_from: Optional[PathLike] = None) -> Dict[str, Any]:
@@ -320,6 +323,11 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
         atomic_write_text(source, record)  # what the next --resume compares the file with
     summary = trainer.run()
     shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
+    if trainer.dist.enabled:
+        # Kept alive: freeing the DDP model here would run gloo's destructor while holding the
+        # GIL its work thread waits for (a hang seen under torch 2.13); `rnmt train` then
+        # leaves the process without destructors (rnmt/commands/train.py).
+        _DISTRIBUTED_TRAINERS.append(trainer)
     return {**summary, "out": str(out_dir), "stop_signal": trainer.stop_signal, "step": trainer.step}
 
 

@@ -7,6 +7,7 @@ Data-parallel training: ``torchrun --nproc-per-node N -m rnmt train CONFIG ...``
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -40,9 +41,18 @@ def run(args: argparse.Namespace) -> int:
 
     summary = train(args.config, overrides, out=args.out, resume=args.resume,
                     corpus_changed_ok=args.corpus_changed_ok, init_from=args.init_from)
+    code = 0
     if summary["stop_signal"]:
         # Stopped by SIGTERM/SIGINT with everything saved: say so and exit as the signal would.
         print(f"stopped by {summary['stop_signal']} at step {summary['step']}; checkpoint saved in "
               f"{summary['out']}, continue with --resume", file=sys.stderr, flush=True)
-        return 128 + int(getattr(signal, summary["stop_signal"], signal.SIGTERM))
-    return 0
+        code = 128 + int(getattr(signal, summary["stop_signal"], signal.SIGTERM))
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        # One of several processes, its checkpoints and logs written and closed: leave without
+        # running destructors. Freeing the DDP model drops the last reference to gloo's process
+        # group, whose destructor joins a work thread that waits for the GIL this thread holds;
+        # a rank was seen to hang there for good (torch 2.13, about one run in four).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

@@ -14,6 +14,7 @@ no-ops in a world of one, so the single-process code path stays exactly what it 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, List, Sequence
@@ -104,9 +105,13 @@ def uses_cuda(device_name: str) -> bool:
 
 def shutdown(ctx: DistContext) -> None:
     """Leave the process group. All ranks meet first: a rank tearing down its connections
-    while another still uses them can abort the other (seen with gloo)."""
+    while another still uses them can abort the other (seen with gloo). The short pause
+    releases the GIL so that gloo's work thread can finish the barrier's Python side before
+    anything is torn down (`rnmt train` under torchrun then leaves without destructors:
+    rnmt/commands/train.py says why)."""
     if ctx.enabled and dist.is_initialized():
         try:
             dist.barrier()
+            time.sleep(0.2)
         finally:
             dist.destroy_process_group()
