@@ -9,25 +9,13 @@ import torch
 
 from rnmt.config import config_from_dict
 from rnmt.training.checkpoint import load_train_state, save_train_state
-from rnmt.training.state import STATE_VERSION, Progress, TrainState
+from rnmt.training.state import STATE_VERSION, TrainState
 from rnmt.training.trainer import Trainer
 from tests.support import tiny_config_tree
+from tests.unit.test_train_state import VERSION_1_KEYS, a_state
 
 # The keys a training state had before the version field: what `TrainState.from_dict` must
 # still read (older files lack some of them; see test_an_early_version_1_file_gets_...).
-VERSION_1_KEYS = {"step", "checkpoint", "optimizer", "sampler", "rng", "cuda_rng", "train_seconds", "wall_seconds",
-                  "best_bleu", "best_value", "best_step", "plateau_decays", "plateau_bad", "bad_validations",
-                  "checkpoints", "world_size", "corpus_key", "nonfinite_total", "amp"}
-
-
-def a_state(**progress) -> TrainState:
-    return TrainState(progress=Progress(step=7, train_seconds=3.5, wall_seconds=4.0, best_value=0.9, best_bleu=12.5,
-                                        best_step=6, bad_validations=1, plateau_decays=2, plateau_bad=1,
-                                        nonfinite_total=3, checkpoints=["ckpt-6.safetensors", "ckpt-7.safetensors"],
-                                        **progress),
-                      checkpoint="ckpt-7.safetensors", optimizer={"state": {}, "param_groups": []},
-                      sampler={"epoch": 2, "position": 5}, rng=torch.get_rng_state(), world_size=2,
-                      corpus_key="abc", amp="bf16")
 
 
 def test_a_state_survives_the_file_field_by_field(tmp_path):
