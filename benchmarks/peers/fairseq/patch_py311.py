@@ -1,4 +1,4 @@
-"""Make fairseq 0.12.2 and hydra-core 1.0.7 importable on Python 3.11.
+"""Make fairseq 0.12.2 and hydra-core 1.0.7 importable on Python 3.11 and 3.12.
 
 Python 3.11 refuses a dataclass field whose default is an instance of another dataclass
 ("mutable default ... is not allowed: use default_factory"). Both packages declare their
@@ -45,6 +45,14 @@ REPLACEMENTS = [
      "        if (\n            BT_version\n            and x.dim() == 3\n",
      "        if (\n            False  # fused path off (benchmarks/peers/fairseq/patch_py311.py)\n"
      "            and BT_version\n            and x.dim() == 3\n"),
+    # Python 3.12 removed the importers' find_module/load_module, which hydra 1.0.7's plugin
+    # scan calls ("'FileFinder' object has no attribute 'find_module'"); import by name instead.
+    ("hydra/core/plugins.py",
+     "                    m = importer.find_module(modname)\n"
+     "                    with warnings.catch_warnings(record=True) as recorded_warnings:\n"
+     "                        loaded_mod = m.load_module(modname)\n",
+     "                    with warnings.catch_warnings(record=True) as recorded_warnings:\n"
+     "                        loaded_mod = importlib.import_module(modname)\n"),
 ]
 BLOCK = re.compile(r"^(\s*)(class|def|async\s+def)\b")
 
