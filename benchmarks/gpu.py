@@ -548,6 +548,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--profile-rows", type=int, default=25)
     p.add_argument("--budget-minutes", type=float, default=8.0,
                    help="start nothing new after this many minutes (the rest is written as skipped)")
+    p.add_argument("--gru-cuda", choices=("on", "off"), default="on",
+                   help="the GRU's fused CUDA cell and cuDNN encoder (rnmt/cells/gru_cuda.py); off: the "
+                   "unit's PyTorch expressions, as before they existed")
     p.add_argument("--threads", type=int, help="torch CPU threads (train.threads); default: the configs'")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory holding the corpus")
     p.add_argument("--corpus", default="bible-es-en")
@@ -570,7 +573,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     args.paper_dims = tuple(int(x) for x in args.paper_dims.split(",")) if args.paper_dims else None
 
     started = time.perf_counter()
+    from rnmt.cells import gru_cuda
     from rnmt.device import pick_device
+
+    gru_paths = gru_cuda.use(args.gru_cuda == "on")
+    gru_paths.__enter__()  # for the whole process
 
     device = pick_device(args.device)
     if device.type == "cuda" and device.index is not None:

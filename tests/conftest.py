@@ -33,6 +33,29 @@ def tiny_run(tmp_path_factory, tiny_corpus) -> Path:
     return out
 
 
+def pytest_addoption(parser):
+    parser.addoption("--device", default="cpu",
+                     help="device of the tests marked on_device (cpu, cuda, cuda:N): "
+                     "`pytest --device cuda -m on_device`")
+
+
+@pytest.fixture(scope="session")
+def device(request):
+    """The torch device of `--device`. On a GPU, TF32 is turned off for the session: the tests
+    compare algorithms (forward with step, padded with alone, resumed with uninterrupted), and
+    TF32's 10-bit products would differ between batch shapes by more than their tolerances."""
+    import torch
+
+    name = request.config.getoption("--device")
+    dev = torch.device(name)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise pytest.UsageError(f"--device {name}: no CUDA device here")
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    return dev
+
+
 def pytest_configure(config):
     # Tests use tiny tensors: one thread is as fast and keeps the suite steady on a busy machine.
     import torch

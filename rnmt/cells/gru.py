@@ -33,7 +33,7 @@ from torch import Tensor, nn
 from torch.autograd import Function
 
 from rnmt import kernels, precision
-from rnmt.cells import ln_gates
+from rnmt.cells import gru_cuda, ln_gates
 from rnmt.cells.base import Cell, GateNorm, interpolate
 from rnmt.cells.registry import register
 from rnmt.deferred_grads import pair_product
@@ -74,6 +74,9 @@ class GRU(Cell):
         d = self.hidden_size
         if not return_gates and ln_gates.applies(self, px, state):
             return ln_gates.ln_gates(self, px, self.recurrent_product(state), state)
+        if not return_gates and gru_cuda.step_applies(self, px, state):
+            # on a GPU: PyTorch's fused CUDA cell, one kernel each way (rnmt/cells/gru_cuda.py)
+            return gru_cuda.fused_step(self, px, self.recurrent_product(state, self._recurrent_bias()), state)
         if not return_gates and self._fused_applies(px, state):
             # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
             # in training one autograd node with a one-sweep backward; in fp32 under bf16

@@ -16,6 +16,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
+from rnmt.cells import gru_cuda
 from rnmt.cells.base import Cell, OptionalGates
 
 
@@ -140,6 +141,10 @@ class Bidirectional(nn.Module):
         self, x: Tensor, mask: Optional[Tensor] = None, return_gates: bool = False
     ) -> BidirectionalOutput:
         """Both directions over ``x`` (`BidirectionalOutput`; gates only with ``return_gates``)."""
+        if not return_gates and gru_cuda.bidirectional_applies(self.fwd, self.bwd, x):
+            done = gru_cuda.run_bidirectional(self.fwd, self.bwd, x, mask)  # cuDNN on a GPU
+            if done is not None:
+                return BidirectionalOutput(*done, None)
         if not return_gates and x.dim() == 3 and x.size(0) > 0 and x.size(1) > 0:
             step = self.fwd.lockstep(self.bwd, x)
             if step is not None:

@@ -47,7 +47,7 @@ def tiny_model(path: Path):
     return model.eval()
 
 
-def batch(seed: int = 1):
+def batch(seed: int = 1, device: torch.device | str = "cpu"):
     g = torch.Generator().manual_seed(seed)
     src = torch.randint(4, SRC_V, (3, 7), generator=g)
     src_mask = torch.ones(3, 7, dtype=torch.bool)
@@ -56,17 +56,18 @@ def batch(seed: int = 1):
     src = src.masked_fill(~src_mask, 0)
     tgt_in = torch.randint(4, TGT_V, (3, 6), generator=g)
     tgt_in[:, 0] = 2  # BOS
-    return src, src_mask, tgt_in
+    return src.to(device), src_mask.to(device), tgt_in.to(device)
 
 
 def _name(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
 
 
+@pytest.mark.on_device
 @pytest.mark.parametrize("path", PAPER_CONFIGS, ids=_name)
-def test_forward_equals_stepwise_decoding(path):
-    model = tiny_model(path)
-    src, src_mask, tgt_in = batch()
+def test_forward_equals_stepwise_decoding(path, device):
+    model = tiny_model(path).to(device)
+    src, src_mask, tgt_in = batch(device=device)
     with torch.no_grad():
         expected = torch.log_softmax(model(src, src_mask, tgt_in).float(), -1)
         memory = model.encode(src, src_mask)
@@ -79,25 +80,27 @@ def test_forward_equals_stepwise_decoding(path):
                 if "local-p" in path.stem:  # Gaussian-weighted, not renormalised (Luong et al.)
                     assert bool(((mass > 0) & (mass <= 1 + 1e-5)).all())
                 else:
-                    torch.testing.assert_close(mass, torch.ones(3), atol=1e-5, rtol=0)
+                    torch.testing.assert_close(mass, torch.ones(3, device=device), atol=1e-5, rtol=0)
                 assert float(extras["attention"][2, 3:].abs().max()) == 0.0  # padding gets no weight
 
 
+@pytest.mark.on_device
 @pytest.mark.parametrize("path", PAPER_CONFIGS, ids=_name)
-def test_padding_does_not_change_scores(path):
-    model = tiny_model(path)
-    src, src_mask, tgt_in = batch()
+def test_padding_does_not_change_scores(path, device):
+    model = tiny_model(path).to(device)
+    src, src_mask, tgt_in = batch(device=device)
     with torch.no_grad():
         together = model(src, src_mask, tgt_in)
         alone = model(src[2:, :3], src_mask[2:, :3], tgt_in[2:])
     torch.testing.assert_close(together[2:], alone, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.on_device
 @pytest.mark.parametrize("path", PAPER_CONFIGS, ids=_name)
-def test_beam_search_and_gradients(path):
-    model = tiny_model(path)
-    src, src_mask, tgt_in = batch()
-    hyps = beam_search(model, src, src_mask, torch.tensor([6, 5, 4]), beam=3)
+def test_beam_search_and_gradients(path, device):
+    model = tiny_model(path).to(device)
+    src, src_mask, tgt_in = batch(device=device)
+    hyps = beam_search(model, src, src_mask, torch.tensor([6, 5, 4], device=device), beam=3)
     assert [len(h) for h in hyps] == [1, 1, 1]
     assert all(len(h[0].tokens) <= 5 for h in hyps)
     model.train()

@@ -1,0 +1,101 @@
+"""The GPU paths of the GRU (rnmt/cells/gru_cuda.py) against the unit's own expressions.
+
+On the CPU ``gru_cuda.use("everywhere")`` runs the same code with cuDNN's recurrent layer
+(``torch._VF.gru`` has a CPU implementation) and a PyTorch expression of the fused cell's
+arithmetic, which checks the mapping of rnmt's GRU onto cuDNN's (mirrored update gate,
+bias placement, padding) without a GPU. tests/unit/test_on_device.py runs the real CUDA
+kernels when pytest is given ``--device cuda``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnmt import kernels
+from rnmt.cells import gru_cuda
+from rnmt.cells.gru import GRU
+from rnmt.cells.runner import Bidirectional
+
+MASK = torch.tensor([[1] * 6, [1] * 3 + [0] * 3, [1] + [0] * 5, [1] * 5 + [0]], dtype=torch.bool)
+
+
+def units(reset_bias: bool, seed: int = 0):
+    torch.manual_seed(seed)
+    fwd, bwd = GRU(5, 7, reset_bias=reset_bias), GRU(5, 7, reset_bias=reset_bias)
+    with torch.no_grad():
+        for unit in (fwd, bwd):
+            unit.bias.uniform_(-0.5, 0.5)  # biases start at zero: make their placement matter
+    return fwd, bwd
+
+
+def run(layer: Bidirectional, x: torch.Tensor, mask, mode):
+    with gru_cuda.use(mode), kernels.use(False):
+        out = layer(x, mask)
+        loss = out.outputs.pow(2).sum() + 2 * out.last_fwd.sum() + out.last_bwd.pow(2).sum()
+        grads = torch.autograd.grad(loss, [x, *layer.parameters()])
+    return out, grads
+
+
+@pytest.mark.parametrize("reset_bias", [True, False], ids=["bias-in-reset", "bias-on-input"])
+@pytest.mark.parametrize("mask", [MASK, None], ids=["padded", "full"])
+def test_the_cudnn_layer_computes_the_bidirectional_loop(reset_bias, mask):
+    layer = Bidirectional(*units(reset_bias))
+    x = torch.randn(4, 6, 5, requires_grad=True)
+    expected, expected_grads = run(layer, x, mask, False)
+    got, grads = run(layer, x, mask, "everywhere")
+    for a, b in zip(got[:3], expected[:3]):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+    for a, b in zip(grads, expected_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    if mask is not None:
+        assert float(got.outputs[1, 3:].detach().abs().max()) == 0.0  # padding stays zero
+
+
+@pytest.mark.parametrize("reset_bias", [True, False], ids=["bias-in-reset", "bias-on-input"])
+def test_the_fused_cell_computes_the_step(reset_bias):
+    unit, _ = units(reset_bias)
+    px = unit.project_inputs(torch.randn(4, 5)).detach().requires_grad_()
+    h = torch.randn(4, 7, requires_grad=True)
+    wrt = [px, h, unit.weight_h] + ([unit.bias] if reset_bias else [])  # else the bias is inside px
+    with kernels.use(False):
+        with gru_cuda.use(False):
+            expected = unit.step(px, h)
+            expected_grads = torch.autograd.grad(expected.pow(2).sum(), wrt)
+        with gru_cuda.use("everywhere"):
+            got = unit.step(px, h)
+            grads = torch.autograd.grad(got.pow(2).sum(), wrt)
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
+    for a, b in zip(grads, expected_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_a_mask_with_gaps_or_an_empty_sentence_falls_back_to_the_loop():
+    layer = Bidirectional(*units(True))
+    x = torch.randn(3, 4, 5)
+    gaps = torch.tensor([[1, 0, 1, 1], [1, 1, 1, 1], [1, 1, 0, 0]], dtype=torch.bool)
+    empty = torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0]], dtype=torch.bool)
+    with gru_cuda.use("everywhere"):
+        assert gru_cuda.run_bidirectional(layer.fwd, layer.bwd, x, gaps) is None
+        assert gru_cuda.run_bidirectional(layer.fwd, layer.bwd, x, empty) is None
+        with torch.no_grad():
+            got = layer(x, gaps)
+    with gru_cuda.use(False), torch.no_grad():
+        expected = layer(x, gaps)
+    torch.testing.assert_close(got.outputs, expected.outputs)
+
+
+def test_the_cpu_keeps_its_own_path_and_units_the_gpu_cannot_take_are_left_alone():
+    unit, other = units(True)
+    x, h = torch.randn(2, 5), torch.zeros(2, 7)
+    assert not gru_cuda.step_applies(unit, unit.project_inputs(x), h)  # default: CUDA tensors only
+    assert not gru_cuda.bidirectional_applies(unit, other, x.unsqueeze(1))
+    with gru_cuda.use("everywhere"):
+        assert gru_cuda.step_applies(unit, unit.project_inputs(x), h)
+        assert not gru_cuda.step_applies(GRU(5, 7, layer_norm=True), x, h)  # gate layer norm
+        dropped = GRU(5, 7, dropout=0.2).train()
+        assert not gru_cuda.step_applies(dropped, x, h)  # candidate dropout in training
+        assert gru_cuda.step_applies(dropped.eval(), x, h)
+    with pytest.raises(ValueError, match="everywhere"):
+        with gru_cuda.use("gpu"):
+            pass
