@@ -124,8 +124,8 @@ def bidirectional_applies(fwd, bwd, x: Tensor) -> bool:
 def _layer_weights(cell, signs: Tensor) -> List[Tensor]:
     """One direction's [W_ih, W_hh, b_ih, b_hh] in cuDNN's layout ([3d, in] matrices, gates
     in the order r, u, n), the z-blocks negated."""
-    w_ih = (cell.weight_x.float() * signs).t()
-    w_hh = (cell.weight_h.float() * signs).t()
+    w_ih = (cell.weight_x.float() * signs).t().contiguous()  # cuDNN views each weight as one block
+    w_hh = (cell.weight_h.float() * signs).t().contiguous()
     bias = cell.bias.float() * signs
     zero = torch.zeros_like(bias)
     return [w_ih, w_hh, bias, zero] if cell.input_bias else [w_ih, w_hh, zero, bias]
