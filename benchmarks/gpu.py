@@ -551,6 +551,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--gru-cuda", choices=("on", "off"), default="on",
                    help="the GRU's fused CUDA cell and cuDNN encoder (rnmt/cells/gru_cuda.py); off: the "
                    "unit's PyTorch expressions, as before they existed")
+    p.add_argument("--deferred-grads", choices=("on", "off"), default="on",
+                   help="one weight-gradient accumulation per pass (rnmt/deferred_grads.py; on, the default) "
+                   "or plain autograd's per-step products")
     p.add_argument("--threads", type=int, help="torch CPU threads (train.threads); default: the configs'")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory holding the corpus")
     p.add_argument("--corpus", default="bible-es-en")
@@ -578,6 +581,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     gru_paths = gru_cuda.use(args.gru_cuda == "on")
     gru_paths.__enter__()  # for the whole process
+    from rnmt import deferred_grads
+
+    deferred_grads.enabled(args.deferred_grads == "on").__enter__()
 
     device = pick_device(args.device)
     if device.type == "cuda" and device.index is not None:
