@@ -21,8 +21,9 @@ the hooks); decoding and evaluation never enter it. Under CPU bf16 autocast
 pass, the step products run in bf16, and every weight's gradient is one bf16 product over
 the stacked per-step operands at the end of the pass (accumulated in fp32 inside the GEMM,
 rounded once, added to an fp32 buffer): CPU torch has no bf16 x bf16 -> fp32 ``addmm_``,
-and a running bf16 sum over the steps would round at every step. CUDA autocast keeps plain
-autograd.
+and a running bf16 sum over the steps would round at every step. On a GPU the models keep
+plain autograd, in fp32 and under autocast: there the time goes to launching kernels and
+the scope's Python-level step functions cost more than they save (`_wants_scope`).
 
 The switch: ``with deferred_grads.enabled(False): ...`` makes the models' training passes
 use plain autograd within the block (benchmarks and tests compare the two); the default is
@@ -309,7 +310,12 @@ def _wants_scope(module: torch.nn.Module, args) -> bool:
     if not (_models_defer and module.training and torch.is_grad_enabled()):
         return False
     device = next((a.device.type for a in args if isinstance(a, Tensor)), "cpu")
-    return not torch.is_autocast_enabled(device) or (device == "cpu" and precision.cpu_autocast())
+    if device != "cpu":
+        # On a GPU the scope's per-step autograd Functions cost more host time than the
+        # per-step products they save: RNNSearch-GRU trained at 20,321 target tok/s without
+        # it and 15,974 with it on an H100 (results/gpu/*-deferred-*.json, cee549a+).
+        return False
+    return not torch.is_autocast_enabled(device) or precision.cpu_autocast()
 
 
 def open_for_training(module: torch.nn.Module, args) -> None:
