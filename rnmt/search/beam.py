@@ -20,7 +20,7 @@ from typing import Callable, List, Optional
 import torch
 from torch import Tensor
 
-from rnmt.models.base import TranslationModel, repeat_rows, select
+from rnmt.models.base import TensorDict, TranslationModel, repeat_rows, select
 
 
 @dataclass
@@ -100,6 +100,25 @@ def best_extensions(scores: Tensor, log_probs: Tensor, k: int) -> tuple[Tensor, 
 
 class SearchStopped(Exception):
     """Raised by a search whose ``should_stop`` callback said so (e.g. its request expired)."""
+
+
+def compaction_due(dead: int, batch: int) -> bool:
+    """Whether to drop the finished sentences from a batched search now. A finished sentence
+    first stays in the batch as dead rows (scores -inf: they add no hypotheses); the batch is
+    compacted once a quarter of it is dead, because compacting copies the whole source memory
+    and one sentence of many is not worth it."""
+    return dead > 0 and 4 * dead >= batch
+
+
+def compact_rows(keep: Tensor, K: int, shared: bool, memory: TensorDict, state: TensorDict, history: Tensor,
+                 prev: Tensor, attn_history: Optional[Tensor]):
+    """The search's per-row tensors for the sentences ``keep`` (indices into the batch), each
+    sentence's K rows kept together; ``shared``: the memory holds one row per sentence."""
+    keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=keep.device)).view(-1)
+    if attn_history is not None:
+        attn_history = attn_history.index_select(0, keep_rows)
+    return (select(memory, keep if shared else keep_rows), select(state, keep_rows),
+            history.index_select(0, keep_rows), prev[keep_rows], attn_history)
 
 
 def _check(should_stop: Optional[Callable[[], bool]]) -> None:
@@ -210,17 +229,11 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
 
         counts = torch.tensor([len(finished[i]) for i in sent_ids.tolist()], device=device)
         done = (counts >= K) | ~torch.isfinite(scores).any(dim=1)
-        # A finished sentence first stays in the batch as dead rows (scores -inf: they add
-        # no hypotheses); the batch is compacted once a quarter of it is dead, because
-        # compacting copies the whole source memory and one sentence of many is not worth it.
         scores = scores.masked_fill(done.unsqueeze(1), float("-inf"))
-        if bool(done.any()) and (bool(done.all()) or 4 * int(done.sum()) >= b):
+        if compaction_due(int(done.sum()), b):
             keep = torch.nonzero(~done).squeeze(1)
-            keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1)
             sent_ids, max_len, scores = sent_ids[keep], max_len[keep], scores[keep]
-            memory, state = select(memory, keep if shared else keep_rows), select(state, keep_rows)
-            history, prev = history.index_select(0, keep_rows), prev[keep_rows]
-            if attn_history is not None:
-                attn_history = attn_history.index_select(0, keep_rows)
+            memory, state, history, prev, attn_history = compact_rows(
+                keep, K, shared, memory, state, history, prev, attn_history)
         t += 1
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]

@@ -47,6 +47,8 @@ from rnmt.search.beam import (
     _force_eos,
     _mask_specials,
     best_extensions,
+    compact_rows,
+    compaction_due,
     length_penalty,
 )
 
@@ -253,18 +255,14 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
         done = [len(finished[i]) >= K or all(v == NEG_INF for v in next_scores[s]) for s, i in enumerate(sent_ids)]
         if any(done):
             scores[torch.tensor(done, device=device)] = NEG_INF
-        # Compact as beam search does: once a quarter of the batch is dead.
-        if any(done) and (all(done) or 4 * sum(done) >= b):
+        if compaction_due(sum(done), b):  # as beam search does
             keep_list = [s for s in range(b) if not done[s]]
             keep = torch.tensor(keep_list, dtype=torch.long, device=device)
-            keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=device)).view(-1)
             sent_ids = [sent_ids[s] for s in keep_list]
             hyp_states = [hyp_states[s] for s in keep_list]
             max_len, scores = max_len[keep], scores[keep]
-            memory, state = select(memory, keep if shared else keep_rows), select(state, keep_rows)
-            history, prev = history.index_select(0, keep_rows), prev[keep_rows]
-            if attn_history is not None:
-                attn_history = attn_history.index_select(0, keep_rows)
+            memory, state, history, prev, attn_history = compact_rows(
+                keep, K, shared, memory, state, history, prev, attn_history)
         t += 1
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
 
