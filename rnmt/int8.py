@@ -58,6 +58,21 @@ def reduce_range() -> bool:
     return saturates(next((line.split(":", 1)[-1] for line in text.splitlines() if line.startswith("flags")), ""))
 
 
+# What int8 decoding gained where products saturate (no VNNI): the quickstart model at 1,000
+# updates on a 2-core AMD EPYC with AVX2 only, one thread, the Bible test set, c95554b+
+# (results/cpu-classes/, docs/performance.md "CPU classes").
+NO_VNNI_MEASURED = "1.34x fp32's sentences/s at self-BLEU 90.9 (quickstart model, AVX2-only EPYC)"
+
+
+def cpu_note() -> Optional[str]:
+    """A line for the user where int8 decoding gains little on this CPU (no VNNI: 7-bit
+    activations, pairs of products summed in int16), else None."""
+    if not reduce_range():
+        return None
+    return ("note: this CPU has no avx512_vnni, so int8 products use 7-bit activations and gain less: measured "
+            f"{NO_VNNI_MEASURED}; time both on your model (--speed) before choosing --int8")
+
+
 def product(x: Tensor, packed: Any, addend: Optional[Tensor] = None) -> Tensor:
     """``x @ weight (+ addend)`` with the int8 twin of ``weight``; x [..., in] in fp32."""
     out = torch.ops.quantized.linear_dynamic(x.contiguous(), packed, reduce_range())

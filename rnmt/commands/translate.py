@@ -13,6 +13,7 @@ translated in pieces joined into its one output line, with a warning naming the 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import torch
 
@@ -85,6 +86,12 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
+    if args.int8:
+        from rnmt import int8
+
+        note = int8.cpu_note()
+        if note:
+            print(note, file=sys.stderr)
     options = dict(beam=args.beam, nbest=args.nbest or 1, alpha=args.alpha, greedy=args.greedy,
                    normalize=args.normalize, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
                    max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,

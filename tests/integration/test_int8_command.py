@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rnmt import int8
 from rnmt.cli import main
 
 
@@ -17,3 +18,15 @@ def test_translate_int8_on_the_command_line(tiny_run, tmp_path, capsys):
         outputs[bool(flag)] = out.read_text(encoding="utf-8").splitlines()
     for lines in outputs.values():  # one line per input, the blank one kept blank
         assert len(lines) == 3 and lines[1] == ""
+
+
+def test_int8_says_what_it_gains_on_a_cpu_without_vnni(tiny_run, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.es"
+    src.write_text("hola mundo\n", encoding="utf-8")
+    for saturating in (True, False):
+        monkeypatch.setattr(int8, "reduce_range", lambda saturating=saturating: saturating)
+        capsys.readouterr()
+        assert main(["translate", "--model", str(tiny_run), "--input", str(src), "--output",
+                     str(tmp_path / "out.en"), "--device", "cpu", "--int8"]) == 0
+        err = capsys.readouterr().err
+        assert ("no avx512_vnni" in err and "1.34x" in err) == saturating
