@@ -33,6 +33,34 @@ def tiny_run(tmp_path_factory, tiny_corpus) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def finetune_corpus(tmp_path_factory):
+    """(root, config tree) of a 40-pair corpus for the fine-tuning tests."""
+    root = tmp_path_factory.mktemp("finetune")
+    return root, tiny_config_tree(write_corpus(root, "train", 40), write_corpus(root, "dev", 4, offset=5000))
+
+
+@pytest.fixture(scope="session")
+def finetune_parent(finetune_corpus) -> Path:
+    """A model trained long enough to be well off its initialisation (fine-tuning's parent)."""
+    import rnmt
+
+    root, tree = finetune_corpus
+    rnmt.train(tree, ["train.max_steps=40", "train.lr=0.01", "train.warmup_steps=1", "train.validate_every=1000"],
+               out=root / "parent", log=lambda *_: None)
+    return root / "parent"
+
+
+@pytest.fixture
+def kernels_on():
+    """The C++ kernels on (built if they can be) whatever RNMT_KERNELS says: for the tests
+    that compare them with their fallbacks (`pytestmark = pytest.mark.usefixtures(...)`)."""
+    from rnmt import kernels
+
+    with kernels.use(True):
+        yield
+
+
 def pytest_addoption(parser):
     parser.addoption("--device", default="cpu",
                      help="device of the tests marked on_device (cpu, cuda, cuda:N): "

@@ -9,12 +9,8 @@ import pytest
 
 from rnmt import kernels
 
-
-@pytest.fixture(autouse=True)
-def _kernels_on():
-    """Tests here compare the kernels with the fallbacks whatever RNMT_KERNELS says."""
-    with kernels.use(True):
-        yield
+# the kernels against their fallbacks whatever RNMT_KERNELS says
+pytestmark = pytest.mark.usefixtures("kernels_on")
 
 
 HOLD_LOCK = """

@@ -5,14 +5,8 @@ import sys
 
 import pytest
 
-from rnmt import kernels
-
-
-@pytest.fixture(autouse=True)
-def _kernels_on():
-    """Tests here compare the kernels with the fallbacks whatever RNMT_KERNELS says."""
-    with kernels.use(True):
-        yield
+# the kernels against their fallbacks whatever RNMT_KERNELS says
+pytestmark = pytest.mark.usefixtures("kernels_on")
 
 
 def test_the_environment_switch_is_read_once_per_process():

@@ -15,12 +15,8 @@ from rnmt.modules.multihead import MultiHeadAdditiveAttention
 from rnmt.modules.scores import _FusedAdditiveScores, additive_scores
 from tests.support import HAVE_COMPILER, needs_kernel
 
-
-@pytest.fixture(autouse=True)
-def _kernels_on():
-    """Tests here compare the kernels with the fallbacks whatever RNMT_KERNELS says."""
-    with kernels.use(True):
-        yield
+# the kernels against their fallbacks whatever RNMT_KERNELS says
+pytestmark = pytest.mark.usefixtures("kernels_on")
 
 
 @needs_kernel

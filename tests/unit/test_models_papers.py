@@ -16,14 +16,6 @@ from rnmt.modules.luong import LuongAttention
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def tiny(arch: str, **kw) -> torch.nn.Module:
     cfg = ModelConfig(arch=arch, emb_size=6, hidden_size=8, **kw)
     torch.manual_seed(0)

@@ -26,15 +26,6 @@ SRC_V, TGT_V = 23, 19
 TINY = ["model.emb_size=8", "model.hidden_size=12", "model.dropout=0.0", "model.rnn_dropout=0.0"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models run fastest on one thread (and do not crowd a shared machine)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def tiny_model(path: Path):
     cfg = load_config(path, TINY)
     cfg.model.attention_heads = min(cfg.model.attention_heads, 4)
