@@ -85,3 +85,37 @@ def assert_one_line(err: str, *needles: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     for needle in needles:
         assert needle in lines[0], err
+
+
+def tiny_reproduction_corpus(root: Path, name: str = "tiny-es-en", test: bool = True) -> Path:
+    """A corpus directory of the sample's shortest verses (120 train, 8 dev, 10 test pairs):
+    fast to train on and to decode, for `rnmt reproduce` tests."""
+    directory = root / name
+    directory.mkdir(parents=True)
+    splits = {"train": 120, "dev": 8}
+    if test:
+        splits["test"] = 10
+    for split, n in splits.items():
+        src = (SAMPLE / f"{split}.es").read_text(encoding="utf-8").splitlines()
+        tgt = (SAMPLE / f"{split}.en").read_text(encoding="utf-8").splitlines()
+        pairs = sorted(zip(src, tgt), key=lambda p: len(p[0].split()))[:n]
+        for lang, lines in (("es", [p[0] for p in pairs]), ("en", [p[1] for p in pairs])):
+            (directory / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return directory
+
+
+def tiny_reproduction_settings(**changes):
+    """`rnmt.reproduce` settings for a reproduction of a few updates at toy sizes."""
+    from rnmt.reproduce import Settings
+
+    values = dict(updates=3, emb_size=8, hidden_size=16, vocab_size=120, dev_sentences=4,
+                  validate_every=2, log_every=1, seeds=[1, 2], threads=1, device="cpu", bootstrap=20)
+    values.update(changes)
+    return Settings(**values)
+
+
+class MessageLog(list):
+    """A log callback that keeps its messages."""
+
+    def __call__(self, msg: str) -> None:
+        self.append(msg)

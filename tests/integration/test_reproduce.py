@@ -10,49 +10,19 @@ import pytest
 
 from rnmt.cli import main
 from rnmt.errors import UserError
-from rnmt.reproduce import Settings, reproduce_paper
+from rnmt.reproduce import reproduce_paper
 from rnmt.reproduce.corpus import resolve_corpus
-from rnmt.reproduce.spec import repository_root
 from rnmt.reproduce.system import training_speed
-
-SAMPLE = repository_root() / "data" / "sample"
-
-
-def _tiny_corpus(root: Path, name: str = "tiny-es-en", test: bool = True) -> Path:
-    """The shortest verses of the sample: fast to train on and to decode."""
-    directory = root / name
-    directory.mkdir(parents=True)
-    splits = {"train": 120, "dev": 8}
-    if test:
-        splits["test"] = 10
-    for split, n in splits.items():
-        src = (SAMPLE / f"{split}.es").read_text(encoding="utf-8").splitlines()
-        tgt = (SAMPLE / f"{split}.en").read_text(encoding="utf-8").splitlines()
-        pairs = sorted(zip(src, tgt), key=lambda p: len(p[0].split()))[:n]
-        for lang, lines in (("es", [p[0] for p in pairs]), ("en", [p[1] for p in pairs])):
-            (directory / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return directory
-
-
-def _settings(**changes) -> Settings:
-    values = dict(updates=3, emb_size=8, hidden_size=16, vocab_size=120, dev_sentences=4,
-                  validate_every=2, log_every=1, seeds=[1, 2], threads=1, device="cpu", bootstrap=20)
-    values.update(changes)
-    return Settings(**values)
-
-
-class Log(list):
-    def __call__(self, msg: str) -> None:
-        self.append(msg)
+from tests.support import MessageLog, tiny_reproduction_corpus, tiny_reproduction_settings
 
 
 @pytest.fixture(scope="module")
 def tiny_reproduction(tmp_path_factory):
     root = tmp_path_factory.mktemp("repro")
-    corpus = _tiny_corpus(root)
+    corpus = tiny_reproduction_corpus(root)
     out = root / "results"
-    log = Log()
-    summary = reproduce_paper("atr", _settings(), out, str(corpus), systems=["rnnsearch-atr"], log=log)
+    log = MessageLog()
+    summary = reproduce_paper("atr", tiny_reproduction_settings(), out, str(corpus), systems=["rnnsearch-atr"], log=log)
     return {"root": root, "corpus": corpus, "out": out, "log": log, "summary": summary}
 
 
@@ -115,8 +85,9 @@ def test_readme_table_has_the_expected_columns(tiny_reproduction):
 def test_a_second_call_skips_finished_systems(tiny_reproduction):
     out = tiny_reproduction["out"]
     before = {p.name: p.stat().st_mtime_ns for p in (out / "atr").glob("*.json") if p.name != "results.json"}
-    log = Log()
-    reproduce_paper("atr", _settings(), out, str(tiny_reproduction["corpus"]), systems=["rnnsearch-atr"], log=log)
+    log = MessageLog()
+    reproduce_paper("atr", tiny_reproduction_settings(), out, str(tiny_reproduction["corpus"]),
+                    systems=["rnnsearch-atr"], log=log)
     assert any("4 runs of 2 systems, 0 to do" in m for m in log)
     assert not any("training for" in m or ": decoding" in m for m in log)
     after = {p.name: p.stat().st_mtime_ns for p in (out / "atr").glob("*.json") if p.name != "results.json"}
@@ -128,8 +99,8 @@ def test_a_trained_system_is_decoded_without_training_and_a_stopped_one_resumes(
     out = tiny_reproduction["out"] / "atr"
     run = out / "runs" / "rnnsearch-atr.seed2"
     (out / "rnnsearch-atr.seed2.json").unlink()
-    log = Log()
-    reproduce_paper("atr", _settings(), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
+    log = MessageLog()
+    reproduce_paper("atr", tiny_reproduction_settings(), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
                     systems=["rnnsearch-atr"], log=log)
     assert any("already trained, decoding only" in m for m in log)
     assert (out / "rnnsearch-atr.seed2.json").is_file()
@@ -137,8 +108,8 @@ def test_a_trained_system_is_decoded_without_training_and_a_stopped_one_resumes(
     steps = json.loads((run / "trained.json").read_text(encoding="utf-8"))["steps"]
     (out / "rnnsearch-atr.seed2.json").unlink()
     (run / "trained.json").unlink()  # as if the process had been killed during training
-    log = Log()
-    reproduce_paper("atr", _settings(), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
+    log = MessageLog()
+    reproduce_paper("atr", tiny_reproduction_settings(), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
                     systems=["rnnsearch-atr"], log=log)
     assert any("resuming the stopped training run" in m for m in log)
     record = json.loads((out / "rnnsearch-atr.seed2.json").read_text(encoding="utf-8"))
@@ -147,12 +118,13 @@ def test_a_trained_system_is_decoded_without_training_and_a_stopped_one_resumes(
 
 def test_changed_settings_are_refused(tiny_reproduction):
     with pytest.raises(UserError, match="updates"):
-        reproduce_paper("atr", _settings(updates=5), tiny_reproduction["out"], str(tiny_reproduction["corpus"]),
-                        systems=["rnnsearch-atr"], log=Log())
+        reproduce_paper("atr", tiny_reproduction_settings(updates=5), tiny_reproduction["out"],
+                        str(tiny_reproduction["corpus"]),
+                        systems=["rnnsearch-atr"], log=MessageLog())
 
 
 def test_command_line_runs_a_paper(tmp_path, capsys):
-    corpus = _tiny_corpus(tmp_path)
+    corpus = tiny_reproduction_corpus(tmp_path)
     code = main(["reproduce", "cseq2seq", "--systems", "seq2seq", "--updates", "2", "--seeds", "3", "--dims", "8,16",
                  "--vocab-size", "120", "--data", str(corpus), "--out", str(tmp_path / "results"),
                  "--dev-sentences", "4", "--validate-every", "2", "--threads", "1", "--device", "cpu",
@@ -167,15 +139,16 @@ def test_command_line_runs_a_paper(tmp_path, capsys):
 
 
 def test_a_corpus_without_test_split_uses_half_of_dev(tmp_path):
-    corpus = resolve_corpus(str(_tiny_corpus(tmp_path, "small-es-en", test=False)), None, None, tmp_path / "work",
-                            log=Log())
+    corpus = resolve_corpus(str(tiny_reproduction_corpus(tmp_path, "small-es-en", test=False)), None, None,
+                            tmp_path / "work",
+                            log=MessageLog())
     assert (corpus.src, corpus.tgt) == ("es", "en")
     assert (corpus.dev_pairs, corpus.test_pairs) == (4, 4)
     assert "second half of dev" in corpus.note
-    plain = _rename_languages(_tiny_corpus(tmp_path, "plain"))
+    plain = _rename_languages(tiny_reproduction_corpus(tmp_path, "plain"))
     with pytest.raises(UserError, match="--src and --tgt"):
-        resolve_corpus(str(plain), None, None, tmp_path / "work2", log=Log())
-    assert resolve_corpus(str(plain), "xx", "yy", tmp_path / "work3", log=Log()).test_pairs == 10
+        resolve_corpus(str(plain), None, None, tmp_path / "work2", log=MessageLog())
+    assert resolve_corpus(str(plain), "xx", "yy", tmp_path / "work3", log=MessageLog()).test_pairs == 10
 
 
 def _rename_languages(directory: Path) -> Path:
@@ -195,10 +168,11 @@ def test_training_speed_counts_every_step_once_after_a_resume(tmp_path):
 
 
 def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_plateau(tmp_path):
-    corpus = _tiny_corpus(tmp_path)
+    corpus = tiny_reproduction_corpus(tmp_path)
     out = tmp_path / "results"
-    settings = _settings(updates=40, converge=True, patience=1, plateau_patience=1, seeds=[1], dev_sentences=0)
-    summary = reproduce_paper("atr", settings, out, str(corpus), systems=["rnnsearch-atr"], log=Log())
+    settings = tiny_reproduction_settings(updates=40, converge=True, patience=1, plateau_patience=1, seeds=[1],
+                                          dev_sentences=0)
+    summary = reproduce_paper("atr", settings, out, str(corpus), systems=["rnnsearch-atr"], log=MessageLog())
     results = out / "atr-converged"
     assert not (out / "atr").exists() and (results / "README.md").is_file()
     record = json.loads((results / "rnnsearch-gru.json").read_text())
@@ -224,7 +198,7 @@ def test_a_run_stopped_by_a_signal_is_not_taken_for_trained(tmp_path, monkeypatc
     from rnmt.reproduce import system
     from rnmt.training.trainer import Trainer
 
-    corpus = _tiny_corpus(tmp_path)
+    corpus = tiny_reproduction_corpus(tmp_path)
     out = tmp_path / "results"
     real_run = Trainer.run
 
@@ -236,11 +210,12 @@ def test_a_run_stopped_by_a_signal_is_not_taken_for_trained(tmp_path, monkeypatc
 
     monkeypatch.setattr(Trainer, "run", interrupted)
     with pytest.raises(UserError, match="stopped by SIGTERM at update 2; run the same command again"):
-        reproduce_paper("atr", _settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"], log=Log())
+        reproduce_paper("atr", tiny_reproduction_settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"],
+                        log=MessageLog())
     run_dir = out / "atr" / "runs" / "rnnsearch-gru"
     assert not (run_dir / system.TRAINED).exists() and not (out / "atr" / "rnnsearch-gru.json").exists()
     monkeypatch.setattr(Trainer, "run", real_run)
-    log = Log()
-    reproduce_paper("atr", _settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"], log=log)
+    log = MessageLog()
+    reproduce_paper("atr", tiny_reproduction_settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"], log=log)
     assert any("resuming the stopped training run" in m for m in log)
     assert json.loads((out / "atr" / "rnnsearch-gru.json").read_text())["steps"] == 3
