@@ -52,6 +52,16 @@ def finetune_parent(finetune_corpus) -> Path:
 
 
 @pytest.fixture
+def src_file(tmp_path) -> Path:
+    """A source file of `GENESIS_LINES` (tests/support.py)."""
+    from tests.support import GENESIS_LINES
+
+    path = tmp_path / "in.es"
+    path.write_text("\n".join(GENESIS_LINES) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
 def kernels_on():
     """The C++ kernels on (built if they can be) whatever RNMT_KERNELS says: for the tests
     that compare them with their fallbacks (`pytestmark = pytest.mark.usefixtures(...)`)."""

@@ -119,3 +119,15 @@ class MessageLog(list):
 
     def __call__(self, msg: str) -> None:
         self.append(msg)
+
+
+# Five source lines for the translate command's tests, a blank one among them.
+GENESIS_LINES = ["Y dijo Dios: Sea la luz.", "", "Y vio Dios que la luz era buena.", "Y llamó Dios á la luz Día",
+                 "y á las tinieblas llamó Noche."]
+
+
+def translate(*args) -> int:
+    """``rnmt translate ARGS`` through `rnmt.cli.main` in this process; its exit code."""
+    from rnmt.cli import main
+
+    return main(["translate", *map(str, args)])

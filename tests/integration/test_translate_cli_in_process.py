@@ -5,45 +5,31 @@ from __future__ import annotations
 import pytest
 
 import rnmt
-from rnmt.cli import main
-
-SOURCE = ["Y dijo Dios: Sea la luz.", "", "Y vio Dios que la luz era buena.", "Y llamó Dios á la luz Día",
-          "y á las tinieblas llamó Noche."]
-
-
-@pytest.fixture
-def src(tmp_path):
-    path = tmp_path / "in.es"
-    path.write_text("\n".join(SOURCE) + "\n", encoding="utf-8")
-    return path
-
-
-def translate(*args) -> int:
-    return main(["translate", *map(str, args)])
+from tests.support import GENESIS_LINES, translate
 
 
 def read(path) -> list:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-def test_chunks_give_the_file_translation_in_order(tiny_run, src, tmp_path):
+def test_chunks_give_the_file_translation_in_order(tiny_run, src_file, tmp_path):
     whole, chunked = tmp_path / "whole", tmp_path / "chunked"
-    assert translate("--model", tiny_run, "--input", src, "--output", whole, "--nbest", "2", "--beam", "2") == 0
-    assert translate("--model", tiny_run, "--input", src, "--output", chunked, "--nbest", "2", "--beam", "2",
+    assert translate("--model", tiny_run, "--input", src_file, "--output", whole, "--nbest", "2", "--beam", "2") == 0
+    assert translate("--model", tiny_run, "--input", src_file, "--output", chunked, "--nbest", "2", "--beam", "2",
                      "--chunk-lines", "2") == 0
     assert read(chunked) == read(whole)
     assert [int(line.split(" ||| ")[0]) for line in read(whole)] == [0, 0, 1, 2, 2, 3, 3, 4, 4]
 
 
-def test_scores_give_one_log_probability_per_piece(tiny_run, src, tmp_path):
+def test_scores_give_one_log_probability_per_piece(tiny_run, src_file, tmp_path):
     out = tmp_path / "out"
-    assert translate("--model", tiny_run, "--input", src, "--output", out, "--beam", "2", "--scores",
+    assert translate("--model", tiny_run, "--input", src_file, "--output", out, "--beam", "2", "--scores",
                      "--normalize", "none") == 0
     rows = [line.split("\t") for line in read(out)]
-    assert len(rows) == len(SOURCE) and all(len(r) == 3 for r in rows)
+    assert len(rows) == len(GENESIS_LINES) and all(len(r) == 3 for r in rows)
     assert rows[1] == ["", "", ""]  # a blank line: no text, no scores
     model = rnmt.load(tiny_run, device="cpu")
-    best = model.translate(SOURCE, beam=2, nbest=2, normalize="none")
+    best = model.translate(GENESIS_LINES, beam=2, nbest=2, normalize="none")
     for (text, logprobs, pieces), hyps in zip(rows, best):
         if text:
             values = [float(x) for x in logprobs.split()]
@@ -52,23 +38,23 @@ def test_scores_give_one_log_probability_per_piece(tiny_run, src, tmp_path):
             assert sum(values) == pytest.approx(hyps[0].score, abs=1e-2)  # the search's own log-probability
 
 
-def test_prefix_file_starts_each_output(tiny_run, src, tmp_path):
+def test_prefix_file_starts_each_output(tiny_run, src_file, tmp_path):
     prefixes, out = tmp_path / "prefix.en", tmp_path / "out"
     prefixes.write_text("And God said\n\n\nThen\nAnd the darkness\n", encoding="utf-8")
-    assert translate("--model", tiny_run, "--input", src, "--output", out, "--prefix", prefixes,
+    assert translate("--model", tiny_run, "--input", src_file, "--output", out, "--prefix", prefixes,
                      "--chunk-lines", "2") == 0
     got = read(out)
     assert got[0].startswith("And God said") and got[3].startswith("Then") and got[4].startswith("And the darkness")
     assert got[1] == ""
 
 
-def test_same_seed_same_samples_through_the_command(tiny_run, src, tmp_path):
+def test_same_seed_same_samples_through_the_command(tiny_run, src_file, tmp_path):
     outputs = []
     for k, chunk in enumerate(["5000", "2", "5000"]):
         out = tmp_path / f"out{k}"
         seed = "7" if k < 2 else "8"
-        assert translate("--model", tiny_run, "--input", src, "--output", out, "--sample", "--topk", "20",
+        assert translate("--model", tiny_run, "--input", src_file, "--output", out, "--sample", "--topk", "20",
                          "--nbest", "2", "--seed", seed, "--chunk-lines", chunk) == 0
         outputs.append(read(out))
     assert outputs[0] == outputs[1] and outputs[0] != outputs[2]
-    assert len(outputs[0]) == 2 * len(SOURCE) - 1  # two samples per line, one for the blank line
+    assert len(outputs[0]) == 2 * len(GENESIS_LINES) - 1  # two samples per line, one for the blank line

@@ -16,21 +16,7 @@ import pytest
 
 import rnmt
 from rnmt.cli import main
-from tests.support import REPO, assert_one_line_error, run_rnmt
-
-SOURCE = ["Y dijo Dios: Sea la luz.", "", "Y vio Dios que la luz era buena.", "Y llamó Dios á la luz Día",
-          "y á las tinieblas llamó Noche."]
-
-
-@pytest.fixture
-def src(tmp_path):
-    path = tmp_path / "in.es"
-    path.write_text("\n".join(SOURCE) + "\n", encoding="utf-8")
-    return path
-
-
-def translate(*args) -> int:
-    return main(["translate", *map(str, args)])
+from tests.support import GENESIS_LINES, REPO, assert_one_line_error, run_rnmt, translate
 
 
 def test_a_line_is_answered_while_the_pipe_stays_open(tiny_run):
@@ -38,7 +24,7 @@ def test_a_line_is_answered_while_the_pipe_stays_open(tiny_run):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
     try:
         answers = []
-        for line in SOURCE[:2]:
+        for line in GENESIS_LINES[:2]:
             proc.stdin.write((line + "\n").encode())
             proc.stdin.flush()
             ready, _, _ = select.select([proc.stdout], [], [], 240)
@@ -52,11 +38,11 @@ def test_a_line_is_answered_while_the_pipe_stays_open(tiny_run):
         proc.kill()
 
 
-def test_progress_bar_with_lines_per_second_on_a_terminal(tiny_run, src):
+def test_progress_bar_with_lines_per_second_on_a_terminal(tiny_run, src_file):
     leader, follower = os.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a new pty is 0 columns wide
     proc = subprocess.Popen([sys.executable, "-m", "rnmt", "translate", "--model", str(tiny_run), "--input",
-                             str(src), "--beam", "2", "--chunk-lines", "2"],
+                             str(src_file), "--beam", "2", "--chunk-lines", "2"],
                             stdout=subprocess.PIPE, stderr=follower, cwd=REPO)
     os.close(follower)
     seen = b""
@@ -78,12 +64,12 @@ def test_progress_bar_with_lines_per_second_on_a_terminal(tiny_run, src):
     assert b"lines/s" in seen and b"5/5" in seen
 
 
-def test_prefix_file_of_another_length_is_refused(tiny_run, src, tmp_path, capsys):
+def test_prefix_file_of_another_length_is_refused(tiny_run, src_file, tmp_path, capsys):
     prefixes = tmp_path / "prefix.en"
     prefixes.write_text("And\nThen\n", encoding="utf-8")
-    assert translate("--model", tiny_run, "--input", src, "--prefix", prefixes) == 2
+    assert translate("--model", tiny_run, "--input", src_file, "--prefix", prefixes) == 2
     assert "has 2 lines but the input" in capsys.readouterr().err
-    piped = run_rnmt("translate", "--model", tiny_run, "--prefix", prefixes, stdin="\n".join(SOURCE) + "\n")
+    piped = run_rnmt("translate", "--model", tiny_run, "--prefix", prefixes, stdin="\n".join(GENESIS_LINES) + "\n")
     assert_one_line_error(piped, "has 2 lines but the input has more")
 
 
@@ -97,21 +83,22 @@ def test_bad_sampling_options_are_one_line_errors(tiny_run, args, needle):
     assert_one_line_error(run_rnmt("translate", "--model", tiny_run, *args, stdin="hola\n"), needle)
 
 
-def test_score_command_gives_one_score_per_pair(tiny_run, src, tmp_path, capsys):
+def test_score_command_gives_one_score_per_pair(tiny_run, src_file, tmp_path, capsys):
     tgt = tmp_path / "tgt.en"
     refs = ["And God said, Let there be light.", "", "And God saw the light.", "And God called the light Day",
             "and the darkness he called Night."]
     tgt.write_text("\n".join(refs) + "\n", encoding="utf-8")
-    assert main(["score", "--model", str(tiny_run), "--src", str(src), "--tgt", str(tgt), "--chunk-lines", "2"]) == 0
+    assert main(["score", "--model", str(tiny_run), "--src", str(src_file), "--tgt", str(tgt),
+                 "--chunk-lines", "2"]) == 0
     scores = [float(x) for x in capsys.readouterr().out.split()]
-    expected = rnmt.load(tiny_run, device="cpu").score(SOURCE, refs)
+    expected = rnmt.load(tiny_run, device="cpu").score(GENESIS_LINES, refs)
     assert scores == pytest.approx([s.log_prob for s in expected], abs=1e-3)
-    assert main(["score", "--model", str(tiny_run), "--src", str(src), "--tgt", str(tgt), "--tokens",
+    assert main(["score", "--model", str(tiny_run), "--src", str(src_file), "--tgt", str(tgt), "--tokens",
                  "--normalize", "length"]) == 0
     rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
     assert [len(r[1].split()) for r in rows] == [len(s.tokens) for s in expected]
     assert float(rows[0][0]) == pytest.approx(expected[0].log_prob / len(expected[0].tokens), abs=1e-3)
     short = tmp_path / "short.en"
     short.write_text("one\n", encoding="utf-8")
-    assert_one_line_error(run_rnmt("score", "--model", tiny_run, "--src", src, "--tgt", short),
+    assert_one_line_error(run_rnmt("score", "--model", tiny_run, "--src", src_file, "--tgt", short),
                           "--tgt", "has 1 lines but the input")
