@@ -55,21 +55,9 @@ if [[ " $PEERS " == *" fairseq "* ]]; then
         "antlr4-python3-runtime==4.8"
     "$work/venv/bin/python" -m pip download --quiet --no-deps --no-binary fairseq "fairseq==0.12.2" -d "$work"
     tar -xzf "$work/fairseq-0.12.2.tar.gz" -C "$work"
-    # As in benchmarks/peers/fairseq/setup.sh: the release lacks the sources of its torch C++
-    # extensions (BASE layers, non-autoregressive models, one example), so they are skipped,
-    # and its setup_requires are dropped (installed above).
-    "$work/venv/bin/python" - "$work/fairseq-0.12.2/setup.py" <<'PY'
-import re
-import sys
-path = sys.argv[1]
-text = open(path).read()
-old = "    from torch.utils import cpp_extension\n"
-assert old in text, "unexpected fairseq setup.py"
-text = text.replace(old, "    raise ImportError('torch C++ extension sources are not in the source release')\n", 1)
-text = re.sub(r"\n\s*setup_requires=\[[^\]]*\],", "", text, count=1)
-assert "setup_requires" not in text, "unexpected fairseq setup.py"
-open(path, "w").write(text)
-PY
+    # As in benchmarks/peers/fairseq/setup.sh: its torch C++ extensions skipped, its
+    # setup_requires dropped (installed above)
+    "$work/venv/bin/python" benchmarks/peers/fairseq/patch_setup.py "$work/fairseq-0.12.2/setup.py"
     "$work/venv/bin/python" -m pip wheel --quiet --no-deps --no-build-isolation -w "$DEST" "$work/fairseq-0.12.2"
 fi
 ls -l "$DEST"

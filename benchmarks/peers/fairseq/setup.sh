@@ -5,7 +5,7 @@
 # Cython extensions; needs a C++ compiler), without build isolation. The source release
 # lacks the sources of its three torch C++ extensions (libbase, libnat and an example's
 # alignment operator; only BASE layers, non-autoregressive models and that example use
-# them), so its setup.py is patched to skip them; the Cython extensions and libbleu are
+# them), so its setup.py is patched to skip them (patch_setup.py); the Cython extensions and libbleu are
 # built as usual (its setup_requires, installed beforehand, are removed as well: current
 # pip would otherwise try to build numpy from source for them). Its requirements are installed separately:
 # hydra-core 1.0.7 and omegaconf 2.0.6 with --no-deps (their
@@ -28,20 +28,7 @@ src="$here/work/src"
 rm -rf "$src" && mkdir -p "$src"
 "$venv/bin/python" -m pip download --quiet --no-deps --no-binary fairseq --no-build-isolation "fairseq==0.12.2" -d "$src"
 tar -xzf "$src/fairseq-0.12.2.tar.gz" -C "$src"
-"$venv/bin/python" - "$src/fairseq-0.12.2/setup.py" <<'PY'
-import re
-import sys
-path = sys.argv[1]
-text = open(path).read()
-old = "    from torch.utils import cpp_extension\n"
-assert old in text, "unexpected fairseq setup.py"
-text = text.replace(old, "    raise ImportError('torch C++ extension sources are not in the source release')\n", 1)
-# its setup_requires (cython, numpy, setuptools) are installed above; left in, current pip
-# would try to build numpy from source for them
-text = re.sub(r"\n\s*setup_requires=\[[^\]]*\],", "", text, count=1)
-assert "setup_requires" not in text, "unexpected fairseq setup.py"
-open(path, "w").write(text)
-PY
+"$venv/bin/python" "$here/patch_setup.py" "$src/fairseq-0.12.2/setup.py"
 pip_in "$venv" --no-deps --no-build-isolation "$src/fairseq-0.12.2"
 fi
 pip_in "$venv" --no-deps "hydra-core==1.0.7" "omegaconf==2.0.6"
