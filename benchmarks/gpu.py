@@ -553,7 +553,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "unit's PyTorch expressions, as before they existed")
     p.add_argument("--deferred-grads", choices=("on", "off"), default="on",
                    help="one weight-gradient accumulation per pass (rnmt/deferred_grads.py; on, the default) "
-                   "or plain autograd's per-step products")
+                   "or plain autograd's per-step products; the models open that scope on the CPU only")
     p.add_argument("--threads", type=int, help="torch CPU threads (train.threads); default: the configs'")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory holding the corpus")
     p.add_argument("--corpus", default="bible-es-en")
