@@ -16,6 +16,7 @@ from rnmt import kernels
 from rnmt.cells import gru_cuda
 from rnmt.cells.gru import GRU
 from rnmt.cells.runner import Bidirectional
+from tests.unit.test_models_zoo import PAPER_CONFIGS, batch, tiny_model
 
 MASK = torch.tensor([[1] * 6, [1] * 3 + [0] * 3, [1] + [0] * 5, [1] * 5 + [0]], dtype=torch.bool)
 
@@ -99,3 +100,39 @@ def test_the_cpu_keeps_its_own_path_and_units_the_gpu_cannot_take_are_left_alone
     with pytest.raises(ValueError, match="everywhere"):
         with gru_cuda.use("gpu"):
             pass
+
+
+# configs with plain GRUs (layer-normalised ones keep their own kernels: the GPU paths decline them)
+GRU_CONFIGS = [p for p in PAPER_CONFIGS if ("cell: gru" in p.read_text() or "enc_cell: gru" in p.read_text())
+               and "layer_norm: true" not in p.read_text()]
+
+
+@pytest.mark.parametrize("path", GRU_CONFIGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_whole_models_score_and_learn_the_same_through_the_gpu_paths(path, monkeypatch):
+    """Every paper config with GRUs, run through the GPU paths' code on the CPU: the same
+    scores and gradients as through the units' expressions (the GPU tests compare the real
+    CUDA kernels with the CPU in tests/unit/test_on_device.py)."""
+    taken = []
+    for name in ("fused_step", "run_bidirectional"):
+        original = getattr(gru_cuda, name)
+        monkeypatch.setattr(gru_cuda, name, lambda *a, _f=original, _n=name: taken.append(_n) or _f(*a))
+
+    model = tiny_model(path).train()
+    for m in model.modules():  # the same dropout draws either way are not guaranteed: none
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+    src, src_mask, tgt_in = batch()
+    results = []
+    for mode in (False, "everywhere"):
+        with gru_cuda.use(mode), kernels.use(False):
+            model.zero_grad()
+            scores = torch.log_softmax(model(src, src_mask, tgt_in).float(), -1)
+            scores.logsumexp(-1).sum().backward()
+            results.append((scores.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                                               if p.grad is not None}))
+    (expected, expected_grads), (got, grads) = results
+    assert taken, "the GPU paths were not taken"
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    assert grads.keys() == expected_grads.keys()
+    for name in grads:
+        torch.testing.assert_close(grads[name], expected_grads[name], atol=1e-5, rtol=1e-4, msg=name)
