@@ -576,13 +576,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     args.paper_dims = tuple(int(x) for x in args.paper_dims.split(",")) if args.paper_dims else None
 
     started = time.perf_counter()
+    from rnmt import deferred_grads
     from rnmt.cells import gru_cuda
     from rnmt.device import pick_device
 
-    gru_paths = gru_cuda.use(args.gru_cuda == "on")
-    gru_paths.__enter__()  # for the whole process
-    from rnmt import deferred_grads
-
+    # the two switches hold for the whole process
+    gru_cuda.use(args.gru_cuda == "on").__enter__()
     deferred_grads.enabled(args.deferred_grads == "on").__enter__()
 
     device = pick_device(args.device)

@@ -74,15 +74,16 @@ class GRU(Cell):
         d = self.hidden_size
         if not return_gates and ln_gates.applies(self, px, state):
             return ln_gates.ln_gates(self, px, self.recurrent_product(state), state)
-        if not return_gates and gru_cuda.step_applies(self, px, state):
-            # on a GPU: PyTorch's fused CUDA cell, one kernel each way (rnmt/cells/gru_cuda.py)
-            return gru_cuda.fused_step(self, px, self.recurrent_product(state, self._recurrent_bias()), state)
         if not return_gates and self._fused_applies(px, state):
             # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
             # in training one autograd node with a one-sweep backward; in fp32 under bf16
             # autocast too (`rnmt.precision`).
             rec = self.recurrent_product(state, self._recurrent_bias())
             return self._fused_gates(precision.fp32(px), precision.fp32(rec), precision.fp32(state))
+        if not return_gates and gru_cuda.step_applies(self, px, state):
+            # on a GPU: PyTorch's fused CUDA cell, one kernel each way (rnmt/cells/gru_cuda.py);
+            # after the CPU kernel's test, so a CPU step pays nothing for it
+            return gru_cuda.fused_step(self, px, self.recurrent_product(state, self._recurrent_bias()), state)
         # split, not slicing: one backward node per split instead of a zero-filled
         # full-width gradient per slice.
         px_gates, px_h = px.split((2 * d, d), dim=1)

@@ -16,6 +16,7 @@ from rnmt.cells import gru_cuda
 from rnmt.cells.gru import GRU
 from rnmt.cells.runner import Bidirectional
 from rnmt.search.beam import beam_search
+from tests.unit.test_gru_cuda import MASK
 from tests.unit.test_models_zoo import PAPER_CONFIGS, _name, batch, tiny_model
 
 pytestmark = pytest.mark.on_device
@@ -73,7 +74,7 @@ def test_the_cuda_gru_paths_compute_the_units_expressions(reset_bias, gpu):
         for p in layer.parameters():
             p.uniform_(-0.5, 0.5)
     x = torch.randn(4, 6, 5, device=gpu, requires_grad=True)
-    mask = torch.tensor([[1] * 6, [1] * 3 + [0] * 3, [1] + [0] * 5, [1] * 5 + [0]], dtype=torch.bool, device=gpu)
+    mask = MASK.to(gpu)
     h = torch.randn(4, 7, device=gpu, requires_grad=True)
     outs = []
     for mode in (False, True):
