@@ -175,6 +175,12 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     ``max_len[b]`` bounds the output length of sentence b (EOS included): at that step only
     EOS is allowed, so every sentence ends with finished hypotheses. ``should_stop`` is
     checked before every step, as in `greedy_search`.
+
+    A step's bookkeeping stays on the device and asks the host one thing (how many
+    hypotheses finished and how many sentences are done), plus, on steps where some
+    finished, their tokens and scores in one transfer: on a GPU each extra operation or
+    transfer costs a kernel launch or a synchronisation, which is what a step's time is made
+    of at translation batch sizes (docs/performance.md, "Decoding").
     """
     B, K, device = src.size(0), beam, src.device
     memory = model.encode(src, src_mask)
@@ -182,58 +188,77 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     shared = model.beam_shares_memory  # one memory row per sentence, else one per hypothesis
     if not shared:
         memory = repeat_rows(memory, K)
-    sent_ids = torch.arange(B, device=device)  # original index of each sentence still searching
+    sent_ids = list(range(B))  # original index of each sentence still searching
     max_len = max_len.to(device)
+    limits = max_len.tolist()
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: only the first may expand
     history = torch.full((B * K, 0), model.bos_id, dtype=torch.long, device=device)
     attn_history = None
     prev = torch.full((B * K,), model.bos_id, dtype=torch.long, device=device)
+    counts = torch.zeros(B, dtype=torch.long, device=device)  # finished hypotheses per sentence
+    specials = torch.tensor([model.pad_id, model.bos_id], device=device)
     finished: List[List[SearchHypothesis]] = [[] for _ in range(B)]
+    first_rows = first_rows_of(B, K, device)
+    top_ranks = None
     t = 0
-    while sent_ids.numel() > 0:
+    while sent_ids:
         _check(should_stop)
-        b = sent_ids.numel()
+        b = len(sent_ids)
         log_probs, state, extras = model.step(prev, state, memory)
         V = log_probs.size(-1)
-        log_probs = _mask_specials(log_probs, model)
-        _force_eos(log_probs, (t + 1 >= max_len).repeat_interleave(K), model.eos_id)
+        log_probs.index_fill_(1, specials, float("-inf"))
+        if t + 1 >= min(limits):
+            _force_eos(log_probs, (t + 1 >= max_len).repeat_interleave(K), model.eos_id)
         if return_attention:
             step_attn = extras["attention"].unsqueeze(1)
             attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
         top_scores, top_beam, top_tok = best_extensions(scores, log_probs, min(2 * K, K * V))
+        if top_ranks is None:  # a finished hypothesis must rank among the K best
+            top_ranks = torch.arange(top_scores.size(1), device=device) < K
         is_eos = top_tok == model.eos_id
-        rank = torch.arange(top_scores.size(1), device=device).expand_as(top_scores)
-        finalize = is_eos & (rank < K) & torch.isfinite(top_scores)
-
-        # Finished hypotheses: one transfer to the host per step.
-        if bool(finalize.any()):
-            lp = length_penalty(float(t + 1), alpha, normalize)
-            rows = (torch.arange(b, device=device).unsqueeze(1) * K + top_beam)[finalize]
-            sents = torch.nonzero(finalize)[:, 0]
-            for row, sent, logp in zip(rows.tolist(), sents.tolist(), top_scores[finalize].tolist()):
-                hyp_attn = attn_history[row].cpu() if attn_history is not None else None
-                finished[int(sent_ids[sent])].append(
-                    SearchHypothesis(history[row].tolist(), logp / lp, logp, hyp_attn))
+        finalize = is_eos & top_ranks & torch.isfinite(top_scores)
+        cand_rows = first_rows + top_beam  # each candidate's row in the batch
 
         # The K best hypotheses that did not end continue.
         alive_scores, pick = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=-1)
-        alive_beam = top_beam.gather(1, pick)
+        alive_rows = cand_rows.gather(1, pick).view(-1)
         alive_tok = top_tok.gather(1, pick)
-        rows = (torch.arange(b, device=device).unsqueeze(1) * K + alive_beam).view(-1)
-        history = torch.cat([history.index_select(0, rows), alive_tok.view(-1, 1)], 1)
-        if attn_history is not None:
-            attn_history = attn_history.index_select(0, rows)
-        state = select(state, rows)
-        scores, prev = alive_scores, alive_tok.view(-1)
+        new_finished = finalize.sum(1)
+        counts += new_finished
+        # topk sorts: a sentence with no finite score left has a non-finite one first.
+        done = (counts >= K) | ~torch.isfinite(alive_scores[:, 0])
+        n_finished, n_done = torch.stack([new_finished.sum(), done.sum()]).tolist()  # the one sync
 
-        counts = torch.tensor([len(finished[i]) for i in sent_ids.tolist()], device=device)
-        done = (counts >= K) | ~torch.isfinite(scores).any(dim=1)
-        scores = scores.masked_fill(done.unsqueeze(1), float("-inf"))
-        if compaction_due(int(done.sum()), b):
+        if n_finished:  # their tokens, sentences and scores in one transfer each
+            lp = length_penalty(float(t + 1), alpha, normalize)
+            where = finalize.view(-1).nonzero().squeeze(1)
+            rows = cand_rows.view(-1).index_select(0, where)
+            tokens = history.index_select(0, rows).tolist()
+            attn = attn_history.index_select(0, rows).cpu() if attn_history is not None else None
+            for i, (cand, logp) in enumerate(zip(where.tolist(), top_scores.view(-1).index_select(0, where).tolist())):
+                finished[sent_ids[cand // top_scores.size(1)]].append(
+                    SearchHypothesis(tokens[i], logp / lp, logp, attn[i] if attn is not None else None))
+
+        history = torch.cat([history.index_select(0, alive_rows), alive_tok.view(-1, 1)], 1)
+        if attn_history is not None:
+            attn_history = attn_history.index_select(0, alive_rows)
+        state = select(state, alive_rows)
+        scores, prev = alive_scores.masked_fill(done.unsqueeze(1), float("-inf")), alive_tok.view(-1)
+        if n_done == b:
+            break
+        if compaction_due(n_done, b):
             keep = torch.nonzero(~done).squeeze(1)
-            sent_ids, max_len, scores = sent_ids[keep], max_len[keep], scores[keep]
+            kept = keep.tolist()
+            sent_ids, limits = [sent_ids[i] for i in kept], [limits[i] for i in kept]
+            max_len, scores, counts = max_len[keep], scores[keep], counts[keep]
             memory, state, history, prev, attn_history = compact_rows(
                 keep, K, shared, memory, state, history, prev, attn_history)
+            first_rows = first_rows_of(len(kept), K, device)
         t += 1
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+
+
+def first_rows_of(b: int, K: int, device: torch.device) -> Tensor:
+    """[b, 1]: the batch row of each sentence's first hypothesis."""
+    return torch.arange(b, device=device).unsqueeze(1) * K
