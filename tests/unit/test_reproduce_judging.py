@@ -185,3 +185,22 @@ def test_the_bf16_protocol_pairs_each_system_with_itself_in_fp32():
         assert {k: v for k, v in a.recipe.items() if k != "train.amp"} == \
             {k: v for k, v in b.recipe.items() if k != "train.amp"}
     assert set(spec.seeded) == {s.name for s in spec.systems}
+
+
+def test_every_system_trains_with_its_recipes_optimiser():
+    """The family recipes' rate (2e-3 with warm-up) is Adam's; a paper config that names
+    another optimiser (the Cseq2seq systems' Adadelta) must not slip through a protocol whose
+    recipe forgets to name Adam: at that rate Adadelta left the bf16 protocol's RNNSearch
+    near the uniform distribution after 2,000 updates (0.01 BLEU)."""
+    from pathlib import Path
+
+    from rnmt.reproduce.corpus import Corpus
+    from rnmt.reproduce.system import Settings, miniature_config, plan_runs
+
+    corpus = Corpus("c", "de", "en", Path("train"), Path("dev"), Path("test"), 1, 1, 1)
+    for paper in (*PAPERS, "bf16"):
+        spec = load_paper(paper)
+        for run in plan_runs(spec, spec.systems + spec.optional_systems, [1]):
+            cfg = miniature_config(run, spec, corpus, Path("spm.model"), Path("cache"), Settings())
+            assert cfg.train.optimizer == "adam", (paper, run.name)
+            assert cfg.train.lr == spec.recipe["train.lr"], (paper, run.name)
