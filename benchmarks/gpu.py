@@ -307,6 +307,17 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
         d = row["decode"]
         log(f"    decoding {d['sentences']} sentences, beam {d['beam']}: {d['sentences_per_s']:.1f} sentences/s, "
             f"{d['output_tokens_per_s']:,.0f} output tok/s")
+        if args.step_graphs and device.type == "cuda" and precision == "fp32":
+            # The same sentences again with the step replayed from CUDA graphs (rnmt/search/step_graphs.py).
+            from rnmt.search import step_graphs
+
+            reset_memory(device)
+            with step_graphs.use(True):
+                row["decode_graphs"] = decode(trainer, sources, args.beam, device, precision, args.decode_chunk,
+                                              args.decode_seconds)
+            g = row["decode_graphs"]
+            log(f"    the same with CUDA graphs: {g['sentences_per_s']:.1f} sentences/s, "
+                f"{g['output_tokens_per_s']:,.0f} output tok/s ({g['sentences_per_s'] / d['sentences_per_s']:.2f}x)")
     if args.profile and name in args.profile_systems:
         profiles.append(profile_text(f"{name} {precision}: one training update",
                                      lambda: trainer.train_step([next(batches)]), device, args.profile_rows))
@@ -470,12 +481,20 @@ def ratios(payload: Dict[str, Any]) -> None:
         b = (theirs.get("decode") or {}).get("sentences_per_s")
         if a and b:
             dec[key] = a / b
+        g = (ours.get("decode_graphs") or {}).get("sentences_per_s")
+        if g and b:
+            dec[f"{key} with CUDA graphs"] = g / b
     payload["train_ratio_vs_fairseq"] = train
     payload["decode_ratio_vs_fairseq"] = dec
 
 
 def _f(v, spec: str) -> str:
     return "-" if v is None else format(v, spec)
+
+
+def _graphs(row: Dict[str, Any]) -> str:
+    g = (row.get("decode_graphs") or {}).get("sentences_per_s")
+    return "" if g is None else f" ({g:.1f} with CUDA graphs)"
 
 
 def table(payload: Dict[str, Any]) -> str:
@@ -492,7 +511,7 @@ def table(payload: Dict[str, Any]) -> str:
             f"| {r['label']} | {r['precision']} | {_f(r.get('parameters') and r['parameters'] / 1e6, '.2f')}M "
             f"| {_f(t.get('target_tokens_per_s'), ',.0f')} "
             f"| {_f(t.get('seconds_per_update_mean') and t['seconds_per_update_mean'] * 1000, '.1f')} "
-            f"| {_f(mem, ',.0f')} | {_f(d.get('sentences_per_s'), '.1f')} "
+            f"| {_f(mem, ',.0f')} | {_f(d.get('sentences_per_s'), '.1f')}{_graphs(r)} "
             f"| {_f(d.get('output_tokens_per_s'), ',.0f')} "
             f"| {_f(d.get('peak_allocated_mib'), ',.0f')} | {r['status']}{': ' + r['note'] if r.get('note') else ''} |")
     if payload["paper_sizes"]:
@@ -554,6 +573,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--deferred-grads", choices=("on", "off"), default="on",
                    help="one weight-gradient accumulation per pass (rnmt/deferred_grads.py; on, the default) "
                    "or plain autograd's per-step products; the models open that scope on the CPU only")
+    p.add_argument("--step-graphs", action="store_true",
+                   help="decode fp32 rows a second time with beam search's step replayed from CUDA graphs "
+                   "(rnmt/search/step_graphs.py): `decode_graphs` beside `decode`")
     p.add_argument("--threads", type=int, help="torch CPU threads (train.threads); default: the configs'")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory holding the corpus")
     p.add_argument("--corpus", default="bible-es-en")

@@ -21,6 +21,7 @@ import torch
 from torch import Tensor
 
 from rnmt.models.base import TensorDict, TranslationModel, repeat_rows, select
+from rnmt.search import step_graphs
 
 
 @dataclass
@@ -135,6 +136,7 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     ``should_stop`` is called before every step; when it returns True the search raises
     `SearchStopped` (a server abandons the work of requests whose deadline passed)."""
     B = src.size(0)
+    step = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
     prev = src.new_full((B,), model.bos_id)
@@ -143,15 +145,15 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     lengths = torch.zeros(B, dtype=torch.long, device=src.device)
     for t in range(int(max_len.max())):
         _check(should_stop)
-        log_probs, state, extras = model.step(prev, state, memory)
+        log_probs, state, extras = step(prev, state, memory)
         log_probs = _mask_specials(log_probs, model)
         _force_eos(log_probs, (t + 1 >= max_len) & ~finished, model.eos_id)
         best, prev = log_probs.max(dim=-1)
         logprob += best.masked_fill(finished, 0.0)
         lengths += (~finished).long()
         tokens.append(prev)
-        if return_attention:
-            attn.append(extras["attention"])
+        if return_attention:  # a copy: a graphed step's outputs are overwritten by the next step
+            attn.append(extras["attention"] if step is model.step else extras["attention"].clone())
         finished |= prev == model.eos_id
         if bool(finished.all()):
             break
@@ -183,6 +185,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     of at translation batch sizes (docs/performance.md, "Decoding").
     """
     B, K, device = src.size(0), beam, src.device
+    step = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
     memory = model.encode(src, src_mask)
     state = repeat_rows(model.init_state(memory), K)
     shared = model.beam_shares_memory  # one memory row per sentence, else one per hypothesis
@@ -205,7 +208,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     while sent_ids:
         _check(should_stop)
         b = len(sent_ids)
-        log_probs, state, extras = model.step(prev, state, memory)
+        log_probs, state, extras = step(prev, state, memory)
         V = log_probs.size(-1)
         log_probs.index_fill_(1, specials, float("-inf"))
         if t + 1 >= min(limits):

@@ -15,7 +15,8 @@ from rnmt import kernels
 from rnmt.cells import gru_cuda
 from rnmt.cells.gru import GRU
 from rnmt.cells.runner import Bidirectional
-from rnmt.search.beam import beam_search
+from rnmt.search import step_graphs
+from rnmt.search.beam import beam_search, greedy_search
 from tests.unit.test_gru_cuda import MASK
 from tests.unit.test_models_zoo import PAPER_CONFIGS, _name, batch, tiny_model
 
@@ -64,6 +65,33 @@ def test_beam_search_finds_what_it_finds_on_the_cpu(path, gpu):
     assert tokens[1] == tokens[0]
     for got, expected in zip(found[1], found[0]):
         assert [score for _, score in got] == pytest.approx([score for _, score in expected], abs=1e-3)
+
+
+@pytest.mark.parametrize("path", PAPER_CONFIGS, ids=_name)
+def test_searches_replayed_from_cuda_graphs_find_the_same(path, gpu):
+    """`rnmt.search.step_graphs` on the GPU: beam and greedy search with the step replayed
+    from CUDA graphs give what the eager step gives, compaction's new shapes included."""
+    model = tiny_model(path).to(gpu)
+    src, src_mask, _ = batch(device=gpu)
+    limits = torch.tensor([6, 5, 4], device=gpu)
+    made = []
+    graphed_step = step_graphs.GraphedStep
+
+    def recording(step):
+        made.append(graphed_step(step))
+        return made[-1]
+
+    found = []
+    for on in (False, True):
+        with torch.no_grad(), step_graphs.use(on), pytest.MonkeyPatch.context() as patch:
+            patch.setattr(step_graphs, "GraphedStep", recording)
+            beams = beam_search(model, src, src_mask, limits, beam=3, nbest=2)
+            greedy = greedy_search(model, src, src_mask, limits)
+        found.append(([[(h.tokens, round(h.score, 4)) for h in sent] for sent in beams],
+                      [(h.tokens, round(h.score, 4)) for h in greedy]))
+    assert found[1] == found[0]
+    assert len(made) == 2 and all(g.failed is None and g.recorded >= 1 for g in made), \
+        [(g.failed, g.recorded) for g in made]
 
 
 @pytest.mark.parametrize("reset_bias", [True, False])
