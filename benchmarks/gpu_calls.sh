@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The device calls docs/gpu.md plans, each run on the lent GPU machine from the repository
+# root after `bash benchmarks/gpu_pack.sh --peers` here (carry .gpudata and .whl); results go
+# to $OUT. Pick one:
+#
+#   bash benchmarks/gpu_calls.sh same-call    # fairseq and rnmt RNNSearch-GRU in one call (fp32,
+#                                             # bf16/fp16), decoding also with CUDA graphs, the
+#                                             # profiles, then the GPU tests (about 4.5 min)
+#   UPDATES=2000 bash benchmarks/gpu_calls.sh bf16-parity
+#                                             # rnmt reproduce bf16 on the GPU, RNNSearch, two
+#                                             # seeds at equal updates (about 4.5 min), packed
+#                                             # into one archive (a call brings back few files)
+set -o pipefail
+export PYTHONUNBUFFERED=1
+commit=$(cat .gpudata/COMMIT)
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+mkdir -p /tmp/g && tar -xJf .gpudata/pack.tar.xz -C /tmp/g
+
+case "${1:-}" in
+same-call)
+    bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
+    python3 benchmarks/gpu.py --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+        --systems rnnsearch-gru --precisions fp32,bf16 --paper-systems "" --peers fairseq \
+        --peer-site /tmp/peers-site --seconds 15 --decode-seconds 30 --step-graphs --profile \
+        --profile-systems rnnsearch-gru --budget-minutes 4 --tag "${TAG:-same-call}" --out "$OUT" 2>&1 \
+        | tee "$OUT/${TAG:-same-call}.log"
+    # the image has pytest; the wheels of docs/gpu.md are the fallback
+    python3 -c "import pytest" 2>/dev/null || {
+        python3 -m pip install -q --no-index --no-deps --target /tmp/pt .whl/test/*.whl
+        export PYTHONPATH=/tmp/pt
+    }
+    RNMT_KERNELS=0 timeout 180 python3 -m pytest -p no:cacheprovider -q --device cuda -m on_device \
+        tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py 2>&1 \
+        | tee "$OUT/tests-${TAG:-same-call}.log" | tail -15
+    ;;
+bf16-parity)
+    rm -rf /tmp/r
+    timeout "${LIMIT:-420}" python3 -m rnmt reproduce bf16 --updates "${UPDATES:-2000}" --jobs 4 --threads 2 \
+        --device cuda --systems rnnsearch-fp32,rnnsearch-bf16 --data /tmp/g/data/bible-es-en --out /tmp/r \
+        > "$OUT/bf16-gpu.log" 2>&1
+    echo "reproduce exited $?"
+    tail -5 "$OUT/bf16-gpu.log"
+    mkdir -p /tmp/pack/bf16-gpu
+    cp -r /tmp/r/bf16/*.md /tmp/r/bf16/*.json /tmp/r/bf16/hyp /tmp/pack/bf16-gpu/ 2>/dev/null
+    for run in /tmp/r/bf16/runs/*/; do
+        [ -f "$run/log.jsonl" ] && cp "$run/log.jsonl" "/tmp/pack/bf16-gpu/$(basename "$run").log.jsonl"
+    done
+    tar -C /tmp/pack -czf "$OUT/bf16-gpu.tgz" bf16-gpu
+    ;;
+*)
+    echo "usage: bash benchmarks/gpu_calls.sh same-call|bf16-parity" >&2
+    exit 2
+    ;;
+esac
