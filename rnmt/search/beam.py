@@ -77,14 +77,16 @@ def best_extensions(scores: Tensor, log_probs: Tensor, k: int) -> tuple[Tensor, 
     ``[b, k]`` sorted by score, where extending hypothesis ``(s, i)`` (score ``scores[s, i]``)
     with token ``w`` scores ``scores[s, i] + log_probs[s * K + i, w]``.
 
-    Exact, and faster than `one_topk_extensions` (docs/performance.md, "Decoding"): the
-    candidates are cut into blocks of `BLOCK` words, and the ``k`` best lie in the ``k``
+    Exact, and faster than `one_topk_extensions` on a CPU (docs/performance.md, "Decoding"):
+    the candidates are cut into blocks of `BLOCK` words, and the ``k`` best lie in the ``k``
     blocks with the highest maxima (a candidate outside them is beaten by the ``k`` block
-    maxima), so `topk` runs over the block maxima and then over ``k`` blocks only.
+    maxima), so `topk` runs over the block maxima and then over ``k`` blocks only. On a GPU,
+    where a step's time is the kernels it launches rather than their arithmetic, one `topk`
+    (four kernels instead of about fourteen) is the better trade.
     """
     b, K = scores.shape
     V = log_probs.size(1)
-    if K * V <= 4 * k * BLOCK:  # too few blocks to pay
+    if K * V <= 4 * k * BLOCK or log_probs.is_cuda:  # too few blocks to pay, or launch-bound
         return one_topk_extensions(scores, log_probs, k)
     Vp = -(-V // BLOCK) * BLOCK  # each hypothesis's row padded to whole blocks
     cand = log_probs.new_empty(b * K, Vp)
