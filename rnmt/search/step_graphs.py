@@ -19,7 +19,7 @@ cache does not survive capture).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterator, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -49,15 +49,34 @@ def applies(src: Tensor) -> bool:
 
 
 class CudaGraph:
-    """The recorder: `torch.cuda.CUDAGraph` around ``fn`` (a no-argument function reading
-    and writing the entry's buffers), recorded on a side stream as PyTorch requires."""
+    """The recorder: a `torch.cuda.CUDAGraph` of ``fn`` (a no-argument function reading and
+    writing the entry's buffers), recorded on one side stream per device.
+
+    The lower-level capture calls rather than ``torch.cuda.graph``, whose entry synchronises
+    the device and empties the allocator's cache at every recording (a search records one
+    graph per shape). The side stream lives as long as the process and runs ``fn`` once
+    before its first recording, so that what is made lazily per stream (cuBLAS's workspace)
+    is made outside any graph's memory pool.
+    """
+
+    _streams: Dict[torch.device, torch.cuda.Stream] = {}
 
     def __init__(self, fn: Callable[[], tuple]) -> None:
-        self.graph = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
+        device = torch.device("cuda", torch.cuda.current_device())
+        stream = self._streams.get(device)
+        fresh = stream is None
+        if stream is None:
+            stream = self._streams[device] = torch.cuda.Stream(device)
         stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream), torch.cuda.graph(self.graph, stream=stream):
-            self.outputs = fn()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(stream):
+            if fresh:
+                fn()
+            self.graph.capture_begin()
+            try:
+                self.outputs = fn()
+            finally:
+                self.graph.capture_end()
         torch.cuda.current_stream().wait_stream(stream)
 
     def replay(self) -> tuple:
