@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 
 from rnmt.errors import UserError
-from rnmt.reproduce import report
+from rnmt.reproduce import regimes, report
 from rnmt.reproduce.corpus import Corpus, resolve_corpus
 from rnmt.reproduce.machine import describe_machine
 from rnmt.reproduce.spec import PaperSpec, SystemSpec, load_paper, repository_root
@@ -181,6 +181,9 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
     missing = [n for n, count in expected.items() if len(records.get(n, [])) < count]
     readme = report.render_readme(spec, order, records, p_values, claims, corpus, settings.to_dict(), command,
                                   length_md, gate_stats, missing, ref_loops)
+    equal_claims = regimes.learning_speed_claims(results_dir) if settings.converge else None
+    if equal_claims:
+        readme += "\n" + "\n".join(regimes.regimes_section(spec.paper, equal_claims, claims))
     (results_dir / "README.md").write_text(readme, encoding="utf-8")
     keys = ("label", "params", "test_bleu", "test_chrf", "length_ratio", "train_tokens_per_s",
             "seconds_per_update", "decode_words_per_s", "steps", "train_minutes", "dev_ppl", "commit",

@@ -10,7 +10,7 @@ import pytest
 
 from rnmt.cli import main
 from rnmt.errors import UserError
-from rnmt.reproduce import reproduce_paper
+from rnmt.reproduce import load_paper, reproduce_paper
 from rnmt.reproduce.corpus import resolve_corpus
 from rnmt.reproduce.system import training_speed
 from tests.support import MessageLog, tiny_reproduction_corpus, tiny_reproduction_settings
@@ -172,9 +172,15 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     out = tmp_path / "results"
     settings = tiny_reproduction_settings(updates=40, converge=True, patience=1, plateau_patience=1, seeds=[1],
                                           dev_sentences=0)
+    # a learning-speed table beside it: the converged README shows both verdicts per claim
+    first = load_paper("atr").claims[0]
+    (out / "atr").mkdir(parents=True)
+    (out / "atr" / "results.json").write_text(json.dumps({"claims": [
+        {"kind": first.kind, "a": first.a, "b": first.b, "text": first.text, "status": "reversed (measured)",
+         "differences": [-1.5], "ci": [[-2.0, -1.0]]}]}))
     summary = reproduce_paper("atr", settings, out, str(corpus), systems=["rnnsearch-atr"], log=MessageLog())
     results = out / "atr-converged"
-    assert not (out / "atr").exists() and (results / "README.md").is_file()
+    assert sorted(p.name for p in (out / "atr").iterdir()) == ["results.json"] and (results / "README.md").is_file()
     record = json.loads((results / "rnnsearch-gru.json").read_text())
     assert record["recipe"]["train.schedule"] == "plateau" and record["recipe"]["train.patience"] == 1
     # patience 1: the first validation without a new best ends the run, long before the cap
@@ -188,6 +194,8 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     readme = (results / "README.md").read_text()
     assert "(converged: every system trained until dev BLEU stopped improving)" in readme
     assert "updates to best" in readme and "early_stopping" in readme
+    row = next(line for line in readme.splitlines() if line.startswith(f"| {first.text} | reversed |"))
+    assert "-1.50 [-2.00, -1.00]" in row
     assert summary["systems"]["rnnsearch-gru"][0]["stop_reason"] == "early_stopping"
     assert "reference_repetition" in summary
 
