@@ -52,8 +52,13 @@ def _adam(params, tc: TrainConfig) -> torch.optim.Optimizer:
     if len(tc.adam_betas) != 2:
         raise UserError(f"train.adam_betas must be two numbers, got {tc.adam_betas!r}")
     beta1, beta2 = tc.adam_betas
+    params = list(params)
+    # PyTorch's fused kernel: one pass per parameter instead of about ten element-wise
+    # operations (on a CPU the default is a Python loop over them; 5x faster here at the peer
+    # size, docs/performance.md "Fused Adam"); the same update up to rounding.
+    fused = bool(params) and all(p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in params)
     return torch.optim.Adam(params, lr=tc.lr, betas=(beta1, beta2), eps=tc.adam_eps,
-                            weight_decay=tc.weight_decay)
+                            weight_decay=tc.weight_decay, fused=fused or None)
 
 
 @register_optimizer("adadelta")

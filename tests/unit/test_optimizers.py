@@ -39,3 +39,35 @@ def test_the_config_accepts_exactly_the_registered_optimizers():
     assert set(typing.get_args(Optimizer)) == set(optimizer_names())
     with pytest.raises(UserError, match="did you mean 'adadelta'"):
         config_from_dict({"train": {"optimizer": "adadelt"}})
+
+
+def test_adam_runs_pytorchs_fused_kernel_with_the_loops_update():
+    torch.manual_seed(0)
+    start = torch.randn(5, 4)
+    grads = [torch.randn(5, 4) for _ in range(3)]
+    tc = TrainConfig(optimizer="adam", lr=0.01, weight_decay=0.01)
+    results = []
+    for fused in (True, False):
+        p = torch.nn.Parameter(start.clone())
+        opt = build_optimizer([p], tc)
+        if not fused:  # the loop implementation PyTorch picks on a CPU by default
+            opt = torch.optim.Adam([p], lr=0.01, weight_decay=0.01, foreach=False)
+        assert bool(opt.param_groups[0]["fused"]) is fused
+        for g in grads:
+            p.grad = g.clone()
+            opt.step()
+        results.append(p.detach())
+    torch.testing.assert_close(results[0], results[1], rtol=1e-5, atol=1e-6)
+
+
+def test_a_loop_adams_state_resumes_in_the_fused_one():
+    """Checkpoints written before Adam was fused resume, and keep their implementation."""
+    p = torch.nn.Parameter(torch.ones(3))
+    old = torch.optim.Adam([p], lr=0.1, foreach=False)
+    p.grad = torch.ones(3)
+    old.step()
+    new = build_optimizer([p], TrainConfig(optimizer="adam", lr=0.1))
+    new.load_state_dict(old.state_dict())
+    p.grad = torch.ones(3)
+    new.step()
+    assert int(new.state[p]["step"]) == 2 and not new.param_groups[0]["fused"]
