@@ -27,8 +27,12 @@ def label_smoothed_nll(logits: Tensor, target: Tensor, mask: Tensor, eps: float)
     Returns:
         (smoothed loss summed over tokens, plain negative log-likelihood summed over tokens).
     """
-    x = logits if logits.dtype == torch.float64 else logits.float()
-    return _SmoothedNLL.apply(x, target, mask.to(x.dtype), max(float(eps), 0.0))
+    if logits.dtype == torch.bfloat16 and _kernel(logits.reshape(-1, logits.size(-1))) is not None:
+        x = logits  # the kernel reads bf16 and sums in float32: no float32 copy of the scores
+    else:
+        x = logits if logits.dtype == torch.float64 else logits.float()
+    weight_dtype = torch.float32 if x.dtype == torch.bfloat16 else x.dtype
+    return _SmoothedNLL.apply(x, target, mask.to(weight_dtype), max(float(eps), 0.0))
 
 
 class _SmoothedNLL(torch.autograd.Function):
@@ -85,7 +89,8 @@ class _SmoothedNLL(torch.autograd.Function):
 
 
 def _kernel(x: Tensor):
-    """The C++ extension when it applies to these scores (dense float32 on the CPU), else None."""
-    if x.dtype != torch.float32 or x.device.type != "cpu" or not x.is_contiguous():
+    """The C++ extension when it applies to these scores (dense float32 or bf16 on the CPU),
+    else None."""
+    if x.dtype not in (torch.float32, torch.bfloat16) or x.device.type != "cpu" or not x.is_contiguous():
         return None
     return kernels.extension()

@@ -80,3 +80,24 @@ def test_float32_kernel_matches_the_pytorch_passes_and_the_plain_expression(eps,
 def test_float32_kernel_rejects_a_target_outside_the_vocabulary():
     with pytest.raises(RuntimeError, match="out of range"):
         label_smoothed_nll(torch.randn(2, 5), torch.tensor([1, 5]), torch.ones(2, dtype=torch.bool), 0.1)
+
+
+@needs_kernel
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_bf16_scores_read_by_the_kernel_equal_a_float32_copy_exactly(eps):
+    """Under CPU bf16 autocast the output layer's scores are bf16: the kernel reads them as
+    they are, and loss and gradient equal those of the float32 copy bit for bit (the copy,
+    the float32 kernel, the gradient cast back to bf16, as before)."""
+    g = torch.Generator().manual_seed(11)
+    logits = (torch.randn(5, 7, 1000, generator=g) * 4).to(torch.bfloat16)
+    target = torch.randint(0, 1000, (5, 7), generator=g)
+    mask = torch.rand(5, 7, generator=g) > 0.2
+    direct = logits.clone().requires_grad_()
+    loss, nll = label_smoothed_nll(direct, target, mask, eps)
+    (2 * loss + 0.5 * nll).backward()
+    copied = logits.clone().requires_grad_()
+    ref_loss, ref_nll = label_smoothed_nll(copied.float(), target, mask, eps)  # a float32 tensor: no bf16 path
+    (2 * ref_loss + 0.5 * ref_nll).backward()
+    assert direct.grad.dtype == torch.bfloat16 and loss.dtype == torch.float32
+    assert torch.equal(loss, ref_loss) and torch.equal(nll, ref_nll)
+    assert torch.equal(direct.grad, copied.grad)
