@@ -184,7 +184,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     hypotheses finished and how many sentences are done), plus, on steps where some
     finished, their tokens and scores in one transfer: on a GPU each extra operation or
     transfer costs a kernel launch or a synchronisation, which is what a step's time is made
-    of at translation batch sizes (docs/performance.md, "Decoding").
+    of at translation batch sizes (docs/performance.md, "On a GPU").
     """
     B, K, device = src.size(0), beam, src.device
     step = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
