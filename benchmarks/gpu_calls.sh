@@ -42,6 +42,7 @@ same-call)
     ;;
 bf16-parity)
     rm -rf /tmp/r
+    export RNMT_COMMIT="$commit"  # the records' commit: the device's copy may carry a stale git directory
     timeout "${LIMIT:-420}" python3 -m rnmt reproduce bf16 --updates "${UPDATES:-2000}" --jobs 4 --threads 2 \
         --device cuda --systems rnnsearch-fp32,rnnsearch-bf16 --data /tmp/g/data/bible-es-en --out /tmp/r \
         > "$OUT/bf16-gpu.log" 2>&1

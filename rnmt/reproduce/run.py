@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -35,7 +36,12 @@ COMPARED = ("corpus", "src", "tgt", "emb_size", "hidden_size", "vocab_size", "up
 
 def code_commit() -> str:
     """The commit the package's checkout is at, ``+modified`` when the code or configs
-    differ from it; ``unknown`` outside a git checkout."""
+    differ from it; ``unknown`` outside a git checkout. ``RNMT_COMMIT`` in the environment
+    overrides it, for a copy of the tree whose git directory is not its own (a GPU machine's
+    copy of the working tree, `benchmarks/gpu_calls.sh`)."""
+    given = os.environ.get("RNMT_COMMIT", "").strip()
+    if given:
+        return given
     root = repository_root()
     try:
         head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,

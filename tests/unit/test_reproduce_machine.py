@@ -17,3 +17,12 @@ def test_machine_line_names_bf16_only_when_recorded():
                                   "PyTorch 2.13.0, 2026-11-23")
     line = machine_line({**info, "cpu_bf16": "avx512_bf16, no AMX"})
     assert line.startswith("Some CPU (avx512_bf16, no AMX), 2 cores available")
+
+
+def test_the_commit_can_be_named_for_a_tree_without_its_own_git_directory(monkeypatch):
+    from rnmt.reproduce.run import code_commit
+
+    monkeypatch.setenv("RNMT_COMMIT", "0abba95")
+    assert code_commit() == "0abba95"
+    monkeypatch.delenv("RNMT_COMMIT")
+    assert code_commit() != "0abba95"
