@@ -5,8 +5,8 @@
 #
 #   bash benchmarks/gpu_calls.sh same-call    # fairseq and rnmt RNNSearch-GRU in one call (fp32,
 #                                             # bf16/fp16) with the profiles; then rnmt's fp32 row
-#                                             # again, decoding with and without CUDA graphs; then
-#                                             # the GPU tests (about 5.5 min)
+#                                             # again, decoding with and without CUDA graphs;
+#                                             # Cseq2seq-I; then the GPU tests (about 7 min)
 #   UPDATES=2000 bash benchmarks/gpu_calls.sh bf16-parity
 #                                             # rnmt reproduce bf16 on the GPU, RNNSearch, two
 #                                             # seeds at equal updates (about 4.5 min), packed
@@ -30,7 +30,12 @@ same-call)
     python3 benchmarks/gpu.py --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
         --systems rnnsearch-gru --precisions fp32 --paper-systems "" --seconds 15 --decode-seconds 30 \
         --step-graphs --budget-minutes 1.5 --tag "${TAG:-same-call}-graphs" --out "$OUT" 2>&1 \
-        | tee "$OUT/${TAG:-same-call}-graphs.log"
+        | tee -a "$OUT/${TAG:-same-call}.log"
+    # Cseq2seq-I, whose re-reading of the source now runs as one cuDNN call per target step
+    python3 benchmarks/gpu.py --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+        --systems cseq2seq1 --precisions fp32 --paper-systems "" --seconds 15 --decode-seconds 20 \
+        --budget-minutes 1.5 --tag "${TAG:-same-call}-cseq2seq1" --out "$OUT" 2>&1 \
+        | tee -a "$OUT/${TAG:-same-call}.log"
     # the image has pytest; the wheels of docs/gpu.md are the fallback
     python3 -c "import pytest" 2>/dev/null || {
         python3 -m pip install -q --no-index --no-deps --target /tmp/pt .whl/test/*.whl

@@ -161,6 +161,70 @@ def run_bidirectional(fwd, bwd, x: Tensor, mask: Optional[Tensor]) -> Optional[T
     return out, h_n[0], h_n[1]
 
 
+# The last source mask `run_over_source` saw and its host lengths, one tuple so that threads
+# (a server decoding in several) replace it whole.
+_last_lengths: Tuple[Optional[Tensor], Optional[Tensor]] = (None, None)
+
+
+def _host_lengths(mask: Tensor) -> Optional[Tensor]:
+    """The mask's lengths on the host, or None when it is not a prefix mask without empty
+    rows. Kept for the last mask object: the cyclic models pass the same mask at every
+    target step, and reading lengths back from the GPU would synchronise each time."""
+    global _last_lengths
+    cached_mask, cached = _last_lengths
+    if cached_mask is mask:
+        return cached
+    lengths_dev = mask.sum(1)
+    prefix = torch.arange(mask.size(1), device=mask.device) < lengths_dev.unsqueeze(1)
+    lengths: Optional[Tensor] = lengths_dev.cpu()
+    if lengths is not None and (bool((lengths == 0).any()) or not torch.equal(prefix, mask)):
+        lengths = None
+    _last_lengths = (mask, lengths)
+    return lengths
+
+
+def source_applies(cell, px_src: Tensor) -> bool:
+    """``cell`` is a plain GRU on ``px_src``'s device (the cyclic models' re-reading unit)."""
+    from rnmt.cells.gru import GRU
+
+    return (_mode is not False and _device_ok(px_src) and type(cell) is GRU and _unit_ok(cell)
+            and px_src.dim() == 3 and px_src.size(0) > 0 and px_src.size(1) > 0)
+
+
+def run_over_source(cell, px_src: Tensor, src_mask: Tensor, state: Tensor, mode: str) -> Optional[Tensor]:
+    """The Cseq2seq re-reading (`rnmt.models.cseq2seq.cyclic_context`) in one cuDNN call: the
+    unit run over every source position from ``state`` ([B, d]), each row stopping at its
+    sentence's last token, then the mean of its outputs ("mean") or its last state ("last").
+    None where the mask is not a prefix mask or a sentence is empty (the loop runs then).
+
+    The inputs are the cached projections ``px_src`` [B, S, 3d] (the input bias already in
+    them where the unit has it there), so cuDNN's input matrix is the identity with the
+    z-block negated, and only the recurrent bias (DTMT eq. 7's form) is passed."""
+    if src_mask.dtype != torch.bool:
+        src_mask = src_mask.to(torch.bool)
+    lengths = _host_lengths(src_mask)
+    if lengths is None:
+        return None
+    signs = _signs(cell, px_src.device)
+    w_ih = torch.diag(signs)  # [3d, 3d]: cuDNN reads px as its input
+    w_hh = (cell.weight_h.float() * signs).t().contiguous()
+    zero = torch.zeros_like(signs)
+    b_hh = zero if cell.input_bias else cell.bias.float() * signs
+    with _autocast_off(px_src):
+        packed = pack_padded_sequence(px_src.float(), lengths, batch_first=True, enforce_sorted=False)
+        h0 = state.float().index_select(0, packed.sorted_indices).unsqueeze(0).contiguous()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="RNN module weights are not part")
+            data, h_n = torch._VF.gru(packed.data, packed.batch_sizes, h0, [w_ih, w_hh, zero, b_hh], True, 1,
+                                      0.0, torch.is_grad_enabled(), False)
+    if mode == "last":
+        return h_n[0].index_select(0, packed.unsorted_indices)
+    out, _ = pad_packed_sequence(PackedSequence(data, packed.batch_sizes, packed.sorted_indices,
+                                                packed.unsorted_indices), batch_first=True,
+                                 total_length=px_src.size(1))
+    return out.sum(1) / src_mask.sum(1, keepdim=True).to(out.dtype)
+
+
 @contextmanager
 def _autocast_off(like: Tensor) -> Iterator[None]:
     if torch.is_autocast_enabled(like.device.type):

@@ -53,6 +53,32 @@ def test_the_cudnn_layer_computes_the_bidirectional_loop(reset_bias, mask):
         assert float(got.outputs[1, 3:].detach().abs().max()) == 0.0  # padding stays zero
 
 
+@pytest.mark.parametrize("mode", ["last", "mean"])
+@pytest.mark.parametrize("reset_bias", [True, False], ids=["bias-in-reset", "bias-on-input"])
+def test_the_cudnn_layer_computes_the_cyclic_re_reading(reset_bias, mode):
+    """Cseq2seq's re-reading of the source from a given state (eq. 7 / eq. 9), rows in any
+    order of length: one cuDNN call against the step loop, values and gradients."""
+    from rnmt.models.cseq2seq import cyclic_context
+
+    unit, _ = units(reset_bias)
+    mask = MASK[[1, 0, 3, 2]]  # not longest first
+    px = unit.project_inputs(torch.randn(4, 6, 5)).detach().requires_grad_()
+    state = torch.randn(4, 7, requires_grad=True)
+    results = []
+    for where in (False, "everywhere"):
+        with gru_cuda.use(where), kernels.use(False):
+            context = cyclic_context(unit, px, mask, state, mode)
+            loss = context.pow(2).sum() + context.sum()
+            # W_x (and an input bias) are not used: the projections are given
+            results.append((context, torch.autograd.grad(loss, [px, state, *unit.parameters()], allow_unused=True)))
+    (expected, expected_grads), (got, grads) = results
+    torch.testing.assert_close(got, expected, atol=1e-6, rtol=1e-5)
+    for a, b in zip(grads, expected_grads):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("reset_bias", [True, False], ids=["bias-in-reset", "bias-on-input"])
 def test_the_fused_cell_computes_the_step(reset_bias):
     unit, _ = units(reset_bias)
@@ -113,7 +139,7 @@ def test_whole_models_score_and_learn_the_same_through_the_gpu_paths(path, monke
     scores and gradients as through the units' expressions (the GPU tests compare the real
     CUDA kernels with the CPU in tests/unit/test_on_device.py)."""
     taken = []
-    for name in ("fused_step", "run_bidirectional"):
+    for name in ("fused_step", "run_bidirectional", "run_over_source"):
         original = getattr(gru_cuda, name)
         monkeypatch.setattr(gru_cuda, name, lambda *a, _f=original, _n=name: taken.append(_n) or _f(*a))
 
@@ -132,6 +158,8 @@ def test_whole_models_score_and_learn_the_same_through_the_gpu_paths(path, monke
                                                if p.grad is not None}))
     (expected, expected_grads), (got, grads) = results
     assert taken, "the GPU paths were not taken"
+    if path.stem.startswith(("cseq2seq1", "cseq2seq2")):
+        assert "run_over_source" in taken, "the cyclic re-reading did not take cuDNN"
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     assert grads.keys() == expected_grads.keys()
     for name in grads:
