@@ -10,7 +10,9 @@ is the unit cuDNN implements, reset gate on the recurrent product included
   step's projected input and recurrent product and does eq. 6-9's element-wise part in one
   kernel, and its backward in one;
 * a bidirectional encoder layer: ``torch._VF.gru`` over a packed batch (what ``nn.GRU``
-  runs; cuDNN on CUDA), both directions in one call.
+  runs; cuDNN on CUDA), both directions in one call;
+* the cyclic models' re-reading of the source at every target step (Cseq2seq eq. 7, 9):
+  the same call, one direction, from the decoder's query.
 
 The one difference is a mirrored update gate: cuDNN writes ``h' = (1 - u) * n + u * h``,
 rnmt ``h' = (1 - z) * h + z * h~`` (DTMT eq. 6), so ``u = 1 - z = sigma(-a_z)``: the
@@ -161,26 +163,36 @@ def run_bidirectional(fwd, bwd, x: Tensor, mask: Optional[Tensor]) -> Optional[T
     return out, h_n[0], h_n[1]
 
 
-# The last source mask `run_over_source` saw and its host lengths, one tuple so that threads
-# (a server decoding in several) replace it whole.
-_last_lengths: Tuple[Optional[Tensor], Optional[Tensor]] = (None, None)
+class _SourceOrder:
+    """What packing a source mask needs, computed once per mask: its lengths sorted longest
+    first on the host, and the row order to and from that on the device."""
+
+    def __init__(self, mask: Tensor) -> None:
+        lengths_dev = mask.sum(1)
+        prefix = torch.arange(mask.size(1), device=mask.device) < lengths_dev.unsqueeze(1)
+        lengths = lengths_dev.cpu()
+        self.ok = not bool((lengths == 0).any()) and torch.equal(prefix, mask)
+        self.lengths, order = torch.sort(lengths, descending=True)
+        self.sorted = order.to(mask.device)
+        self.unsorted = torch.empty_like(self.sorted)
+        self.unsorted[self.sorted] = torch.arange(len(order), device=mask.device)
 
 
-def _host_lengths(mask: Tensor) -> Optional[Tensor]:
-    """The mask's lengths on the host, or None when it is not a prefix mask without empty
-    rows. Kept for the last mask object: the cyclic models pass the same mask at every
-    target step, and reading lengths back from the GPU would synchronise each time."""
-    global _last_lengths
-    cached_mask, cached = _last_lengths
-    if cached_mask is mask:
+# The last source mask `run_over_source` saw and its order, one tuple so that threads (a
+# server decoding in several) replace it whole. The cyclic models pass the same mask at
+# every target step: reading its lengths back from the GPU each time would synchronise, and
+# a step recorded into a CUDA graph must not copy to or from the host at all.
+_last_order: Tuple[Optional[Tensor], Optional[_SourceOrder]] = (None, None)
+
+
+def _source_order(mask: Tensor) -> _SourceOrder:
+    global _last_order
+    cached_mask, cached = _last_order
+    if cached_mask is mask and cached is not None:
         return cached
-    lengths_dev = mask.sum(1)
-    prefix = torch.arange(mask.size(1), device=mask.device) < lengths_dev.unsqueeze(1)
-    lengths: Optional[Tensor] = lengths_dev.cpu()
-    if lengths is not None and (bool((lengths == 0).any()) or not torch.equal(prefix, mask)):
-        lengths = None
-    _last_lengths = (mask, lengths)
-    return lengths
+    order = _SourceOrder(mask)
+    _last_order = (mask, order)
+    return order
 
 
 def source_applies(cell, px_src: Tensor) -> bool:
@@ -202,8 +214,8 @@ def run_over_source(cell, px_src: Tensor, src_mask: Tensor, state: Tensor, mode:
     z-block negated, and only the recurrent bias (DTMT eq. 7's form) is passed."""
     if src_mask.dtype != torch.bool:
         src_mask = src_mask.to(torch.bool)
-    lengths = _host_lengths(src_mask)
-    if lengths is None:
+    order = _source_order(src_mask)
+    if not order.ok:
         return None
     signs = _signs(cell, px_src.device)
     w_ih = torch.diag(signs)  # [3d, 3d]: cuDNN reads px as its input
@@ -211,18 +223,17 @@ def run_over_source(cell, px_src: Tensor, src_mask: Tensor, state: Tensor, mode:
     zero = torch.zeros_like(signs)
     b_hh = zero if cell.input_bias else cell.bias.float() * signs
     with _autocast_off(px_src):
-        packed = pack_padded_sequence(px_src.float(), lengths, batch_first=True, enforce_sorted=False)
-        h0 = state.float().index_select(0, packed.sorted_indices).unsqueeze(0).contiguous()
+        x = px_src.float().index_select(0, order.sorted)
+        data, batch_sizes = torch._VF._pack_padded_sequence(x, order.lengths, True)
+        h0 = state.float().index_select(0, order.sorted).unsqueeze(0).contiguous()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="RNN module weights are not part")
-            data, h_n = torch._VF.gru(packed.data, packed.batch_sizes, h0, [w_ih, w_hh, zero, b_hh], True, 1,
-                                      0.0, torch.is_grad_enabled(), False)
+            data, h_n = torch._VF.gru(data, batch_sizes, h0, [w_ih, w_hh, zero, b_hh], True, 1, 0.0,
+                                      torch.is_grad_enabled(), False)
     if mode == "last":
-        return h_n[0].index_select(0, packed.unsorted_indices)
-    out, _ = pad_packed_sequence(PackedSequence(data, packed.batch_sizes, packed.sorted_indices,
-                                                packed.unsorted_indices), batch_first=True,
-                                 total_length=px_src.size(1))
-    return out.sum(1) / src_mask.sum(1, keepdim=True).to(out.dtype)
+        return h_n[0].index_select(0, order.unsorted)
+    out, _ = torch._VF._pad_packed_sequence(data, batch_sizes, True, 0.0, px_src.size(1))
+    return out.sum(1).index_select(0, order.unsorted) / src_mask.sum(1, keepdim=True).to(out.dtype)
 
 
 @contextmanager
