@@ -14,25 +14,26 @@
 set -o pipefail
 export PYTHONUNBUFFERED=1
 commit=$(cat .gpudata/COMMIT)
+device="${DEVICE:-cuda}"  # DEVICE=cpu: a smoke test of this script where there is no GPU
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 mkdir -p /tmp/g && tar -xJf .gpudata/pack.tar.xz -C /tmp/g
 
 case "${1:-}" in
 same-call)
     bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
-    python3 benchmarks/gpu.py --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
         --systems rnnsearch-gru --precisions fp32,bf16 --paper-systems "" --peers fairseq \
         --peer-site /tmp/peers-site --seconds 15 --decode-seconds 30 --profile \
         --profile-systems rnnsearch-gru --budget-minutes 4 --tag "${TAG:-same-call}" --out "$OUT" 2>&1 \
         | tee "$OUT/${TAG:-same-call}.log"
     # CUDA graphs in a process of their own, so that a failure there cannot cost the rows above:
     # the fp32 row decodes without them, then with them, on the same model
-    python3 benchmarks/gpu.py --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
         --systems rnnsearch-gru --precisions fp32 --paper-systems "" --seconds 15 --decode-seconds 30 \
         --step-graphs --budget-minutes 1.5 --tag "${TAG:-same-call}-graphs" --out "$OUT" 2>&1 \
         | tee -a "$OUT/${TAG:-same-call}.log"
     # Cseq2seq-I, whose re-reading of the source now runs as one cuDNN call per target step
-    python3 benchmarks/gpu.py --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
         --systems cseq2seq1 --precisions fp32 --paper-systems "" --seconds 15 --decode-seconds 20 \
         --budget-minutes 1.5 --tag "${TAG:-same-call}-cseq2seq1" --out "$OUT" 2>&1 \
         | tee -a "$OUT/${TAG:-same-call}.log"
@@ -41,7 +42,7 @@ same-call)
         python3 -m pip install -q --no-index --no-deps --target /tmp/pt .whl/test/*.whl
         export PYTHONPATH=/tmp/pt
     }
-    RNMT_KERNELS=0 timeout 180 python3 -m pytest -p no:cacheprovider -q --device cuda -m on_device \
+    RNMT_KERNELS=0 timeout 180 python3 -m pytest -p no:cacheprovider -q --device "$device" -m on_device \
         tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py 2>&1 \
         | tee "$OUT/tests-${TAG:-same-call}.log" | tail -15
     ;;
@@ -49,7 +50,7 @@ bf16-parity)
     rm -rf /tmp/r
     export RNMT_COMMIT="$commit"  # the records' commit: the device's copy may carry a stale git directory
     timeout "${LIMIT:-420}" python3 -m rnmt reproduce bf16 --updates "${UPDATES:-2000}" --jobs 4 --threads 2 \
-        --device cuda --systems rnnsearch-fp32,rnnsearch-bf16 --data /tmp/g/data/bible-es-en --out /tmp/r \
+        --device "$device" --systems rnnsearch-fp32,rnnsearch-bf16 --data /tmp/g/data/bible-es-en --out /tmp/r \
         > "$OUT/bf16-gpu.log" 2>&1
     echo "reproduce exited $?"
     tail -5 "$OUT/bf16-gpu.log"
