@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device calls docs/gpu.md plans, each run on the lent GPU machine from the repository
+# The device calls docs/gpu.md plans, each run on the GPU machine from the repository
 # root after `bash benchmarks/gpu_pack.sh --peers` here (carry .gpudata and .whl); results go
 # to $OUT. Pick one:
 #
