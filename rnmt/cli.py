@@ -14,6 +14,7 @@ import sys
 import warnings
 from typing import List, Optional
 
+from rnmt import memory
 from rnmt.errors import WRITE_ERRNOS, DeprecatedConfigKey, UserError, write_failure
 
 # command name -> (module under rnmt.commands, one-line help)
@@ -67,6 +68,7 @@ def _one_line_warnings(show):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    memory.configure_process()  # before any command makes its first oneDNN product
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -133,6 +133,18 @@ def _layer_weights(cell, signs: Tensor) -> List[Tensor]:
     return [w_ih, w_hh, bias, zero] if cell.input_bias else [w_ih, w_hh, zero, bias]
 
 
+def prefix_lengths(mask: Tensor) -> Optional[Tensor]:
+    """The sentence lengths of a [B, T] boolean mask, on the host (packing wants them there),
+    or None where cuDNN cannot run it: a mask that is not a prefix of each row, or an empty
+    sentence."""
+    lengths_dev = mask.sum(1)
+    prefix = torch.arange(mask.size(1), device=mask.device) < lengths_dev.unsqueeze(1)
+    lengths = lengths_dev.cpu()
+    if bool((lengths == 0).any()) or not torch.equal(prefix, mask):
+        return None
+    return lengths
+
+
 def run_bidirectional(fwd, bwd, x: Tensor, mask: Optional[Tensor]) -> Optional[Tuple[Tensor, Tensor, Tensor]]:
     """(outputs [B, T, 2d], the forward unit's last state, the backward unit's last state) as
     `rnmt.cells.runner.Bidirectional` computes them, in one cuDNN call; None where the mask
@@ -141,11 +153,8 @@ def run_bidirectional(fwd, bwd, x: Tensor, mask: Optional[Tensor]) -> Optional[T
     if mask is None:
         lengths = torch.full((batch,), length, dtype=torch.long)
     else:
-        mask = mask.to(torch.bool)
-        lengths_dev = mask.sum(1)
-        prefix = torch.arange(length, device=mask.device) < lengths_dev.unsqueeze(1)
-        lengths = lengths_dev.cpu()  # pack_padded_sequence wants them on the host
-        if bool((lengths == 0).any()) or not torch.equal(prefix, mask):
+        lengths = prefix_lengths(mask.to(torch.bool))
+        if lengths is None:
             return None
     signs = _signs(fwd, x.device)
     weights = _layer_weights(fwd, signs) + _layer_weights(bwd, signs)
@@ -168,10 +177,10 @@ class _SourceOrder:
     first on the host, and the row order to and from that on the device."""
 
     def __init__(self, mask: Tensor) -> None:
-        lengths_dev = mask.sum(1)
-        prefix = torch.arange(mask.size(1), device=mask.device) < lengths_dev.unsqueeze(1)
-        lengths = lengths_dev.cpu()
-        self.ok = not bool((lengths == 0).any()) and torch.equal(prefix, mask)
+        lengths = prefix_lengths(mask)
+        self.ok = lengths is not None
+        if lengths is None:
+            return
         self.lengths, order = torch.sort(lengths, descending=True)
         self.sorted = order.to(mask.device)
         self.unsorted = torch.empty_like(self.sorted)

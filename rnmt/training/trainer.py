@@ -48,6 +48,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import torch
 from tqdm import tqdm
 
+from rnmt import memory
 from rnmt.config import Config
 from rnmt.data import TokenBatchSampler, collate
 from rnmt.errors import UserError, write_failure
@@ -90,6 +91,7 @@ class Trainer:
     def __init__(self, cfg: Config, out_dir: str | Path, resume: bool = False,
                  log=print, dist: Optional[DistContext] = None, corpus_changed_ok: bool = False,
                  init_from: Optional[str | Path] = None) -> None:
+        memory.configure_process()  # before set_up_run's first product (the bf16 probe)
         run = set_up_run(cfg, out_dir, resume=resume, log=log, dist=dist, init_from=init_from)
         self.cfg, self.out, self.resume, self.dist, self.log = run.cfg, run.out, resume, run.dist, run.log
         self.is_main, self.device, self.amp_dtype, self.init = run.is_main, run.device, run.amp_dtype, run.init
@@ -117,6 +119,7 @@ class Trainer:
             if run.dev is not None else _no_dev_set)
         self.progress = Progress()
         self.nonfinite_run = 0  # updates skipped in a row (not saved: a resumed run starts afresh)
+        self.heap_trim = memory.PeriodicTrim()  # freed host memory back to the system (rnmt.memory)
         # The data position and random state that match the weights and the step: what an
         # emergency save (a peer process died mid-update) must store.
         self._consistent: Optional[Dict[str, Any]] = None
@@ -388,6 +391,7 @@ class Trainer:
                 break
             t0 = time.perf_counter()
             stats = self.train_step(batches)
+            self.heap_trim.after_update()
             elapsed = time.perf_counter() - t0
             self.progress.train_seconds += elapsed
             self._consistent = self._snapshot()

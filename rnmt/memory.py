@@ -1,0 +1,92 @@
+"""Bounds on the memory a long CPU process keeps after it has freed it.
+
+Training and decoding meet batches of many shapes (token budgets give every batch its own
+sentence count and length). Two caches grow with the number of shapes seen, and the
+process's resident set with them, although nothing in them is in use:
+
+- **oneDNN's primitive cache.** Every bf16 matrix product on the CPU runs a oneDNN
+  primitive compiled for its exact shape, kept (with its buffers) in a cache of 1,024
+  entries by default. One training update uses a few dozen product shapes; the cache holds
+  those of dozens of earlier batches. `PRIMITIVE_CACHE` entries keep every shape of the
+  current update and the next few. oneDNN reads the bound when it makes its first
+  primitive, so `configure_process` runs before any product (the CLI calls it first);
+  a value the user set in ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.
+- **The C library's heap.** glibc serves large buffers from its heap once its adaptive mmap
+  threshold has grown past them, and freed heap pages stay resident. `trim` hands the free
+  pages back (``malloc_trim``); the trainer calls it after each update, where almost
+  nothing is alive, so the next update's peak starts from the model, the optimiser state
+  and the batch.
+
+``RNMT_MEMORY_BOUNDS=0`` turns both off (for comparisons: benchmarks/shape_rss.py). The
+figures that chose these settings are in docs/performance.md ("bf16 training", Memory).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from typing import Optional
+
+# oneDNN primitives kept; sized by measurement (benchmarks/shape_rss.py and docs/performance.md)
+PRIMITIVE_CACHE = 256
+# updates between heap trims in training (`PeriodicTrim`); sized by measurement too
+TRIM_EVERY = 10
+_ENV_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+_libc: Optional[ctypes.CDLL] = None
+_libc_looked = False
+
+
+def enabled() -> bool:
+    return os.environ.get("RNMT_MEMORY_BOUNDS", "1") != "0"
+
+
+def configure_process() -> None:
+    """Bound oneDNN's primitive cache, unless the user chose a capacity or turned the bounds
+    off. Effective only before the process's first oneDNN primitive."""
+    if enabled() and _ENV_CACHE not in os.environ and "DNNL_PRIMITIVE_CACHE_CAPACITY" not in os.environ:
+        os.environ[_ENV_CACHE] = str(PRIMITIVE_CACHE)
+
+
+def _glibc() -> Optional[ctypes.CDLL]:
+    """The C library when it is glibc (``malloc_trim`` is a glibc function), else None."""
+    global _libc, _libc_looked
+    if not _libc_looked:
+        _libc_looked = True
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            libc.gnu_get_libc_version  # noqa: B018 - present in glibc only
+            libc.malloc_trim.argtypes = [ctypes.c_size_t]
+            libc.malloc_trim.restype = ctypes.c_int
+            _libc = libc
+        except (OSError, AttributeError):
+            _libc = None
+    return _libc
+
+
+def trim() -> bool:
+    """Return the heap's free pages to the system; False where that is not possible (not
+    glibc) or the bounds are off."""
+    libc = _glibc() if enabled() else None
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
+
+
+class PeriodicTrim:
+    """Calls `trim` after every ``every``-th update (0: never). Trimming costs the next
+    update the page faults of re-touching what it frees, so the period trades that time
+    against how far freed pages may pile up between trims."""
+
+    def __init__(self, every: int = TRIM_EVERY) -> None:
+        self.every = every
+        self._count = 0
+
+    def after_update(self) -> bool:
+        if self.every <= 0:
+            return False
+        self._count += 1
+        if self._count % self.every:
+            return False
+        return trim()

@@ -1,0 +1,69 @@
+"""rnmt.memory: the bound on oneDNN's primitive cache and the heap trimming."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+import torch
+
+from rnmt import memory
+
+glibc_only = pytest.mark.skipif(not sys.platform.startswith("linux") or memory._glibc() is None,
+                                reason="malloc_trim is a glibc function")
+
+
+def resident_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_configure_process_bounds_the_cache_unless_told_otherwise(monkeypatch):
+    for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "DNNL_PRIMITIVE_CACHE_CAPACITY", "RNMT_MEMORY_BOUNDS"):
+        monkeypatch.delenv(name, raising=False)
+    memory.configure_process()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(memory.PRIMITIVE_CACHE)
+    # the user's own choice, under either of oneDNN's names, wins
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7")
+    memory.configure_process()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "7"
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY")
+    monkeypatch.setenv("DNNL_PRIMITIVE_CACHE_CAPACITY", "9")
+    memory.configure_process()
+    assert "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in os.environ
+    monkeypatch.delenv("DNNL_PRIMITIVE_CACHE_CAPACITY")
+    monkeypatch.setenv("RNMT_MEMORY_BOUNDS", "0")
+    memory.configure_process()
+    assert "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in os.environ
+
+
+@glibc_only
+def test_trim_returns_freed_heap_pages(monkeypatch):
+    monkeypatch.delenv("RNMT_MEMORY_BOUNDS", raising=False)
+    memory.trim()
+    # 64 KB tensors come from the heap (below glibc's mmap threshold); one allocated after
+    # them keeps the heap's top in use, so freeing them alone returns nothing
+    blocks = [torch.empty(16_000).fill_(1.0) for _ in range(1_000)]
+    pin = torch.empty(16_000).fill_(1.0)
+    del blocks
+    before = resident_mib()
+    assert memory.trim()
+    after = resident_mib()
+    assert before - after > 40, (before, after)  # 61 MiB were freed
+    assert float(pin[0]) == 1.0
+
+
+def test_trim_off(monkeypatch):
+    monkeypatch.setenv("RNMT_MEMORY_BOUNDS", "0")
+    assert memory.trim() is False
+
+
+def test_periodic_trim_counts_updates(monkeypatch):
+    monkeypatch.delenv("RNMT_MEMORY_BOUNDS", raising=False)
+    calls = []
+    monkeypatch.setattr(memory, "trim", lambda: calls.append(1) or True)
+    trimmer = memory.PeriodicTrim(every=3)
+    done = [trimmer.after_update() for _ in range(7)]
+    assert done == [False, False, True, False, False, True, False] and len(calls) == 2
+    assert memory.PeriodicTrim(every=0).after_update() is False
