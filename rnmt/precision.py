@@ -50,6 +50,10 @@ def fp32(tensor: Tensor) -> Tensor:
 BF16_MIN_SPEEDUP = 1.5
 # Models narrower than this train in fp32 under auto: their products are too small to gain.
 BF16_MIN_HIDDEN = 128
+# On a GPU `auto` picks bf16 from this hidden size: measured on an H100, fp32 trained 15-32%
+# faster at 512 units (RNNSearch-GRU, DTMT#1, DTMT#4, Cseq2seq-I; ATR the exception), bf16 as
+# fast or faster at the papers' 1,000-1,024 (docs/performance.md, "Which precision on a GPU").
+GPU_BF16_MIN_HIDDEN = 1000
 
 
 @functools.cache

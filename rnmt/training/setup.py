@@ -55,7 +55,10 @@ def resolve_amp(name: str, device: torch.device, hidden: int = 0,
                 threads: int = 1) -> Tuple[Optional[torch.dtype], str]:
     """The autocast dtype of ``train.amp`` on ``device`` and why, for the log.
 
-    ``auto`` is bf16 on a CUDA device that supports it. On the CPU it is bf16 when the
+    ``auto`` is bf16 on a CUDA device that supports it when the model's hidden size is at
+    least `precision.GPU_BF16_MIN_HIDDEN`: the steps of smaller models are bound by kernel
+    launches, and bf16 adds casts (measured on an H100, docs/performance.md "Which precision
+    on a GPU"). On the CPU it is bf16 when the
     model's hidden size is at least `precision.BF16_MIN_HIDDEN` and this processor's bf16
     products, measured at that size on ``threads`` threads, run at least
     `precision.BF16_MIN_SPEEDUP` times fp32's (`precision.cpu_bf16_speedup`): processors
@@ -68,11 +71,17 @@ def resolve_amp(name: str, device: torch.device, hidden: int = 0,
     if name not in ("auto", "bf16"):
         raise UserError(f"train.amp: unknown value '{name}'; choose auto, bf16 or none")
     if device.type == "cuda":
-        if torch.cuda.is_bf16_supported():
-            return torch.bfloat16, f"bf16 ({torch.cuda.get_device_name(device)})"
+        gpu = torch.cuda.get_device_name(device)
+        if not torch.cuda.is_bf16_supported():
+            if name == "bf16":
+                raise UserError(f"train.amp is bf16 but {gpu} does not support bf16")
+            return None, f"fp32 ({gpu} has no bf16)"
         if name == "bf16":
-            raise UserError(f"train.amp is bf16 but {torch.cuda.get_device_name(device)} does not support bf16")
-        return None, f"fp32 ({torch.cuda.get_device_name(device)} has no bf16)"
+            return torch.bfloat16, f"bf16 (train.amp: bf16, {gpu})"
+        if hidden < precision.GPU_BF16_MIN_HIDDEN:
+            return None, (f"fp32 on {gpu}: hidden size {hidden} < {precision.GPU_BF16_MIN_HIDDEN}, where bf16's "
+                          f"casts cost more than its products save")
+        return torch.bfloat16, f"bf16 ({gpu}, hidden size {hidden})"
     if name == "bf16":
         return torch.bfloat16, "bf16 (train.amp: bf16)"
     return precision.cpu_auto_dtype(hidden, threads)

@@ -1,4 +1,4 @@
-"""Mixed precision: how train.amp resolves on the CPU, and the bf16 speed probe."""
+"""Mixed precision: how train.amp resolves on the CPU and on a GPU, and the bf16 speed probe."""
 
 import pytest
 import torch
@@ -28,3 +28,20 @@ def test_amp_resolution_on_cpu(monkeypatch):
 def test_the_cpu_bf16_probe_measures_a_ratio():
     speedup = precision.cpu_bf16_speedup(128, 1)
     assert speedup == 0.0 or 0.05 < speedup < 50  # a ratio of two timings, or no bf16 products
+
+
+def test_amp_resolution_on_a_gpu(monkeypatch):
+    """On a GPU `auto` picks bf16 only for models as wide as the papers' (measured: below,
+    fp32 trains faster there); ``bf16`` forces it; a GPU without bf16 refuses ``bf16``."""
+    gpu = torch.device("cuda", 0)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Test GPU")
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert amp_dtype("auto", gpu, hidden=precision.GPU_BF16_MIN_HIDDEN) is torch.bfloat16
+    dtype, why = resolve_amp("auto", gpu, hidden=512)
+    assert dtype is None and "512" in why and "Test GPU" in why
+    assert amp_dtype("bf16", gpu, hidden=512) is torch.bfloat16
+    assert amp_dtype("none", gpu, hidden=2048) is None
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert amp_dtype("auto", gpu, hidden=2048) is None
+    with pytest.raises(UserError, match="does not support bf16"):
+        amp_dtype("bf16", gpu, hidden=2048)
