@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -64,6 +63,7 @@ def child(args) -> None:
     import torch
 
     from rnmt import memory
+    from rnmt.bench.throughput import peak_rss_mb
     from rnmt.config import load_config
     from rnmt.models import build_model
     from rnmt.models.base import uniform_init_
@@ -98,7 +98,7 @@ def child(args) -> None:
         times.append((time.perf_counter() - t0) / (B * T))
         if step in (10, 20):
             marks[step] = rss_mib()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
     print(json.dumps({"peak_rss_mib": round(peak), "rss_after_10": round(marks.get(10, 0)),
                       "rss_after_20": round(marks.get(20, 0)),
                       "ms_per_1k_target_tokens": round(1e6 * statistics.median(times[5:]), 2)}))

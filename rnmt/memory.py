@@ -13,9 +13,9 @@ process's resident set with them, although nothing in them is in use:
   a value the user set in ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.
 - **The C library's heap.** glibc serves large buffers from its heap once its adaptive mmap
   threshold has grown past them, and freed heap pages stay resident. `trim` hands the free
-  pages back (``malloc_trim``); the trainer calls it after each update, where almost
-  nothing is alive, so the next update's peak starts from the model, the optimiser state
-  and the batch.
+  pages back (``malloc_trim``); the trainer calls it after every `TRIM_EVERY`-th update,
+  between updates, where almost nothing is alive, so what piles up between updates is
+  bounded (`PeriodicTrim`).
 
 ``RNMT_MEMORY_BOUNDS=0`` turns both off (for comparisons: benchmarks/shape_rss.py). The
 figures that chose these settings are in docs/performance.md ("bf16 training", Memory).
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 from typing import Optional
 
@@ -33,8 +34,6 @@ PRIMITIVE_CACHE = 256
 # updates between heap trims in training (`PeriodicTrim`); sized by measurement too
 TRIM_EVERY = 10
 _ENV_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
-_libc: Optional[ctypes.CDLL] = None
-_libc_looked = False
 
 
 def enabled() -> bool:
@@ -48,20 +47,17 @@ def configure_process() -> None:
         os.environ[_ENV_CACHE] = str(PRIMITIVE_CACHE)
 
 
+@functools.cache
 def _glibc() -> Optional[ctypes.CDLL]:
     """The C library when it is glibc (``malloc_trim`` is a glibc function), else None."""
-    global _libc, _libc_looked
-    if not _libc_looked:
-        _libc_looked = True
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            libc.gnu_get_libc_version  # noqa: B018 - present in glibc only
-            libc.malloc_trim.argtypes = [ctypes.c_size_t]
-            libc.malloc_trim.restype = ctypes.c_int
-            _libc = libc
-        except (OSError, AttributeError):
-            _libc = None
-    return _libc
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.gnu_get_libc_version  # noqa: B018 - present in glibc only
+    except (OSError, AttributeError):
+        return None
+    libc.malloc_trim.argtypes = [ctypes.c_size_t]
+    libc.malloc_trim.restype = ctypes.c_int
+    return libc
 
 
 def trim() -> bool:
