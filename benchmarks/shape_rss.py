@@ -116,6 +116,8 @@ def main(argv=None) -> int:
     p.add_argument("--variant", help=argparse.SUPPRESS)
     p.add_argument("--precision", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.steps < 6:
+        p.error("--steps must be at least 6: the timing skips the first five updates")
     if args.child:
         child(args)
         return 0
