@@ -11,6 +11,13 @@
 #                                             # rnmt reproduce bf16 on the GPU, RNNSearch, two
 #                                             # seeds at equal updates (about 4.5 min), packed
 #                                             # into one archive (a call brings back few files)
+#
+# Settings: PRECISIONS (same-call's rows, default fp32,bf16); PAPER=1 adds the papers' sizes
+# (PAPER_PRECISIONS, default fp32) after Cseq2seq-I; TESTS=0 leaves the GPU tests out of
+# same-call, TESTS=1 runs them beside bf16-parity (correctness only: nothing there is timed
+# against anything else). Two calls that fit one 15-minute lease with a start:
+#   PRECISIONS=fp32 PAPER=1 TESTS=0 bash benchmarks/gpu_calls.sh same-call   (about 5 min)
+#   TESTS=1 UPDATES=2000 bash benchmarks/gpu_calls.sh bf16-parity            (about 4.5 min)
 set -o pipefail
 export PYTHONUNBUFFERED=1
 commit=$(cat .gpudata/COMMIT)
@@ -18,11 +25,21 @@ device="${DEVICE:-cuda}"  # DEVICE=cpu: a smoke test of this script where there 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 mkdir -p /tmp/g && tar -xJf .gpudata/pack.tar.xz -C /tmp/g
 
+run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md are the fallback
+    python3 -c "import pytest" 2>/dev/null || {
+        python3 -m pip install -q --no-index --no-deps --target /tmp/pt .whl/test/*.whl
+        export PYTHONPATH=/tmp/pt
+    }
+    RNMT_KERNELS=0 timeout 180 python3 -m pytest -p no:cacheprovider -q --device "$device" -m on_device \
+        tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py 2>&1 \
+        | tee "$OUT/tests-$1.log" | tail -15
+}
+
 case "${1:-}" in
 same-call)
     bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
     python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
-        --systems rnnsearch-gru --precisions fp32,bf16 --paper-systems "" --peers fairseq \
+        --systems rnnsearch-gru --precisions "${PRECISIONS:-fp32,bf16}" --paper-systems "" --peers fairseq \
         --peer-site /tmp/peers-site --seconds 15 --decode-seconds 30 --profile \
         --profile-systems rnnsearch-gru --budget-minutes 4 --tag "${TAG:-same-call}" --out "$OUT" 2>&1 \
         | tee "$OUT/${TAG:-same-call}.log"
@@ -37,17 +54,17 @@ same-call)
         --systems cseq2seq1 --precisions fp32 --paper-systems "" --seconds 15 --decode-seconds 20 \
         --budget-minutes 1.5 --tag "${TAG:-same-call}-cseq2seq1" --out "$OUT" 2>&1 \
         | tee -a "$OUT/${TAG:-same-call}.log"
-    # the image has pytest; the wheels of docs/gpu.md are the fallback
-    python3 -c "import pytest" 2>/dev/null || {
-        python3 -m pip install -q --no-index --no-deps --target /tmp/pt .whl/test/*.whl
-        export PYTHONPATH=/tmp/pt
-    }
-    RNMT_KERNELS=0 timeout 180 python3 -m pytest -p no:cacheprovider -q --device "$device" -m on_device \
-        tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py 2>&1 \
-        | tee "$OUT/tests-${TAG:-same-call}.log" | tail -15
+    # the papers' sizes, seconds per update (the GPU has kept plain autograd since c95554b)
+    if [ "${PAPER:-0}" = 1 ]; then
+        python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+            --systems "" --paper-precisions "${PAPER_PRECISIONS:-fp32}" --paper-seconds 12 --budget-minutes 1.5 \
+            --tag "${TAG:-same-call}-paper" --out "$OUT" 2>&1 | tee -a "$OUT/${TAG:-same-call}.log"
+    fi
+    if [ "${TESTS:-1}" = 1 ]; then run_tests "${TAG:-same-call}"; fi
     ;;
 bf16-parity)
     rm -rf /tmp/r
+    if [ "${TESTS:-0}" = 1 ]; then run_tests bf16-parity > /dev/null & tests=$!; fi
     export RNMT_COMMIT="$commit"  # the records' commit: the device's copy may carry a stale git directory
     timeout "${LIMIT:-420}" python3 -m rnmt reproduce bf16 --updates "${UPDATES:-2000}" --jobs 4 --threads 2 \
         --device "$device" --systems rnnsearch-fp32,rnnsearch-bf16 --data /tmp/g/data/bible-es-en --out /tmp/r \
@@ -60,6 +77,7 @@ bf16-parity)
         [ -f "$run/log.jsonl" ] && cp "$run/log.jsonl" "/tmp/pack/bf16-gpu/$(basename "$run").log.jsonl"
     done
     tar -C /tmp/pack -czf "$OUT/bf16-gpu.tgz" bf16-gpu
+    if [ -n "${tests:-}" ]; then wait "$tests"; tail -5 "$OUT/tests-bf16-parity.log"; fi
     ;;
 *)
     echo "usage: bash benchmarks/gpu_calls.sh same-call|bf16-parity" >&2
