@@ -30,7 +30,7 @@ run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md 
         python3 -m pip install -q --no-index --no-deps --target /tmp/pt .whl/test/*.whl
         export PYTHONPATH=/tmp/pt
     }
-    RNMT_KERNELS=0 timeout 180 python3 -m pytest -p no:cacheprovider -q --device "$device" -m on_device \
+    RNMT_KERNELS=0 timeout 180 python3 -m pytest -p no:cacheprovider --device "$device" -m on_device \
         tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py 2>&1 \
         | tee "$OUT/tests-$1.log" | tail -15
 }

@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--int8", action="store_true",
                    help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="on a GPU, replay each search step from a CUDA graph instead of launching its kernels one "
+                        "by one (fp32; rnmt/search/step_graphs.py, docs/performance.md \"On a GPU\")")
     p.add_argument("--threads", type=int, help="CPU threads")
     p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
     p.add_argument("--sample", action="store_true",
@@ -66,6 +69,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import load
     from rnmt.commands.translate_stream import Inputs, translate_stream
+    from rnmt.search import step_graphs
     from rnmt.search.sampling import sampling_options
 
     # before the model loads, in option terms
@@ -92,9 +96,12 @@ def run(args: argparse.Namespace) -> int:
         note = int8.cpu_note()
         if note:
             print(note, file=sys.stderr)
+    if args.cuda_graphs and torch.device(model.device).type != "cuda":
+        print("note: --cuda-graphs applies on a GPU only; decoding on the CPU as usual", file=sys.stderr)
     options = dict(beam=args.beam, nbest=args.nbest or 1, alpha=args.alpha, greedy=args.greedy,
                    normalize=args.normalize, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
                    max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,
                    sample=args.sample, topk=args.topk, topp=args.topp, temperature=args.temperature,
                    seed=args.seed, token_scores=args.scores)
-    return translate_stream(model, inputs, args, options)
+    with step_graphs.use(args.cuda_graphs):  # searches on CUDA without autocast only (step_graphs.applies)
+        return translate_stream(model, inputs, args, options)

@@ -30,3 +30,27 @@ def test_int8_says_what_it_gains_on_a_cpu_without_vnni(tiny_run, tmp_path, capsy
                      str(tmp_path / "out.en"), "--device", "cpu", "--int8"]) == 0
         err = capsys.readouterr().err
         assert ("no avx512_vnni" in err and "1.34x" in err) == saturating
+
+
+def test_cuda_graphs_flag_switches_the_graphed_step_on_for_the_search(tiny_run, tmp_path, capsys, monkeypatch):
+    """`--cuda-graphs` turns `step_graphs` on while the input is translated (it then applies to
+    searches on CUDA only); on the CPU it says so and the output is the plain search's."""
+    from rnmt.search import step_graphs
+
+    src = tmp_path / "in.es"
+    src.write_text("hola mundo\nla casa\n", encoding="utf-8")
+    seen = []
+    applies = step_graphs.applies
+    monkeypatch.setattr(step_graphs, "applies", lambda s: seen.append(step_graphs._enabled) or applies(s))
+    outputs = {}
+    for flag in ([], ["--cuda-graphs"]):
+        seen.clear()
+        capsys.readouterr()
+        out = tmp_path / f"graphs{len(flag)}.en"
+        assert main(["translate", "--model", str(tiny_run), "--input", str(src), "--output", str(out),
+                     "--device", "cpu", *flag]) == 0
+        assert seen and set(seen) == {bool(flag)}
+        assert ("applies on a GPU only" in capsys.readouterr().err) == bool(flag)
+        outputs[bool(flag)] = out.read_text(encoding="utf-8")
+    assert outputs[True] == outputs[False]
+    assert step_graphs._enabled is False  # restored after the command
