@@ -12,6 +12,12 @@
 #                                             # seeds at equal updates (about 4.5 min), packed
 #                                             # into one archive (a call brings back few files)
 #
+#   bash benchmarks/gpu_calls.sh equal-length # fairseq and rnmt RNNSearch-GRU, fp32, each trained
+#                                             # 1,000 updates before decoding (equal output lengths),
+#                                             # rnmt decoding with and without CUDA graphs; then
+#                                             # graphs against eager on one sentence per call
+#                                             # (about 6 min)
+#
 # Settings: PRECISIONS (same-call's rows, default fp32,bf16); PAPER=1 adds the papers' sizes
 # (PAPER_PRECISIONS, default fp32) after Cseq2seq-I; TESTS=0 leaves the GPU tests out of
 # same-call, TESTS=1 runs them beside bf16-parity (correctness only: nothing there is timed
@@ -62,6 +68,20 @@ same-call)
     fi
     if [ "${TESTS:-1}" = 1 ]; then run_tests "${TAG:-same-call}"; fi
     ;;
+equal-length)
+    bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
+    # 1,000 updates each (the 15 s runs of same-call left the two models emitting translations of
+    # 19 and 35 subwords per sentence, so sentences/s and output tokens/s disagreed)
+    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+        --systems rnnsearch-gru --precisions fp32 --paper-systems "" --peers fairseq --peer-site /tmp/peers-site \
+        --steps "${STEPS:-1000}" --seconds 120 --peer-steps "${STEPS:-1000}" --decode-seconds 60 --step-graphs \
+        --budget-minutes 5 --tag "${TAG:-equal-length}" --out "$OUT" 2>&1 | tee "$OUT/${TAG:-equal-length}.log"
+    # a server's requests: one sentence per search, so every search records its own graphs
+    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+        --systems rnnsearch-gru --precisions fp32 --paper-systems "" --steps "${STEPS:-1000}" --seconds 120 \
+        --decode-sentences 150 --decode-chunk 1 --decode-seconds 40 --step-graphs --budget-minutes 2 \
+        --tag "${TAG:-equal-length}-one-line" --out "$OUT" 2>&1 | tee -a "$OUT/${TAG:-equal-length}.log"
+    ;;
 bf16-parity)
     rm -rf /tmp/r
     if [ "${TESTS:-0}" = 1 ]; then run_tests bf16-parity > /dev/null & tests=$!; fi
@@ -80,7 +100,7 @@ bf16-parity)
     if [ -n "${tests:-}" ]; then wait "$tests"; tail -5 "$OUT/tests-bf16-parity.log"; fi
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_calls.sh same-call|bf16-parity" >&2
+    echo "usage: bash benchmarks/gpu_calls.sh same-call|equal-length|bf16-parity" >&2
     exit 2
     ;;
 esac
