@@ -17,6 +17,9 @@
 #                                             # rnmt decoding with and without CUDA graphs; then
 #                                             # graphs against eager on one sentence per call
 #                                             # (about 6 min)
+#   bash benchmarks/gpu_calls.sh cpu-bf16     # the device's host CPU (a Xeon with AVX-512 bf16 and
+#                                             # AMX) for issue #33: peak RSS of bf16 against fp32
+#                                             # training on two of its cores (about 3 min)
 #
 # Settings: PRECISIONS (same-call's rows, default fp32,bf16); PAPER=1 adds the papers' sizes
 # (PAPER_PRECISIONS, default fp32) after Cseq2seq-I; TESTS=0 leaves the GPU tests out of
@@ -82,6 +85,16 @@ equal-length)
         --decode-sentences 150 --decode-chunk 1 --decode-seconds 40 --step-graphs --budget-minutes 2 \
         --tag "${TAG:-equal-length}-one-line" --out "$OUT" 2>&1 | tee -a "$OUT/${TAG:-equal-length}.log"
     ;;
+cpu-bf16)
+    grep -m1 "model name" /proc/cpuinfo
+    grep -o -w -E "avx512f|avx512_bf16|amx_bf16|amx_tile" /proc/cpuinfo | sort -u | tr "\n" " "; echo
+    # rnmt's C++ kernels build on first use where a compiler is present; without them the
+    # figures are of PyTorch's fallbacks, which the JSON's log then says
+    python3 -c "from rnmt import kernels; print('rnmt kernels:', 'built' if kernels.extension() else 'unavailable')" 2>&1 | tail -2
+    CUDA_VISIBLE_DEVICES="" taskset -c 0,1 python3 benchmarks/shape_rss.py --precisions fp32,bf16 \
+        --variants "${VARIANTS:-none,default}" --rounds 1 --threads 2 --out "$OUT/shape-rss-device-cpu.json" 2>&1 \
+        | tee "$OUT/shape-rss-device-cpu.log"
+    ;;
 bf16-parity)
     rm -rf /tmp/r
     if [ "${TESTS:-0}" = 1 ]; then run_tests bf16-parity > /dev/null & tests=$!; fi
@@ -100,7 +113,7 @@ bf16-parity)
     if [ -n "${tests:-}" ]; then wait "$tests"; tail -5 "$OUT/tests-bf16-parity.log"; fi
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_calls.sh same-call|equal-length|bf16-parity" >&2
+    echo "usage: bash benchmarks/gpu_calls.sh same-call|equal-length|bf16-parity|cpu-bf16" >&2
     exit 2
     ;;
 esac
