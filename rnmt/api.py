@@ -165,11 +165,19 @@ class Model:
         return forced_decode(v.model, src_ids, tgt_ids, batch_tokens, self.device)
 
     def score(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int = 4000) -> List[Score]:
-        """Force-decode each (source, target) pair: log-probabilities per sentence and token."""
-        tgt_vocab = self.loaded.tgt_vocab
-        return [Score(fd.score, [tgt_vocab.id_to_piece(i) for i in fd.tgt_ids] + ["</s>"],
-                      [float(x) for x in fd.token_log_probs])
-                for fd in self._forced(src, tgt, batch_tokens)]
+        """Force-decode each (source, target) pair: log-probabilities per sentence and token
+        (one teacher-forced pass per batch, `rnmt.search.forced.forced_log_probs`)."""
+        from rnmt.search.forced import forced_log_probs
+
+        _check_pairs(src, tgt)
+        if batch_tokens < 1:
+            raise UserError(f"batch_tokens must be at least 1, got {batch_tokens}")
+        v = self.loaded
+        tgt_ids = [v.tgt_vocab.encode(t) for t in tgt]
+        log_probs = forced_log_probs(v.model, [v.src_vocab.encode(s) for s in src], tgt_ids, batch_tokens,
+                                     self.device)
+        return [Score(float(lp.sum()), [v.tgt_vocab.id_to_piece(i) for i in ids] + ["</s>"], [float(x) for x in lp])
+                for ids, lp in zip(tgt_ids, log_probs)]
 
     def align(self, src: Sequence[str], tgt: Sequence[str], source: str = "attention",
               threshold: Optional[float] = None, batch_tokens: int = 4000) -> List[List[Link]]:

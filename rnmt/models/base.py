@@ -69,6 +69,12 @@ class TranslationModel(nn.Module):
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         raise NotImplementedError
 
+    def target_log_probs(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        """log p(. | y_<j, x) at every target position [B, T, V] by teacher forcing: what
+        ``step`` returns position by position (the tests hold every paper config's forward
+        to its steps), computed with ``forward``'s all-positions products."""
+        return torch.log_softmax(self(src, src_mask, tgt_in).float(), dim=-1)
+
     def reports(self) -> Reports:
         """What analysis may ask this model for beyond ``step``'s extras (`rnmt.models.reports`);
         a model that reports gates or traces overrides this and the methods it names."""

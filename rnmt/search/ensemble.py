@@ -81,8 +81,10 @@ class Ensemble(TranslationModel):
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         """Teacher-forced mean log-probabilities (what `step` returns, for all positions)."""
-        return torch.stack([torch.log_softmax(m(src, src_mask, tgt_in).float(), dim=-1)
-                            for m in self.members]).mean(0)
+        return torch.stack([m.target_log_probs(src, src_mask, tgt_in) for m in self.models]).mean(0)
+
+    def target_log_probs(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
+        return self(src, src_mask, tgt_in)  # already the members' mean log-probabilities, as `step`
 
 
 def _mean_extras(extras: List[TensorDict]) -> TensorDict:

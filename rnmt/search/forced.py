@@ -47,6 +47,39 @@ def _source_gates(extras: dict) -> Dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
+def forced_log_probs(model: TranslationModel, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
+                     batch_tokens: int = 4000, device: str | torch.device = "cpu") -> List[np.ndarray]:
+    """Only the log-probabilities of forced decoding ([J + 1] per pair, the last one for
+    ``</s>``), from one teacher-forced pass per batch (`TranslationModel.target_log_probs`):
+    the input and readout products of all positions at once instead of one step at a time.
+    The values are ``step``'s up to rounding. An int8-quantised model (`rnmt.int8`) goes step
+    by step with `forced_decode`, so its scores are those of the products its search used.
+    Results in input order."""
+    from rnmt.int8 import is_quantized
+
+    if len(sources) != len(targets):
+        raise ValueError(f"{len(sources)} sources but {len(targets)} targets")
+    if is_quantized(model):
+        return [fd.token_log_probs for fd in forced_decode(model, sources, targets, batch_tokens, device)]
+    was_training = model.training
+    model.eval()
+    batch_indices, batch_results = [], []
+    try:
+        for idx, src, mask in make_translation_batches(sources, batch_tokens):
+            src, mask = src.to(device), mask.to(device)
+            tgts = [np.asarray(targets[i], dtype=np.int64) for i in idx]
+            tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
+            tgt_out = torch.from_numpy(pad_sequences(tgts, suffix=EOS_ID)).to(device)
+            log_probs = model.target_log_probs(src, mask, tgt_in)
+            picked = log_probs.gather(2, tgt_out.unsqueeze(2)).squeeze(2).cpu().numpy()
+            batch_indices.append(idx)
+            batch_results.append([picked[b, :len(targets[i]) + 1] for b, i in enumerate(idx)])
+    finally:
+        model.train(was_training)
+    return restore_order(batch_indices, batch_results) if batch_indices else []
+
+
+@torch.no_grad()
 def forced_decode(model: TranslationModel, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
                   batch_tokens: int = 4000, device: str | torch.device = "cpu") -> List[ForcedDecoding]:
     """Force-decode every (source ids, target ids) pair; results in input order."""

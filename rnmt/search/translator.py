@@ -158,17 +158,18 @@ class Translator:
     def add_token_scores(self, lines: Sequence[str], results: List[List[Translation]],
                          batch_tokens: Optional[int] = None) -> None:
         """Fill in ``token_log_probs`` of every non-blank translation by forced decoding of
-        its own subwords (the log-probabilities the search saw, prefix and EOS included)."""
-        from rnmt.search.forced import forced_decode
+        its own subwords (the log-probabilities the search saw, prefix and EOS included), in
+        one teacher-forced pass per batch (`forced_log_probs`)."""
+        from rnmt.search.forced import forced_log_probs
 
         pairs = [(k, t) for k, hyps in enumerate(results) if lines[k].strip() for t in hyps]
         if not pairs:
             return
         src = [self.src_vocab.encode(lines[k]) for k, _ in pairs]
-        decoded = forced_decode(self.model, src, [t.tokens for _, t in pairs],
-                                batch_tokens or self.search.batch_tokens, self.device)
-        for (_, t), fd in zip(pairs, decoded):
-            t.token_log_probs = [float(x) for x in fd.token_log_probs]
+        decoded = forced_log_probs(self.model, src, [t.tokens for _, t in pairs],
+                                   batch_tokens or self.search.batch_tokens, self.device)
+        for (_, t), log_probs in zip(pairs, decoded):
+            t.token_log_probs = [float(x) for x in log_probs]
 
     def _finish(self, hyp: SearchHypothesis, src_ids: List[int], prefix: Optional[str] = None,
                 prefix_ids: Optional[List[int]] = None) -> Translation:
