@@ -34,6 +34,10 @@ device="${DEVICE:-cuda}"  # DEVICE=cpu: a smoke test of this script where there 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 mkdir -p /tmp/g && tar -xJf .gpudata/pack.tar.xz -C /tmp/g
 
+gpu_bench() {  # benchmarks/gpu.py on the packed corpus, naming the packed commit
+    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared "$@"
+}
+
 run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md are the fallback
     python3 -c "import pytest" 2>/dev/null || {
         python3 -m pip install -q --no-index --no-deps --target /tmp/pt .whl/test/*.whl
@@ -47,25 +51,25 @@ run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md 
 case "${1:-}" in
 same-call)
     bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
-    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+    gpu_bench \
         --systems rnnsearch-gru --precisions "${PRECISIONS:-fp32,bf16}" --paper-systems "" --peers fairseq \
         --peer-site /tmp/peers-site --seconds 15 --decode-seconds 30 --profile \
         --profile-systems rnnsearch-gru --budget-minutes 4 --tag "${TAG:-same-call}" --out "$OUT" 2>&1 \
         | tee "$OUT/${TAG:-same-call}.log"
     # CUDA graphs in a process of their own, so that a failure there cannot cost the rows above:
     # the fp32 row decodes without them, then with them, on the same model
-    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+    gpu_bench \
         --systems rnnsearch-gru --precisions fp32 --paper-systems "" --seconds 15 --decode-seconds 30 \
         --step-graphs --budget-minutes 1.5 --tag "${TAG:-same-call}-graphs" --out "$OUT" 2>&1 \
         | tee -a "$OUT/${TAG:-same-call}.log"
     # Cseq2seq-I, whose re-reading of the source now runs as one cuDNN call per target step
-    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+    gpu_bench \
         --systems cseq2seq1 --precisions fp32 --paper-systems "" --seconds 15 --decode-seconds 20 \
         --budget-minutes 1.5 --tag "${TAG:-same-call}-cseq2seq1" --out "$OUT" 2>&1 \
         | tee -a "$OUT/${TAG:-same-call}.log"
     # the papers' sizes, seconds per update (the GPU has kept plain autograd since c95554b)
     if [ "${PAPER:-0}" = 1 ]; then
-        python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+        gpu_bench \
             --systems "" --paper-precisions "${PAPER_PRECISIONS:-fp32}" --paper-seconds 12 --budget-minutes 1.5 \
             --tag "${TAG:-same-call}-paper" --out "$OUT" 2>&1 | tee -a "$OUT/${TAG:-same-call}.log"
     fi
@@ -75,12 +79,12 @@ equal-length)
     bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
     # 1,000 updates each (the 15 s runs of same-call left the two models emitting translations of
     # 19 and 35 subwords per sentence, so sentences/s and output tokens/s disagreed)
-    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+    gpu_bench \
         --systems rnnsearch-gru --precisions fp32 --paper-systems "" --peers fairseq --peer-site /tmp/peers-site \
         --steps "${STEPS:-1000}" --seconds 120 --peer-steps "${STEPS:-1000}" --decode-seconds 60 --step-graphs \
         --budget-minutes 5 --tag "${TAG:-equal-length}" --out "$OUT" 2>&1 | tee "$OUT/${TAG:-equal-length}.log"
     # a server's requests: one sentence per search, so every search records its own graphs
-    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared \
+    gpu_bench \
         --systems rnnsearch-gru --precisions fp32 --paper-systems "" --steps "${STEPS:-1000}" --seconds 120 \
         --decode-sentences 150 --decode-chunk 1 --decode-seconds 40 --step-graphs --budget-minutes 2 \
         --tag "${TAG:-equal-length}-one-line" --out "$OUT" 2>&1 | tee -a "$OUT/${TAG:-equal-length}.log"

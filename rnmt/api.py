@@ -153,30 +153,30 @@ class Model:
             out = [hyps[0].text for hyps in results]
         return out[0] if single else out
 
-    def _forced(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int) -> list:
-        from rnmt.search.forced import forced_decode
-
+    def _pair_ids(self, src: Sequence[str], tgt: Sequence[str],
+                  batch_tokens: int) -> Tuple[List[List[int]], List[List[int]]]:
+        """The pairs' subword ids, after checking them and the batch size."""
         _check_pairs(src, tgt)
         if batch_tokens < 1:
             raise UserError(f"batch_tokens must be at least 1, got {batch_tokens}")
         v = self.loaded
-        src_ids = [v.src_vocab.encode(s) for s in src]
-        tgt_ids = [v.tgt_vocab.encode(t) for t in tgt]
-        return forced_decode(v.model, src_ids, tgt_ids, batch_tokens, self.device)
+        return [v.src_vocab.encode(s) for s in src], [v.tgt_vocab.encode(t) for t in tgt]
+
+    def _forced(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int) -> list:
+        from rnmt.search.forced import forced_decode
+
+        src_ids, tgt_ids = self._pair_ids(src, tgt, batch_tokens)
+        return forced_decode(self.loaded.model, src_ids, tgt_ids, batch_tokens, self.device)
 
     def score(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int = 4000) -> List[Score]:
         """Force-decode each (source, target) pair: log-probabilities per sentence and token
         (one teacher-forced pass per batch, `rnmt.search.forced.forced_log_probs`)."""
         from rnmt.search.forced import forced_log_probs
 
-        _check_pairs(src, tgt)
-        if batch_tokens < 1:
-            raise UserError(f"batch_tokens must be at least 1, got {batch_tokens}")
-        v = self.loaded
-        tgt_ids = [v.tgt_vocab.encode(t) for t in tgt]
-        log_probs = forced_log_probs(v.model, [v.src_vocab.encode(s) for s in src], tgt_ids, batch_tokens,
-                                     self.device)
-        return [Score(float(lp.sum()), [v.tgt_vocab.id_to_piece(i) for i in ids] + ["</s>"], [float(x) for x in lp])
+        src_ids, tgt_ids = self._pair_ids(src, tgt, batch_tokens)
+        log_probs = forced_log_probs(self.loaded.model, src_ids, tgt_ids, batch_tokens, self.device)
+        tgt_vocab = self.loaded.tgt_vocab
+        return [Score(float(lp.sum()), [tgt_vocab.id_to_piece(i) for i in ids] + ["</s>"], [float(x) for x in lp])
                 for ids, lp in zip(tgt_ids, log_probs)]
 
     def align(self, src: Sequence[str], tgt: Sequence[str], source: str = "attention",

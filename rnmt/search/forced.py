@@ -13,7 +13,7 @@ Source sentences get ``</s>`` appended as in translation, so the matrices are
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -46,6 +46,20 @@ def _source_gates(extras: dict) -> Dict[str, torch.Tensor]:
     return {}
 
 
+Batch = Tuple[List[int], torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def _batches(sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], batch_tokens: int,
+             device: str | torch.device) -> Iterator[Batch]:
+    """The pairs in translation batches on ``device``: (indices, source, source mask, decoder
+    input ``<s> y``, expected output ``y </s>``)."""
+    for idx, src, mask in make_translation_batches(sources, batch_tokens):
+        tgts = [np.asarray(targets[i], dtype=np.int64) for i in idx]
+        tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
+        tgt_out = torch.from_numpy(pad_sequences(tgts, suffix=EOS_ID)).to(device)
+        yield idx, src.to(device), mask.to(device), tgt_in, tgt_out
+
+
 @torch.no_grad()
 def forced_log_probs(model: TranslationModel, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
                      batch_tokens: int = 4000, device: str | torch.device = "cpu") -> List[np.ndarray]:
@@ -65,11 +79,7 @@ def forced_log_probs(model: TranslationModel, sources: Sequence[Sequence[int]], 
     model.eval()
     batch_indices, batch_results = [], []
     try:
-        for idx, src, mask in make_translation_batches(sources, batch_tokens):
-            src, mask = src.to(device), mask.to(device)
-            tgts = [np.asarray(targets[i], dtype=np.int64) for i in idx]
-            tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
-            tgt_out = torch.from_numpy(pad_sequences(tgts, suffix=EOS_ID)).to(device)
+        for idx, src, mask, tgt_in, tgt_out in _batches(sources, targets, batch_tokens, device):
             log_probs = model.target_log_probs(src, mask, tgt_in)
             picked = log_probs.gather(2, tgt_out.unsqueeze(2)).squeeze(2).cpu().numpy()
             batch_indices.append(idx)
@@ -93,11 +103,7 @@ def forced_decode(model: TranslationModel, sources: Sequence[Sequence[int]], tar
         model.report_source_gates = True  # type: ignore[assignment]  # a plain bool attribute
     batch_indices, batch_results = [], []
     try:
-        for idx, src, mask in make_translation_batches(sources, batch_tokens):
-            src, mask = src.to(device), mask.to(device)
-            tgts = [np.asarray(targets[i], dtype=np.int64) for i in idx]
-            tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
-            tgt_out = torch.from_numpy(pad_sequences(tgts, suffix=EOS_ID)).to(device)
+        for idx, src, mask, tgt_in, tgt_out in _batches(sources, targets, batch_tokens, device):
             memory = model.encode(src, mask)
             state = model.init_state(memory)
             logps: List[torch.Tensor] = []
