@@ -463,7 +463,8 @@ def run_peer(name: str, precision: str, args, prepared: Path, stats: Dict, work:
 def ratios(payload: Dict[str, Any]) -> None:
     """``train_ratio_vs_fairseq`` (and ``decode_ratio_vs_fairseq``, sentences/s): rnmt
     RNNSearch-GRU over fairseq's LSTM, keyed "fp32" and "bf16/fp16" (rnmt's bf16 against
-    fairseq's fp16, `PEER_PRECISION`)."""
+    fairseq's fp16, `PEER_PRECISION`); on a CPU, where fairseq trains in fp32 only,
+    "bf16/fp32"."""
     train: Dict[str, float] = {}
     dec: Dict[str, float] = {}
     for prec, peer_prec in PEER_PRECISION.items():
@@ -472,6 +473,10 @@ def ratios(payload: Dict[str, Any]) -> None:
                      and r["status"] == "ok"), None)
         theirs = next((r for r in payload["peers"] if r["system"] == "fairseq" and r["precision"] == peer_prec
                        and r["status"] == "ok"), None)
+        if theirs is None and prec != peer_prec and payload["meta"]["machine"]["device"] == "cpu":
+            # on a CPU the peers train in fp32 only (`peer_precisions`): rnmt's bf16 against that
+            key, theirs = f"{prec}/fp32", next((r for r in payload["peers"] if r["system"] == "fairseq"
+                                                and r["precision"] == "fp32" and r["status"] == "ok"), None)
         if not ours or not theirs:
             continue
         a, b = ours["train"].get("target_tokens_per_s"), theirs["train"].get("target_tokens_per_s")

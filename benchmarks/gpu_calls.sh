@@ -19,7 +19,9 @@
 #                                             # (about 6 min)
 #   bash benchmarks/gpu_calls.sh cpu-bf16     # the device's host CPU (a Xeon with AVX-512 bf16 and
 #                                             # AMX) for issue #33: peak RSS of bf16 against fp32
-#                                             # training on two of its cores (about 3 min)
+#                                             # training on two of its cores (about 3 min);
+#                                             # PEERS=1 adds rnmt fp32/bf16 against fairseq's
+#                                             # LSTM there (about 4 min more)
 #
 # Settings: PRECISIONS (same-call's rows, default fp32,bf16); PAPER=1 adds the papers' sizes
 # (PAPER_PRECISIONS, default fp32) after Cseq2seq-I; TESTS=0 leaves the GPU tests out of
@@ -98,6 +100,15 @@ cpu-bf16)
     CUDA_VISIBLE_DEVICES="" taskset -c 0,1 python3 benchmarks/shape_rss.py --precisions fp32,bf16 \
         --variants "${VARIANTS:-none,default}" --rounds 1 --threads 2 --out "$OUT/shape-rss-device-cpu.json" 2>&1 \
         | tee "$OUT/shape-rss-device-cpu.log"
+    if [ "${PEERS:-0}" = 1 ]; then
+        # rnmt fp32 and bf16 against fairseq's LSTM (fp32: its CPU path) on the same two cores
+        bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
+        CUDA_VISIBLE_DEVICES="" taskset -c 0,1 python3 benchmarks/gpu.py --device cpu --threads 2 \
+            --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared --systems rnnsearch-gru \
+            --precisions fp32,bf16 --paper-systems "" --peers fairseq --peer-site /tmp/peers-site \
+            --seconds 60 --peer-warmup 10 --peer-steps 40 --decode-sentences 0 --tag device-cpu --out "$OUT" 2>&1 \
+            | tee "$OUT/peers-device-cpu.log" | grep -E "ratio|tok/s|error" | tail -12
+    fi
     ;;
 bf16-parity)
     rm -rf /tmp/r

@@ -345,6 +345,8 @@ def report(results: Dict) -> str:
     for name, r in systems.items():
         where = "".join(f", {key} {r[key]}" for key in ("commit", "machine")
                         if r.get(key) and r[key] != meta[key])
+        if r.get("command") and r["command"] != meta["command"]:
+            where += f"; command `{r['command']}`"
         lines += [f"**{r['label']}** ({name}{where}): {r['updates_in_budget']} updates in the budget, "
                   f"peak RSS {r['peak_rss_mib']} MiB" + (f", {r['parameters']:,} parameters" if r.get("parameters")
                                                         else "")
@@ -452,8 +454,10 @@ def main(argv=None) -> int:
             continue
         results["systems"][name] = run_system(system, out / "data", out, args.minutes, args.points, args.threads,
                                               args.keep)
-        # A later invocation may add systems at another commit: each keeps its own.
-        results["systems"][name].update(commit=commit, machine=results["meta"]["machine"])
+        # A later invocation may add systems at another commit or with other options: each
+        # keeps its own.
+        results["systems"][name].update(commit=commit, machine=results["meta"]["machine"],
+                                        command=results["meta"]["command"])
         write(results, out)
     write(results, out)
     print(report(results))

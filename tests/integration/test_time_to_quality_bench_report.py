@@ -22,7 +22,7 @@ def test_report_times_rnmt_against_the_best_peer_at_the_end_of_its_budget(tmp_pa
             "rnmt-b": {"label": "B", "updates_in_budget": 5, "peak_rss_mib": 1, "setup_seconds": 0,
                        "commit": "def", "machine": "m", "points": _points((10, 5.0), (20, 15.0))},
             "fairseq-x": {"label": "X", "updates_in_budget": 5, "peak_rss_mib": 1, "setup_seconds": 3,
-                          "points": _points((10, 12.0), (20, 20.5))},
+                          "command": "x --save-every 50", "points": _points((10, 12.0), (20, 20.5))},
             "fairseq-y": {"label": "Y", "updates_in_budget": 5, "peak_rss_mib": 1, "setup_seconds": 3,
                           "points": _points((10, 18.0), (20, 19.0))},
         },
@@ -33,5 +33,6 @@ def test_report_times_rnmt_against_the_best_peer_at_the_end_of_its_budget(tmp_pa
     assert "| B | not reached | - |" in text
     assert "**B** (rnmt-b, commit def):" in text  # trained at another commit than the others
     assert "**A** (rnmt-a):" in text
+    assert "**X** (fairseq-x; command `x --save-every 50`):" in text  # added by another invocation
     ttq.write(results, tmp_path)
     assert (tmp_path / "curves.png").stat().st_size > 10_000
