@@ -473,7 +473,7 @@ def ratios(payload: Dict[str, Any]) -> None:
                      and r["status"] == "ok"), None)
         theirs = next((r for r in payload["peers"] if r["system"] == "fairseq" and r["precision"] == peer_prec
                        and r["status"] == "ok"), None)
-        if theirs is None and prec != peer_prec and payload["meta"]["machine"]["device"] == "cpu":
+        if theirs is None and prec != peer_prec and payload.get("meta", {}).get("machine", {}).get("device") == "cpu":
             # on a CPU the peers train in fp32 only (`peer_precisions`): rnmt's bf16 against that
             key, theirs = f"{prec}/fp32", next((r for r in payload["peers"] if r["system"] == "fairseq"
                                                 and r["precision"] == "fp32" and r["status"] == "ok"), None)

@@ -86,6 +86,20 @@ def test_ratio_vs_fairseq_sets_bf16_against_fairseqs_fp16():
     assert payload["decode_ratio_vs_fairseq"] == {"fp32": 2.0, "bf16/fp16": 2.0}
 
 
+def test_on_a_cpu_rnmts_bf16_is_set_against_fairseqs_fp32():
+    def row(system, precision, tok_s):
+        return {"system": system, "precision": precision, "status": "ok", "train": {"target_tokens_per_s": tok_s}}
+
+    payload = {"meta": {"machine": {"device": "cpu"}},
+               "systems": [row("rnnsearch-gru", "fp32", 1500.0), row("rnnsearch-gru", "bf16", 3000.0)],
+               "peers": [row("fairseq", "fp32", 1000.0)]}
+    gpu.ratios(payload)
+    assert payload["train_ratio_vs_fairseq"] == {"fp32": 1.5, "bf16/fp32": 3.0}
+    payload["meta"]["machine"]["device"] = "cuda:0"  # on a GPU only fairseq's fp16 row counts
+    gpu.ratios(payload)
+    assert payload["train_ratio_vs_fairseq"] == {"fp32": 1.5}
+
+
 def test_peers_keep_their_cpu_commands_and_gain_gpu_ones(tmp_path, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     (tmp_path / "pieces").mkdir()
