@@ -467,16 +467,15 @@ def ratios(payload: Dict[str, Any]) -> None:
     "bf16/fp32"."""
     train: Dict[str, float] = {}
     dec: Dict[str, float] = {}
+    on_cpu = payload.get("meta", {}).get("machine", {}).get("device") == "cpu"
     for prec, peer_prec in PEER_PRECISION.items():
+        if on_cpu:
+            peer_prec = "fp32"  # on a CPU the peers train in fp32 only (`peer_precisions`)
         key = prec if prec == peer_prec else f"{prec}/{peer_prec}"
         ours = next((r for r in payload["systems"] if r["system"] == "rnnsearch-gru" and r["precision"] == prec
                      and r["status"] == "ok"), None)
         theirs = next((r for r in payload["peers"] if r["system"] == "fairseq" and r["precision"] == peer_prec
                        and r["status"] == "ok"), None)
-        if theirs is None and prec != peer_prec and payload.get("meta", {}).get("machine", {}).get("device") == "cpu":
-            # on a CPU the peers train in fp32 only (`peer_precisions`): rnmt's bf16 against that
-            key, theirs = f"{prec}/fp32", next((r for r in payload["peers"] if r["system"] == "fairseq"
-                                                and r["precision"] == "fp32" and r["status"] == "ok"), None)
         if not ours or not theirs:
             continue
         a, b = ours["train"].get("target_tokens_per_s"), theirs["train"].get("target_tokens_per_s")
