@@ -36,6 +36,9 @@ the recurrent models, shared 8k BPE, batches of about 2,000 target tokens):
   2,000 (not in the default list);
 * ``rnmt-rnnsearch-short-warmup``: the fast start with warm-up over 50 updates and dropout
   0.1, fairseq's (not in the default list);
+* ``rnmt-rnnsearch-peer-search``: the short warm-up, decoded with fairseq's length
+  normalisation (log-probability / length) instead of rnmt's default GNMT penalty with
+  alpha 0.6 (``search.normalize=length``; the training is the same; not in the default list);
 * ``rnmt-dtmt1``: benchmarks/configs/ttq-dtmt1.yaml, DTMT#1 under the same recipe, fp32;
   ``rnmt-dtmt1-bf16`` the same in bf16 (not in the default list);
 * ``fairseq-lstm``: fairseq's ``lstm`` as in the peer comparison (benchmarks/peers/fairseq),
@@ -239,6 +242,8 @@ FAST_START = ["data.batch_tokens=2000", "train.warmup_steps=100", "train.decay_s
 # B with half its warm-up and the peer's dropout: ahead of B by about 0.13 nats of dev loss at
 # update 600 in one seed (docs/performance.md, "Leaving the plateau sooner")
 SHORT_WARMUP = [*FAST_START, "train.warmup_steps=50", "model.dropout=0.1"]
+# fairseq's own search rule: a hypothesis's log-probability divided by its length (lenpen 1)
+PEER_SEARCH = [*SHORT_WARMUP, "search.normalize=length"]
 
 SYSTEMS: Dict[str, System] = {s.name: s for s in (
     # Each rnmt system names its precision: train.amp's default (auto) picks bf16 on CPUs
@@ -251,6 +256,8 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
          sets=["train.amp=bf16", *FAST_START]),
     Rnmt("rnmt-rnnsearch-short-warmup", "rnmt RNNSearch (GRU, fp32, half batches, warm-up 50, dropout 0.1)",
          save_every=100, sets=["train.amp=none", *SHORT_WARMUP]),
+    Rnmt("rnmt-rnnsearch-peer-search", "rnmt RNNSearch (GRU, fp32, half batches, warm-up 50, dropout 0.1, "
+         "length-normalised search)", save_every=100, sets=["train.amp=none", *PEER_SEARCH]),
     Rnmt("rnmt-dtmt1", "rnmt DTMT#1 (fp32)", config="ttq-dtmt1.yaml", sets=["train.amp=none"]),
     Rnmt("rnmt-dtmt1-bf16", "rnmt DTMT#1 (bf16)", config="ttq-dtmt1.yaml", sets=["train.amp=bf16"]),
     Fairseq("fairseq-lstm", "fairseq LSTM", arch_args=FAIRSEQ_LSTM),
