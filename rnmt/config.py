@@ -59,6 +59,7 @@ NON_NEGATIVE = Range(0)
 POSITIVE = Range(0, low_open=True)
 PROBABILITY = Range(0, 1, high_open=True)  # dropout, label smoothing: 1 would drop everything
 FRACTION = Range(0, 1, low_open=True)
+OPEN_UNIT = Range(0, 1, low_open=True, high_open=True)
 # Upper bounds guard only against absurd values (a stray digit, a hostile file): a model is
 # built on the meta device to check its shapes before training, and 10**9 layers would take
 # hours to build, 2**62 units overflow PyTorch's sizes.
@@ -215,6 +216,9 @@ class TrainConfig:
     nesterov: bool = False  # sgd, with momentum > 0
     weight_decay: Annotated[float, NON_NEGATIVE] = 0.0
     clip_norm: Annotated[float, NON_NEGATIVE] = 5.0  # 0: no clipping
+    # exponential moving average of the weights, which validation and checkpoints then hold
+    # (rnmt.training.weight_average); None: off
+    ema_decay: Optional[Annotated[float, OPEN_UNIT]] = None
     label_smoothing: Annotated[float, PROBABILITY] = 0.1
     init_scale: Annotated[float, POSITIVE] = 0.08  # uniform init in [-s, s]
     accumulate: Annotated[int, AT_LEAST_1] = 1  # batches per update and process (gradient accumulation)

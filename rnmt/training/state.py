@@ -21,8 +21,9 @@ import torch
 
 from rnmt.errors import UserError
 
-# 1: every file written before the version field (2026-11); 2: adds "version".
-STATE_VERSION = 2
+# 1: every file written before the version field (2026-11); 2: adds "version"; 3: adds
+# "train_weights" (an older rnmt would resume such a run from its average, so it must refuse).
+STATE_VERSION = 3
 
 
 @dataclass
@@ -60,13 +61,16 @@ class TrainState:
     # The precision the run started in ("bf16" or "fp32"), which it keeps; None in files
     # written before train.amp could choose (the set-up decides: rnmt.training.setup).
     amp: Optional[str] = None
+    # With train.ema_decay the checkpoint holds the weights' average; these are the weights
+    # being trained (rnmt.training.weight_average). None: the checkpoint's weights are they.
+    train_weights: Optional[Dict[str, torch.Tensor]] = None
     version: int = STATE_VERSION
 
     def to_dict(self) -> Dict[str, Any]:
         """The flat dict written to disk (the progress fields beside the others)."""
         out = asdict(self.progress)
         for f in fields(self):
-            if f.name == "progress" or (f.name == "rank_rng" and self.rank_rng is None):
+            if f.name == "progress" or (f.name in ("rank_rng", "train_weights") and getattr(self, f.name) is None):
                 continue
             out[f.name] = getattr(self, f.name)
         return out
@@ -100,4 +104,5 @@ class TrainState:
         return cls(progress=progress, checkpoint=str(raw["checkpoint"]), optimizer=raw["optimizer"],
                    sampler=raw["sampler"], rng=raw["rng"], cuda_rng=list(raw.get("cuda_rng", [])),
                    rank_rng=raw.get("rank_rng"), world_size=int(raw.get("world_size", 1)),
-                   corpus_key=raw.get("corpus_key"), amp=raw.get("amp"), version=STATE_VERSION)
+                   corpus_key=raw.get("corpus_key"), amp=raw.get("amp"), train_weights=raw.get("train_weights"),
+                   version=STATE_VERSION)

@@ -13,7 +13,9 @@ Output directory layout:
     OUT/best.safetensors     the checkpoint with the best dev BLEU, or the newest one when
                              there is no dev set (what `translate` and `serve` load)
     OUT/train_state.pt       optimiser, step, data position and random state (for --resume;
-                             rnmt.training.state.TrainState)
+                             rnmt.training.state.TrainState); with train.ema_decay also
+                             the training weights, while the checkpoints hold their average
+                             (rnmt.training.weight_average)
     OUT/log.jsonl            one JSON object per logging interval and per validation
     OUT/tensorboard/         the same as TensorBoard events (train.tensorboard: true)
 
@@ -43,7 +45,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional
 
 import torch
 from tqdm import tqdm
@@ -66,6 +68,7 @@ from rnmt.training.setup import RANK_SEED_STRIDE, STATE_FILE, amp_dtype, resolve
 from rnmt.training.signals import StopSignals
 from rnmt.training.state import Progress, TrainState
 from rnmt.training.validator import BEST_METRICS, Validator, improves
+from rnmt.training.weight_average import WeightAverage, load_weights
 
 # Re-exported: callers import these from here (the CLI, the API, benchmarks, tests).
 __all__ = ["Trainer", "STATE_FILE", "amp_dtype", "resolve_amp", "corpus_files", "BEST_METRICS"]
@@ -107,6 +110,9 @@ class Trainer:
             self.tensorboard = TensorBoardLog(self.out / "tensorboard")
         self.has_dev = bool(cfg.data.dev)
         self.optimizer = build_optimizer(self.model.parameters(), tc)
+        self.average = WeightAverage(self.model, tc.ema_decay) if tc.ema_decay else None
+        if self.average is not None:
+            self.log(f"weight average: decay {tc.ema_decay:g}; validation and checkpoints hold the average")
         self.sampler = TokenBatchSampler(self.corpus.src_lens, self.corpus.tgt_lens, cfg.data.batch_tokens,
                                          shuffle=True, seed=tc.seed, rank=self.dist.rank,
                                          world_size=self.dist.world_size,
@@ -171,6 +177,10 @@ class Trainer:
     def _snapshot(self) -> Dict[str, Any]:
         return {"sampler": self.sampler.state_dict(), "rng": torch.get_rng_state()}
 
+    def _averaged(self) -> ContextManager[None]:
+        """The model holds the weights' average inside the block (train.ema_decay)."""
+        return self.average.applied() if self.average is not None else contextlib.nullcontext()
+
     def _check_finite(self) -> None:
         bad = [n for n, p in self.model.named_parameters() if not bool(torch.isfinite(p).all())]
         if bad:
@@ -185,11 +195,13 @@ class Trainer:
         if self.init is not None:
             meta["init_from"] = self.init.provenance
         name = f"ckpt-{self.step}.safetensors"
-        save_model(self.out / name, self.model, self.cfg, self._vocab_bytes(), meta)
-        # Without a dev set there is no "best": best.safetensors follows the newest checkpoint,
-        # so a run directory always loads the newest weights.
-        if improved or not self.has_dev or not (self.out / "best.safetensors").exists():
-            save_model(self.out / "best.safetensors", self.model, self.cfg, self._vocab_bytes(), meta)
+        with self._averaged():  # the checkpoints hold the model that is used
+            self._check_finite()
+            save_model(self.out / name, self.model, self.cfg, self._vocab_bytes(), meta)
+            # Without a dev set there is no "best": best.safetensors follows the newest
+            # checkpoint, so a run directory always loads the newest weights.
+            if improved or not self.has_dev or not (self.out / "best.safetensors").exists():
+                save_model(self.out / "best.safetensors", self.model, self.cfg, self._vocab_bytes(), meta)
         progress = self.progress
         if name not in progress.checkpoints:
             progress.checkpoints.append(name)
@@ -198,7 +210,8 @@ class Trainer:
             checkpoint=name, optimizer=self.optimizer.state_dict(), sampler=snapshot["sampler"],
             rng=snapshot["rng"], cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             rank_rng=rank_rng, world_size=self.dist.world_size, corpus_key=self._corpus_key(),
-            amp="bf16" if self.amp_dtype is not None else "fp32")
+            amp="bf16" if self.amp_dtype is not None else "fp32",
+            train_weights=self.average.training_weights() if self.average is not None else None)
         save_train_state(self.out / STATE_FILE, state.to_dict())
         # Old checkpoints go only after the state that no longer needs them is on disk.
         while len(progress.checkpoints) > max(1, self.cfg.train.keep_last):
@@ -213,6 +226,13 @@ class Trainer:
         state = TrainState.from_dict(load_train_state(path), str(path))
         mf, _, _ = read_checked(self.out / state.checkpoint)
         load_state_into(self.model, mf.state, mf.path)
+        if self.average is not None:
+            self.average.restart_from_model()  # the checkpoint holds the average, when there was one
+        if state.train_weights is not None:
+            load_weights(dict(self.model.named_parameters()), state.train_weights, str(path))
+            if self.average is None:
+                self.log("the run averaged its weights (train.ema_decay), which is now off: training goes "
+                         "on from its training weights")
         self.optimizer.load_state_dict(state.optimizer)
         changed = check_corpus(state.corpus_key, self._corpus_key(), _train_names(self.cfg),
                                self.corpus_changed_ok)
@@ -323,6 +343,8 @@ class Trainer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.progress.step += 1
+        if self.average is not None:
+            self.average.update(self.progress.step)
         return {"loss": loss_value / ntokens, "nll": float(nll_total) / ntokens, "lr": lr, "ntokens": ntokens}
 
     def run(self) -> Dict[str, Any]:
@@ -486,7 +508,8 @@ class Trainer:
         improved = False
         p = self.progress
         if self.is_main:
-            metrics = self.validate()
+            with self._averaged():
+                metrics = self.validate()
             bleu = metrics["dev_bleu"]
             value = metrics[BEST_METRICS[self.cfg.train.best_metric]]
             improved = improves(self.cfg.train.best_metric, value, p.best_value)

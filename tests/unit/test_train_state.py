@@ -50,3 +50,10 @@ def test_a_newer_state_is_refused_naming_the_file():
 def test_a_foreign_dict_is_not_a_training_state():
     with pytest.raises(UserError, match="not an rnmt training state .no 'step'"):
         TrainState.from_dict({"epoch": 3}, "x.pt")
+
+
+def test_training_weights_are_written_only_when_the_run_averages():
+    assert "train_weights" not in a_state().to_dict()
+    state = TrainState(**{**a_state().__dict__, "train_weights": {"w": torch.ones(2)}})
+    back = TrainState.from_dict(state.to_dict(), "s.pt")
+    assert torch.equal(back.train_weights["w"], torch.ones(2))
