@@ -39,6 +39,8 @@ the recurrent models, shared 8k BPE, batches of about 2,000 target tokens):
 * ``rnmt-rnnsearch-peer-search``: the short warm-up, decoded with fairseq's length
   normalisation (log-probability / length) instead of rnmt's default GNMT penalty with
   alpha 0.6 (``search.normalize=length``; the training is the same; not in the default list);
+* ``rnmt-rnnsearch-averaged``: the peer search, with checkpoints holding the exponential
+  moving average of the weights (``train.ema_decay=0.999``; not in the default list);
 * ``rnmt-dtmt1``: benchmarks/configs/ttq-dtmt1.yaml, DTMT#1 under the same recipe, fp32;
   ``rnmt-dtmt1-bf16`` the same in bf16 (not in the default list);
 * ``fairseq-lstm``: fairseq's ``lstm`` as in the peer comparison (benchmarks/peers/fairseq),
@@ -244,6 +246,9 @@ FAST_START = ["data.batch_tokens=2000", "train.warmup_steps=100", "train.decay_s
 SHORT_WARMUP = [*FAST_START, "train.warmup_steps=50", "model.dropout=0.1"]
 # fairseq's own search rule: a hypothesis's log-probability divided by its length (lenpen 1)
 PEER_SEARCH = [*SHORT_WARMUP, "search.normalize=length"]
+# the checkpoints hold the weights' moving average; within the budget its warm-up governs
+# (an average over about the last ninth of the updates so far; rnmt.training.weight_average)
+AVERAGED = [*PEER_SEARCH, "train.ema_decay=0.999"]
 
 SYSTEMS: Dict[str, System] = {s.name: s for s in (
     # Each rnmt system names its precision: train.amp's default (auto) picks bf16 on CPUs
@@ -258,6 +263,8 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
          save_every=100, sets=["train.amp=none", *SHORT_WARMUP]),
     Rnmt("rnmt-rnnsearch-peer-search", "rnmt RNNSearch (GRU, fp32, half batches, warm-up 50, dropout 0.1, "
          "length-normalised search)", save_every=100, sets=["train.amp=none", *PEER_SEARCH]),
+    Rnmt("rnmt-rnnsearch-averaged", "rnmt RNNSearch (GRU, fp32, half batches, warm-up 50, dropout 0.1, "
+         "length-normalised search, weight average)", save_every=100, sets=["train.amp=none", *AVERAGED]),
     Rnmt("rnmt-dtmt1", "rnmt DTMT#1 (fp32)", config="ttq-dtmt1.yaml", sets=["train.amp=none"]),
     Rnmt("rnmt-dtmt1-bf16", "rnmt DTMT#1 (bf16)", config="ttq-dtmt1.yaml", sets=["train.amp=bf16"]),
     Fairseq("fairseq-lstm", "fairseq LSTM", arch_args=FAIRSEQ_LSTM),
