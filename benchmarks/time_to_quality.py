@@ -400,7 +400,7 @@ def plot(results: Dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2 + 0.22 * len(results["systems"])), sharey=True)
     for name, r in results["systems"].items():
         xs = [p["minutes"] for p in r["points"]]
         style = "-" if name.startswith("rnmt") else "--"
@@ -411,10 +411,12 @@ def plot(results: Dict, path: Path) -> None:
         ax.set_xlabel("wall-clock training minutes")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("BLEU")
-    axes[1].legend(fontsize=8, loc="lower right")
+    # Below both plots, one entry per row: the systems' labels are long.
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=1, frameon=False)
     meta = results["meta"]
     fig.suptitle(f"Time to quality, {meta['corpus']}, {meta['threads']} threads (commit {meta['commit']})", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.036 * len(labels) + 0.01, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
