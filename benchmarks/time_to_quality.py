@@ -2,7 +2,8 @@
 on the same machine and data.
 
     python benchmarks/time_to_quality.py [--minutes 20] [--points 10] [--threads 2]
-        [--systems rnmt-rnnsearch,rnmt-rnnsearch-bf16,rnmt-dtmt1,fairseq-lstm,fairseq-transformer]
+        [--systems rnmt-rnnsearch,rnmt-rnnsearch-bf16,rnmt-rnnsearch-averaged,rnmt-dtmt1,fairseq-lstm,
+                   fairseq-transformer]
         [--data ../shared/data] [--out runs/time-to-quality]
     python benchmarks/time_to_quality.py --report-only --out runs/time-to-quality
 
@@ -40,7 +41,9 @@ the recurrent models, shared 8k BPE, batches of about 2,000 target tokens):
   normalisation (log-probability / length) instead of rnmt's default GNMT penalty with
   alpha 0.6 (``search.normalize=length``; the training is the same; not in the default list);
 * ``rnmt-rnnsearch-averaged``: the peer search, with checkpoints holding the exponential
-  moving average of the weights (``train.ema_decay=0.999``; not in the default list);
+  moving average of the weights (``train.ema_decay=0.999``): the recipe that meets the
+  target on the AVX2 EPYC (docs/performance.md); ``-averaged-bf16`` the same in bf16 (not
+  in the default list);
 * ``rnmt-dtmt1``: benchmarks/configs/ttq-dtmt1.yaml, DTMT#1 under the same recipe, fp32;
   ``rnmt-dtmt1-bf16`` the same in bf16 (not in the default list);
 * ``fairseq-lstm``: fairseq's ``lstm`` as in the peer comparison (benchmarks/peers/fairseq),
@@ -265,13 +268,16 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
          "length-normalised search)", save_every=100, sets=["train.amp=none", *PEER_SEARCH]),
     Rnmt("rnmt-rnnsearch-averaged", "rnmt RNNSearch (GRU, fp32, half batches, warm-up 50, dropout 0.1, "
          "length-normalised search, weight average)", save_every=100, sets=["train.amp=none", *AVERAGED]),
+    Rnmt("rnmt-rnnsearch-averaged-bf16", "rnmt RNNSearch (GRU, bf16, half batches, warm-up 50, dropout 0.1, "
+         "length-normalised search, weight average)", save_every=100, sets=["train.amp=bf16", *AVERAGED]),
     Rnmt("rnmt-dtmt1", "rnmt DTMT#1 (fp32)", config="ttq-dtmt1.yaml", sets=["train.amp=none"]),
     Rnmt("rnmt-dtmt1-bf16", "rnmt DTMT#1 (bf16)", config="ttq-dtmt1.yaml", sets=["train.amp=bf16"]),
     Fairseq("fairseq-lstm", "fairseq LSTM", arch_args=FAIRSEQ_LSTM),
     Fairseq("fairseq-transformer", "fairseq Transformer 3+3", save_every=200, arch_args=FAIRSEQ_TRANSFORMER),
 )}
 
-DEFAULT_SYSTEMS = ("rnmt-rnnsearch", "rnmt-rnnsearch-bf16", "rnmt-dtmt1", "fairseq-lstm", "fairseq-transformer")
+DEFAULT_SYSTEMS = ("rnmt-rnnsearch", "rnmt-rnnsearch-bf16", "rnmt-rnnsearch-averaged", "rnmt-dtmt1", "fairseq-lstm",
+                   "fairseq-transformer")
 
 # -- one system -----------------------------------------------------------------------------
 def timed_checkpoints(system: System, work: Path, started: float) -> List[Checkpoint]:
