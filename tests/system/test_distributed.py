@@ -108,3 +108,17 @@ def test_resume_with_another_number_of_processes(ddp_runs):
     assert (resumed.sampler.epoch, resumed.sampler.position) == (0, 8)
     resumed.run()
     assert_same_weights(one / "ckpt-6.safetensors", two / "ckpt-6.safetensors")
+
+
+def test_two_processes_average_the_weights_as_one_process_does(ddp_runs, tmp_path):
+    """train.ema_decay under torchrun: rank 0's checkpoints hold the same average as one
+    process accumulating the same batches, and it is not the last weights."""
+    averaged = "train.ema_decay=0.5"
+    two = tmp_path / "two-averaged"
+    torchrun(2, ddp_runs["cfg"], "--out", two, "--set", averaged)
+    one = tmp_path / "one-averaged"
+    Trainer(config_from_dict(ddp_runs["tree"], ["train.accumulate=2", "train.replicas=2", averaged]), one,
+            log=lambda *_: None).run()
+    assert_same_weights(one / "ckpt-4.safetensors", two / "ckpt-4.safetensors")
+    plain, average = weights(ddp_runs["two"] / "ckpt-4.safetensors"), weights(two / "ckpt-4.safetensors")
+    assert any(not torch.allclose(plain[k], average[k]) for k in plain)
