@@ -4,7 +4,7 @@ on the same machine and data.
     python benchmarks/time_to_quality.py [--minutes 20] [--points 10] [--threads 2]
         [--systems rnmt-rnnsearch,rnmt-rnnsearch-bf16,rnmt-rnnsearch-averaged,rnmt-dtmt1,fairseq-lstm,
                    fairseq-transformer]
-        [--data ../shared/data] [--out runs/time-to-quality]
+        [--data ../shared/data] [--out runs/time-to-quality] [--seed 1]
     python benchmarks/time_to_quality.py --report-only --out runs/time-to-quality
 
 Run it with rnmt's Python from the repository root on an otherwise idle machine, after
@@ -93,6 +93,7 @@ class System:
     name: str
     label: str
     save_every: int = 100
+    seed: int = 1  # the training run's random seed (--seed)
 
     def installed(self) -> Tuple[bool, str]:
         return True, ""
@@ -128,7 +129,8 @@ class Rnmt(System):
 
     def _sets(self, data: Path, threads: int) -> List[str]:
         sets = [f"data.train={data / 'raw' / 'train'}", f"data.vocab.model={data / 'spm.model'}",
-                f"train.threads={threads}", f"train.save_every={self.save_every}", *self.sets]
+                f"train.threads={threads}", f"train.save_every={self.save_every}", f"train.seed={self.seed}",
+                *self.sets]
         return [a for s in sets for a in ("--set", s)]
 
     def train_command(self, work: Path, data: Path, threads: int) -> List[str]:
@@ -194,7 +196,7 @@ class Fairseq(System):
                 "--max-update", "1000000", "--log-interval", "20", "--log-format", "json",
                 "--disable-validation", "--save-dir", str(work / "checkpoints"), "--no-epoch-checkpoints",
                 "--no-last-checkpoints", "--save-interval-updates", str(self.save_every),
-                "--keep-interval-updates", "-1", "--cpu", "--num-workers", "0", "--seed", "1",
+                "--keep-interval-updates", "-1", "--cpu", "--num-workers", "0", "--seed", str(self.seed),
                 "--no-progress-bar"]
 
     def checkpoints(self, work: Path) -> List[Tuple[Path, int]]:
@@ -444,6 +446,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=str(REPO / "runs" / "time-to-quality"))
     p.add_argument("--keep", action="store_true", help="keep every checkpoint (default: only the last scored one)")
     p.add_argument("--save-every", type=int, default=None, help="checkpoint interval in updates for every system")
+    p.add_argument("--seed", type=int, default=1, help="training seed of every system (recorded per system)")
     p.add_argument("--redo", action="store_true", help="train systems again that OUT/results.json already has")
     p.add_argument("--report-only", action="store_true", help="rewrite results.md and curves.png from results.json")
     args = p.parse_args(argv)
@@ -474,6 +477,7 @@ def main(argv=None) -> int:
         system = SYSTEMS[name]
         if args.save_every:
             system.save_every = args.save_every
+        system.seed = args.seed
         ok, why = system.installed()
         if not ok:
             print(f"[{name}] skipped: {why}")
@@ -486,7 +490,7 @@ def main(argv=None) -> int:
         # A later invocation may add systems at another commit or with other options: each
         # keeps its own.
         results["systems"][name].update(commit=commit, machine=results["meta"]["machine"],
-                                        command=results["meta"]["command"])
+                                        command=results["meta"]["command"], seed=args.seed)
         write(results, out)
     write(results, out)
     print(report(results))
