@@ -196,7 +196,8 @@ class Trainer:
             meta["init_from"] = self.init.provenance
         name = f"ckpt-{self.step}.safetensors"
         with self._averaged():  # the checkpoints hold the model that is used
-            self._check_finite()
+            if self.average is not None:
+                self._check_finite()  # the average too (the training weights were checked above)
             save_model(self.out / name, self.model, self.cfg, self._vocab_bytes(), meta)
             # Without a dev set there is no "best": best.safetensors follows the newest
             # checkpoint, so a run directory always loads the newest weights.
