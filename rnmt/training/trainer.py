@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional
 
 import torch
+from torch import Tensor
 from tqdm import tqdm
 
 from rnmt import memory
@@ -177,8 +178,9 @@ class Trainer:
     def _snapshot(self) -> Dict[str, Any]:
         return {"sampler": self.sampler.state_dict(), "rng": torch.get_rng_state()}
 
-    def _averaged(self) -> ContextManager[None]:
-        """The model holds the weights' average inside the block (train.ema_decay)."""
+    def _averaged(self) -> ContextManager[Optional[Dict[str, Tensor]]]:
+        """The model holds the weights' average inside the block (train.ema_decay), which
+        receives a copy of the training weights (None without an average)."""
         return self.average.applied() if self.average is not None else contextlib.nullcontext()
 
     def _check_finite(self) -> None:
@@ -195,7 +197,7 @@ class Trainer:
         if self.init is not None:
             meta["init_from"] = self.init.provenance
         name = f"ckpt-{self.step}.safetensors"
-        with self._averaged():  # the checkpoints hold the model that is used
+        with self._averaged() as train_weights:  # the checkpoints hold the model that is used
             if self.average is not None:
                 self._check_finite()  # the average too (the training weights were checked above)
             save_model(self.out / name, self.model, self.cfg, self._vocab_bytes(), meta)
@@ -212,7 +214,7 @@ class Trainer:
             rng=snapshot["rng"], cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             rank_rng=rank_rng, world_size=self.dist.world_size, corpus_key=self._corpus_key(),
             amp="bf16" if self.amp_dtype is not None else "fp32",
-            train_weights=self.average.training_weights() if self.average is not None else None)
+            train_weights=train_weights)
         save_train_state(self.out / STATE_FILE, state.to_dict())
         # Old checkpoints go only after the state that no longer needs them is on disk.
         while len(progress.checkpoints) > max(1, self.cfg.train.keep_last):

@@ -53,22 +53,24 @@ class WeightAverage:
         return {name: p.detach().clone() for name, p in self.named.items()}
 
     @contextlib.contextmanager
-    def applied(self) -> Iterator[None]:
+    def applied(self) -> Iterator[Dict[str, Tensor]]:
         """The model holds the average inside the block and its training weights after it.
+        The block receives the copy of the training weights it restores (what
+        ``train_state.pt`` keeps), so a checkpoint copies them once.
 
         The weights are copied, not swapped, so every tensor keeps its storage (what DDP's
         gradient buckets and the decoder's per-token tables are tied to) and a changed
         version counter tells those tables to rebuild.
         """
         with torch.no_grad():
-            saved = [p.detach().clone() for p in self.named.values()]
+            saved = self.training_weights()
             for p, avg in zip(self.named.values(), self.average):
                 p.copy_(avg)
         try:
-            yield
+            yield saved
         finally:
             with torch.no_grad():
-                for p, w in zip(self.named.values(), saved):
+                for p, w in zip(self.named.values(), saved.values()):
                     p.copy_(w)
 
 

@@ -40,8 +40,9 @@ def test_the_model_holds_the_average_only_inside_the_block():
         model.weight.add_(1.0)
     trained = model.weight.detach().clone()
     storage, version = model.weight.data_ptr(), model.weight._version
-    with average.applied():
+    with average.applied() as training:
         assert torch.equal(model.weight, average.average[0])
+        assert torch.equal(training["weight"], trained)  # the copy it restores, for train_state.pt
         # copied in place: the same storage, and a new version for caches keyed on it
         assert model.weight.data_ptr() == storage and model.weight._version > version
     assert torch.equal(model.weight, trained)
