@@ -57,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda (default auto)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="paired bootstrap resamples for the p-values (default 1000)")
+    p.add_argument("--status", action="store_true",
+                   help="print where each run of the table stands (finished, in progress: best dev BLEU, "
+                        "validations since it, rate halvings, recent s/update; not started) and exit; trains nothing")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value of every system, e.g. --set data.batch_tokens=2000")
 
@@ -81,6 +84,29 @@ def _seeds(text: str) -> list:
     return seeds
 
 
+def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patience: int) -> int:
+    import json
+
+    from rnmt.reproduce.spec import load_paper
+    from rnmt.reproduce.status import reproduction_status, status_table
+
+    for paper in papers:
+        spec = load_paper(paper)
+        results_dir = out_root / (f"{spec.paper}-converged" if converge else spec.paper)
+        saved = results_dir / "settings.json"
+        if saved.is_file():  # the seeds and patience the table was started with
+            try:
+                settings = json.loads(saved.read_text(encoding="utf-8"))
+                seeds, patience = settings.get("seeds") or seeds, settings.get("patience", patience)
+            except ValueError:
+                raise UserError(f"{saved}: not valid JSON") from None
+        print(f"{results_dir}:")
+        print("\n".join(status_table(reproduction_status(spec, results_dir, systems, seeds),
+                                      patience if converge else None)))
+        print()
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from rnmt.reproduce import PAPERS, Settings, reproduce_paper
 
@@ -102,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     papers = PAPERS if args.paper == "all" else (args.paper,)
     if systems and len(papers) > 1:
         raise UserError("--systems names systems of one paper; give a paper, not 'all'")
+    if args.status:
+        return _print_status(papers, args.converge, Path(args.out), systems, seeds, args.patience)
     settings = Settings(updates=args.updates, emb_size=emb, hidden_size=hidden, vocab_size=args.vocab_size,
                         dev_sentences=args.dev_sentences, validate_every=args.validate_every, seeds=seeds,
                         threads=args.threads, jobs=args.jobs, device=args.device, bootstrap=args.bootstrap,

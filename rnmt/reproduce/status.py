@@ -1,0 +1,152 @@
+"""Where each run of a reproduction stands, read from its files without training anything
+(`rnmt reproduce PAPER [--converge] --status`).
+
+A converged table takes many hours and is filled in over several sittings, so the question
+"which runs are done, and how far are the others from stopping?" comes up at every restart.
+A run is *finished* when its record (``<paper>[-converged]/<run>.json``) exists, *in
+progress* when its directory has a ``log.jsonl``, else *not started*. For a run in progress
+the log gives the last update, the best dev BLEU and where it was reached, the validations
+since then (early stopping ends the run when they reach the patience), the rate's plateau
+halvings, and the recent time per update: the median over the last logging intervals, so an
+interval spent paused (SIGSTOP) or validating does not count.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from rnmt.reproduce.spec import PaperSpec
+from rnmt.reproduce.system import plan_runs, record_path
+
+RECENT_INTERVALS = 10  # logging intervals behind "s/update (recent)"
+
+
+@dataclass
+class RunStatus:
+    name: str
+    state: str  # "finished", "in progress" or "not started"
+    steps: Optional[int] = None
+    epoch: Optional[float] = None
+    best_dev_bleu: Optional[float] = None
+    best_step: Optional[int] = None
+    since_best: Optional[int] = None  # validations after the best one
+    plateau_decays: Optional[int] = None
+    lr: Optional[float] = None
+    seconds_per_update: Optional[float] = None
+    train_hours: Optional[float] = None
+    stop_reason: Optional[str] = None
+    test_bleu: Optional[float] = None
+    log_age_minutes: Optional[float] = None
+
+
+def read_log(path: Path) -> Tuple[List[dict], List[dict]]:
+    """The training and validation rows of a run's ``log.jsonl``. A resumed run logs again
+    from its checkpoint, so a row whose step does not advance replaces those it repeats; a
+    line cut short by a kill is skipped."""
+    train: List[dict] = []
+    dev: List[dict] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("step"), int):
+                continue
+            rows = dev if "dev_bleu" in row else train if "loss" in row else None
+            if rows is None:
+                continue
+            while rows and rows[-1]["step"] >= row["step"]:
+                rows.pop()
+            rows.append(row)
+    return train, dev
+
+
+def recent_seconds_per_update(train: List[dict], intervals: int = RECENT_INTERVALS) -> Optional[float]:
+    """Median seconds per update over the last ``intervals`` logging intervals."""
+    rates = [(b["train_seconds"] - a["train_seconds"]) / (b["step"] - a["step"])
+             for a, b in zip(train, train[1:])
+             if b["step"] > a["step"] and "train_seconds" in a and "train_seconds" in b]
+    return statistics.median(rates[-intervals:]) if rates else None
+
+
+def in_progress(name: str, log_path: Path, now: float) -> RunStatus:
+    train, dev = read_log(log_path)
+    status = RunStatus(name, "in progress", log_age_minutes=(now - log_path.stat().st_mtime) / 60)
+    if train:
+        last = train[-1]
+        status.steps, status.lr = last["step"], last.get("lr")
+        status.epoch = last.get("epoch")  # epochs completed (the record's count is fractional)
+        status.train_hours = last.get("train_seconds", 0.0) / 3600
+        status.seconds_per_update = recent_seconds_per_update(train)
+    scored = [r for r in dev if r.get("dev_bleu") is not None]
+    if scored:
+        best = max(range(len(scored)), key=lambda i: (scored[i]["dev_bleu"], -i))  # the first of equals
+        status.best_dev_bleu, status.best_step = scored[best]["dev_bleu"], scored[best]["step"]
+        status.since_best = len(scored) - 1 - best
+        status.plateau_decays = scored[-1].get("plateau_decays")
+        status.steps = max(status.steps or 0, scored[-1]["step"])
+    return status
+
+
+def finished(name: str, record: Dict[str, object]) -> RunStatus:
+    def number(key: str) -> Optional[float]:
+        value = record.get(key)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    steps, best_step, decays = number("steps"), number("checkpoint_step"), number("plateau_decays")
+    minutes = number("train_minutes")
+    return RunStatus(name, "finished", steps=int(steps) if steps is not None else None, epoch=number("epochs"),
+                     best_dev_bleu=number("best_dev_bleu"), best_step=int(best_step) if best_step is not None else None,
+                     plateau_decays=int(decays) if decays is not None else None,
+                     seconds_per_update=number("seconds_per_update"),
+                     train_hours=minutes / 60 if minutes is not None else None,
+                     stop_reason=str(record.get("stop_reason") or "") or None, test_bleu=number("test_bleu"))
+
+
+def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Sequence[str]],
+                        seeds: Sequence[int]) -> List[RunStatus]:
+    """One row per run the table plans for the chosen systems (the main table's by default)."""
+    now = time.time()
+    rows = []
+    for run in plan_runs(spec, spec.select(systems), seeds):
+        record, log_path = record_path(results_dir, run), results_dir / "runs" / run.name / "log.jsonl"
+        if record.is_file():
+            try:
+                done = finished(run.name, json.loads(record.read_text(encoding="utf-8")))
+            except ValueError:
+                done = None  # a record that does not parse: report the run from its log
+            if done is not None:
+                if log_path.is_file():  # the record's mean counts paused hours; the log's median does not
+                    done.seconds_per_update = recent_seconds_per_update(read_log(log_path)[0])
+                rows.append(done)
+                continue
+        rows.append(in_progress(run.name, log_path, now) if log_path.is_file() else RunStatus(run.name, "not started"))
+    return rows
+
+
+def _fmt(value: Optional[float], spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def status_table(rows: Sequence[RunStatus], patience: Optional[int]) -> List[str]:
+    """A Markdown table of ``rows``; ``patience`` (validations) for the converged protocol."""
+    lines = ["| run | state | updates | epochs | best dev BLEU (at update) | validations since best | "
+             "rate halvings | lr | s/update (recent) | training h | last log line |",
+             "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        state = r.state + (f" ({r.stop_reason})" if r.stop_reason else "")
+        if r.test_bleu is not None:
+            state += f", test BLEU {r.test_bleu:.2f}"
+        best = _fmt(r.best_dev_bleu, ".2f") + ("" if r.best_step is None else f" ({r.best_step:,})")
+        since = "-" if r.since_best is None else (f"{r.since_best} of {patience}" if patience else str(r.since_best))
+        age = "-" if r.log_age_minutes is None else f"{r.log_age_minutes:,.0f} min ago"
+        lines.append(f"| {r.name} | {state} | {_fmt(r.steps, ',')} | {_fmt(r.epoch, '.4g')} | {best} | {since} | "
+                     f"{_fmt(r.plateau_decays, 'd')} | {_fmt(r.lr, '.2e')} | {_fmt(r.seconds_per_update, '.2f')} | "
+                     f"{_fmt(r.train_hours, '.1f')} | {age} |")
+    return lines

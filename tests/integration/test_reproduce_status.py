@@ -1,0 +1,81 @@
+"""`rnmt reproduce PAPER --status`: where each run of a table stands, read from its files."""
+
+import json
+
+from rnmt.cli import main
+from rnmt.reproduce.spec import load_paper
+from rnmt.reproduce.status import read_log, recent_seconds_per_update, reproduction_status, status_table
+
+
+def write_log(path, rows, tail=""):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + tail, encoding="utf-8")
+
+
+def train_row(step, seconds, lr=0.002, epoch=0):
+    return {"step": step, "epoch": epoch, "loss": 3.0, "lr": lr, "train_seconds": seconds}
+
+
+def dev_row(step, bleu, decays=0):
+    return {"step": step, "dev_bleu": bleu, "dev_loss": 2.0, "plateau_decays": decays}
+
+
+def test_a_resumed_run_logs_again_from_its_checkpoint_and_a_cut_line_is_skipped(tmp_path):
+    log = tmp_path / "log.jsonl"
+    # killed at 1,100 after the checkpoint at 1,000; resumed from 1,000; the kill cut a line
+    write_log(log, [train_row(950, 95.0), train_row(1000, 100.0), dev_row(1000, 5.0), train_row(1050, 105.0),
+                    train_row(1100, 110.0), train_row(1050, 300.0), train_row(1100, 305.0)], tail='{"step": 11')
+    train, dev = read_log(log)
+    assert [r["step"] for r in train] == [950, 1000, 1050, 1100]
+    assert [r["train_seconds"] for r in train] == [95.0, 100.0, 300.0, 305.0]
+    assert [r["step"] for r in dev] == [1000]
+
+
+def test_recent_time_per_update_is_a_median_so_a_pause_does_not_count():
+    rows = [train_row(50 * i, 100.0 * i) for i in range(1, 8)]  # 2 s per update
+    rows[4]["train_seconds"] += 3600  # an hour paused under SIGSTOP inside one interval
+    for r in rows[5:]:
+        r["train_seconds"] += 3600
+    assert recent_seconds_per_update(rows) == 2.0
+    assert recent_seconds_per_update(rows[:1]) is None
+
+
+def test_runs_are_finished_in_progress_or_not_started(tmp_path):
+    spec = load_paper("dtmt")
+    results = tmp_path / "dtmt-converged"
+    results.mkdir()
+    (results / "shallow-rnmt.seed1.json").write_text(json.dumps(
+        {"steps": 14000, "epochs": 21.44, "checkpoint_step": 12000, "best_dev_bleu": 28.5, "plateau_decays": 5,
+         "stop_reason": "early_stopping", "test_bleu": 35.18, "train_minutes": 747.0,
+         "seconds_per_update": 3.2}), encoding="utf-8")
+    write_log(results / "runs" / "dtmt4.seed1" / "log.jsonl",
+              [train_row(500, 1000.0), dev_row(500, 2.0), train_row(1000, 2000.0, epoch=1), dev_row(1000, 5.4),
+               train_row(1500, 3000.0, lr=0.001, epoch=2), dev_row(1500, 5.1, decays=1), dev_row(2000, 5.4, decays=1)])
+    rows = {r.name: r for r in reproduction_status(spec, results, ["shallow-rnmt", "dtmt4"], [1, 2])}
+    assert set(rows) == {"shallow-rnmt.seed1", "shallow-rnmt.seed2", "dtmt4.seed1", "dtmt4.seed2"}
+    done = rows["shallow-rnmt.seed1"]
+    assert (done.state, done.steps, done.best_step, done.stop_reason, done.test_bleu) == \
+        ("finished", 14000, 12000, "early_stopping", 35.18)
+    assert done.seconds_per_update == 3.2  # no log beside it: the record's own figure
+    going = rows["dtmt4.seed1"]
+    assert going.state == "in progress"
+    # the first of two equal bests counts, as early stopping counts improvements
+    assert (going.steps, going.best_dev_bleu, going.best_step, going.since_best) == (2000, 5.4, 1000, 2)
+    assert (going.plateau_decays, going.lr, going.epoch, going.seconds_per_update) == (1, 0.001, 2, 2.0)
+    assert rows["dtmt4.seed2"].state == rows["shallow-rnmt.seed2"].state == "not started"
+    table = "\n".join(status_table(list(rows.values()), patience=4))
+    assert "| dtmt4.seed1 | in progress | 2,000 | 2 | 5.40 (1,000) | 2 of 4 | 1 | 1.00e-03 | 2.00 | 0.8 |" in table
+    assert "| shallow-rnmt.seed1 | finished (early_stopping), test BLEU 35.18 | 14,000 | 21.44 | 28.50 (12,000) |" \
+        in table
+
+
+def test_the_command_prints_the_table_with_the_settings_the_table_was_started_with(tmp_path, capsys):
+    results = tmp_path / "dtmt-converged"
+    results.mkdir()
+    (results / "settings.json").write_text(json.dumps({"seeds": [3], "patience": 6}), encoding="utf-8")
+    write_log(results / "runs" / "dtmt4" / "log.jsonl", [train_row(500, 1000.0), dev_row(500, 2.0)])
+    assert main(["reproduce", "dtmt", "--converge", "--status", "--systems", "dtmt4", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| dtmt4 | in progress | 500 |" in out and "| 0 of 6 |" in out  # one seed: the run has no suffix
+    assert "| shallow-rnmt | not started |" in out  # the baseline always belongs to the table
+    assert not (tmp_path / "dtmt").exists()  # nothing written
