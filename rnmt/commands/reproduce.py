@@ -91,7 +91,7 @@ def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patien
     from rnmt.reproduce.status import reproduction_status, status_table
 
     for paper in papers:
-        spec = load_paper(paper)
+        spec = load_paper(paper).for_protocol(converge)
         results_dir = out_root / (f"{spec.paper}-converged" if converge else spec.paper)
         saved = results_dir / "settings.json"
         if saved.is_file():  # the seeds and patience the table was started with

@@ -362,9 +362,11 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
              _training_line(settings),
              f"- **Family recipe** over each paper config: {recipe}"
              + (f"; per system: {'; '.join(own)}" if own else "") + " (docs/reproduce.md says how it was found).",
-             f"- **Seeds**: {', '.join(str(x) for x in seeds)} for {', '.join(seeded) or 'no system'} (the systems "
-             f"the paper's claims rest on), seed {seeds[0]} for the others; bootstrap resampling "
-             f"{settings['bootstrap']} samples, seed {BOOTSTRAP_SEED}.",
+             f"- **Seeds**: {', '.join(str(x) for x in seeds)} for "
+             + ("every system (the convergence protocol); " if converge else
+                f"{', '.join(seeded) or 'no system'} (the systems the paper's claims rest on), seed {seeds[0]} "
+                "for the others; ")
+             + f"bootstrap resampling {settings['bootstrap']} samples, seed {BOOTSTRAP_SEED}.",
              f"- **Decoding**: the paper's beam settings ({_searches(spec, order, records)}); BLEU and chrF by "
              "sacrebleu on "
              f"detokenised output (`{first.get('bleu_signature', '-')}`).",

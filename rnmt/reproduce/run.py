@@ -262,7 +262,7 @@ def results_name(paper: str, settings: Settings) -> str:
 def prepare(paper: str, settings: Settings, out_root: Path, data: Optional[str], src: Optional[str],
             tgt: Optional[str], log: Callable[[str], None]) -> tuple:
     """The spec, results and runs directories, corpus and shared vocabulary of a paper."""
-    spec = load_paper(paper)
+    spec = load_paper(paper).for_protocol(settings.converge)
     out_root = Path(out_root).resolve()
     results_dir = out_root / results_name(spec.paper, settings)
     runs_dir = results_dir / "runs"

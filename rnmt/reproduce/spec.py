@@ -7,7 +7,7 @@ paper configs under ``configs/papers/`` so that a reproduction trains exactly wh
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -80,6 +80,15 @@ class PaperSpec:
                 return s
         known = ", ".join(s.name for s in self.systems + self.optional_systems)
         raise UserError(f"{self.paper}: no system '{name}'; systems: {known}")
+
+    def for_protocol(self, converge: bool) -> PaperSpec:
+        """The spec as a protocol trains it. The learning-speed tables give every seed only to
+        the ``seeded`` systems; at convergence every system gets every seed, since each claim
+        judged there rests on both of its systems (the Cseq2seq table's RNNSearch baseline
+        has one seed after equal updates)."""
+        if not converge:
+            return self
+        return replace(self, seeded=[s.name for s in self.systems + self.optional_systems])
 
     def select(self, names: Optional[Sequence[str]]) -> List[SystemSpec]:
         """The main-table systems, or the named ones (optional systems included) in the

@@ -194,6 +194,7 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     readme = (results / "README.md").read_text()
     assert "(converged: every system trained until dev BLEU stopped improving)" in readme
     assert "updates to best" in readme and "early_stopping" in readme
+    assert "- **Seeds**: 1 for every system (the convergence protocol)" in readme
     row = next(line for line in readme.splitlines() if line.startswith(f"| {first.text} | reversed |"))
     assert "-1.50 [-2.00, -1.00]" in row
     assert summary["systems"]["rnnsearch-gru"][0]["stop_reason"] == "early_stopping"

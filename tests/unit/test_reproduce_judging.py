@@ -204,3 +204,16 @@ def test_every_system_trains_with_its_recipes_optimiser():
             cfg = miniature_config(run, spec, corpus, Path("spm.model"), Path("cache"), Settings())
             assert cfg.train.optimizer == "adam", (paper, run.name)
             assert cfg.train.lr == spec.recipe["train.lr"], (paper, run.name)
+
+
+def test_at_convergence_every_system_gets_every_seed():
+    """A converged claim rests on both of its systems: the Cseq2seq table's RNNSearch
+    baseline, one seed after equal updates, gets both seeds under --converge."""
+    from rnmt.reproduce.system import plan_runs
+
+    spec = load_paper("cseq2seq")
+    names = lambda s: [r.name for r in plan_runs(s, [s.system("rnnsearch"), s.system("cseq2seq1-ls")], [1, 2])]  # noqa: E731
+    assert names(spec) == ["rnnsearch", "cseq2seq1-ls.seed1", "cseq2seq1-ls.seed2"]
+    assert names(spec.for_protocol(True)) == ["rnnsearch.seed1", "rnnsearch.seed2", "cseq2seq1-ls.seed1",
+                                              "cseq2seq1-ls.seed2"]
+    assert spec.for_protocol(False) is spec
