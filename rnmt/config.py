@@ -230,6 +230,9 @@ class TrainConfig:
     best_metric: BestMetric = "bleu"  # what "best" means for best.safetensors, patience and plateau
     plateau_patience: Annotated[int, AT_LEAST_1] = 2  # plateau: validations without improvement, then decay
     keep_last: Annotated[int, AT_LEAST_1] = 3
+    # checkpoints saved at these updates are kept beyond keep_last (e.g. [1000] for a measurement
+    # at update 1,000 after the run has moved on); an update with no checkpoint keeps nothing
+    keep_steps: List[Annotated[int, AT_LEAST_1]] = field(default_factory=list)
     # checkpoint every N updates; None: every validate_every (with or without a dev set)
     save_every: Optional[Annotated[int, NON_NEGATIVE]] = None  # 0: at validations and the end only
     # non-finite losses in a row (each update skipped) before training stops

@@ -121,6 +121,9 @@ def miniature_config(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Pat
         "train.seed": run.seed, "train.threads": settings.threads, "train.device": settings.device,
         "train.validate_every": settings.validate_every, "train.log_every": settings.log_every,
         "train.validation_search": "greedy", "train.progress": False, "train.keep_last": 1,
+        # a converged run moves far past update 1,000, where docs/results.md measures each
+        # system's gradient flow (benchmarks/gradient_flow.py --checkpoint): keep that checkpoint
+        "train.keep_steps": [1000] if settings.converge else [],
     }
     miniature.update(converge_recipe(settings))
     for key, value in miniature.items():

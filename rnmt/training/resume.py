@@ -33,7 +33,7 @@ SOURCE_FILE = "config.source.yaml"  # the config file as the run last read it, b
 MAY_CHANGE = (
     "train.max_steps", "train.max_epochs", "train.max_minutes", "train.log_every",
     "train.validate_every", "train.save_every", "train.validation_search", "train.patience",
-    "train.keep_last", "train.threads", "train.device", "train.progress", "train.max_nonfinite",
+    "train.keep_last", "train.keep_steps", "train.threads", "train.device", "train.progress", "train.max_nonfinite",
     "train.accumulate",  # with another number of processes, K keeps the batches per update
     "train.lr",  # the peak of the schedule from the next update on (a diverging run, a lower rate)
     "train.ema_decay",  # what validation and checkpoints hold; the updates are the same

@@ -9,7 +9,8 @@ Output directory layout:
     OUT/config.source.yaml   the config file as `rnmt.train` last read it, before --set (what
                              --resume compares an edited file with: rnmt.training.resume)
     OUT/spm*.model           the sentencepiece model(s)
-    OUT/ckpt-<step>.safetensors   the last ``train.keep_last`` checkpoints
+    OUT/ckpt-<step>.safetensors   the last ``train.keep_last`` checkpoints, and those at the
+                             updates of ``train.keep_steps``
     OUT/best.safetensors     the checkpoint with the best dev BLEU, or the newest one when
                              there is no dev set (what `translate` and `serve` load)
     OUT/train_state.pt       optimiser, step, data position and random state (for --resume;
@@ -217,9 +218,11 @@ class Trainer:
             train_weights=train_weights)
         save_train_state(self.out / STATE_FILE, state.to_dict())
         # Old checkpoints go only after the state that no longer needs them is on disk.
+        kept = {f"ckpt-{step}.safetensors" for step in self.cfg.train.keep_steps}
         while len(progress.checkpoints) > max(1, self.cfg.train.keep_last):
             old = progress.checkpoints.pop(0)
-            (self.out / old).unlink(missing_ok=True)
+            if old not in kept:  # a kept one leaves the rotation, not the disk
+                (self.out / old).unlink(missing_ok=True)
 
     def _corpus_key(self) -> Optional[str]:
         return self.data.key

@@ -35,6 +35,20 @@ def test_checkpoints_are_written_and_old_ones_pruned(tiny_run):
     assert not any(n.endswith(".tmp") for n in names)
 
 
+def test_only_the_last_checkpoints_are_kept_and_those_at_keep_steps(tmp_path, tiny_corpus):
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["train"].update(max_steps=8, save_every=2, validate_every=0, keep_last=2, keep_steps=[4])
+    out = tmp_path / "run"
+    Trainer(config_from_dict(tree), out, log=lambda *_: None).run()
+    ckpts = lambda: sorted(p.name for p in out.glob("ckpt-*.safetensors"))  # noqa: E731
+    assert ckpts() == ["ckpt-4.safetensors", "ckpt-6.safetensors", "ckpt-8.safetensors"]  # ckpt-2 rotated out
+    # a resumed run may keep other updates; a kept checkpoint stays when it leaves the rotation
+    resumed = Trainer(config_from_dict(tree, ["train.max_steps=14", "train.keep_steps=[10]"]), out, resume=True,
+                      log=lambda *_: None)
+    resumed.run()
+    assert ckpts() == ["ckpt-10.safetensors", "ckpt-12.safetensors", "ckpt-14.safetensors", "ckpt-4.safetensors"]
+
+
 @pytest.mark.on_device
 def test_stop_and_resume_equals_an_uninterrupted_run(tmp_path, tiny_corpus, device):
     tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])

@@ -217,3 +217,19 @@ def test_at_convergence_every_system_gets_every_seed():
     assert names(spec.for_protocol(True)) == ["rnnsearch.seed1", "rnnsearch.seed2", "cseq2seq1-ls.seed1",
                                               "cseq2seq1-ls.seed2"]
     assert spec.for_protocol(False) is spec
+
+
+def test_a_converged_run_keeps_its_checkpoint_at_update_1000():
+    """docs/results.md measures gradient flow at update 1,000 of the converged runs, long
+    after keep_last would have rotated that checkpoint out."""
+    from pathlib import Path
+
+    from rnmt.reproduce.corpus import Corpus
+    from rnmt.reproduce.system import Settings, miniature_config, plan_runs
+
+    corpus = Corpus("c", "de", "en", Path("train"), Path("dev"), Path("test"), 1, 1, 1)
+    spec = load_paper("dtmt")
+    run = plan_runs(spec, [spec.system("dtmt4")], [1])[0]
+    config = lambda **kw: miniature_config(run, spec, corpus, Path("spm.model"), Path("cache"), Settings(**kw))  # noqa: E731
+    assert config(converge=True).train.keep_steps == [1000]
+    assert config().train.keep_steps == []
