@@ -7,8 +7,9 @@ A run is *finished* when its record (``<paper>[-converged]/<run>.json``) exists,
 progress* when its directory has a ``log.jsonl``, else *not started*. For a run in progress
 the log gives the last update, the best dev BLEU and where it was reached, the validations
 since then (early stopping ends the run when they reach the patience), the rate's plateau
-halvings, and the recent time per update: the median over the last logging intervals, so an
-interval spent paused (SIGSTOP) or validating does not count.
+halvings, and the recent time per update: the median over the last ten logging intervals
+(over all of them for a finished run), so an interval spent paused (SIGSTOP) or validating
+does not count.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from rnmt.reproduce.spec import PaperSpec
 from rnmt.reproduce.system import plan_runs, record_path
 
-RECENT_INTERVALS = 10  # logging intervals behind "s/update (recent)"
+RECENT_INTERVALS = 10  # logging intervals behind a run in progress's "s/update (median)"
 
 
 @dataclass
@@ -68,11 +69,11 @@ def read_log(path: Path) -> Tuple[List[dict], List[dict]]:
 
 
 def recent_seconds_per_update(train: List[dict], intervals: int = RECENT_INTERVALS) -> Optional[float]:
-    """Median seconds per update over the last ``intervals`` logging intervals."""
+    """Median seconds per update over the last ``intervals`` logging intervals (0: all)."""
     rates = [(b["train_seconds"] - a["train_seconds"]) / (b["step"] - a["step"])
              for a, b in zip(train, train[1:])
              if b["step"] > a["step"] and "train_seconds" in a and "train_seconds" in b]
-    return statistics.median(rates[-intervals:]) if rates else None
+    return statistics.median(rates[-intervals:] if intervals else rates) if rates else None
 
 
 def in_progress(name: str, log_path: Path, now: float) -> RunStatus:
@@ -123,7 +124,7 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
                 done = None  # a record that does not parse: report the run from its log
             if done is not None:
                 if log_path.is_file():  # the record's mean counts paused hours; the log's median does not
-                    done.seconds_per_update = recent_seconds_per_update(read_log(log_path)[0])
+                    done.seconds_per_update = recent_seconds_per_update(read_log(log_path)[0], intervals=0)
                 rows.append(done)
                 continue
         rows.append(in_progress(run.name, log_path, now) if log_path.is_file() else RunStatus(run.name, "not started"))
@@ -137,7 +138,7 @@ def _fmt(value: Optional[float], spec: str) -> str:
 def status_table(rows: Sequence[RunStatus], patience: Optional[int]) -> List[str]:
     """A Markdown table of ``rows``; ``patience`` (validations) for the converged protocol."""
     lines = ["| run | state | updates | epochs | best dev BLEU (at update) | validations since best | "
-             "rate halvings | lr | s/update (recent) | training h | last log line |",
+             "rate halvings | lr | s/update (median) | training h | last log line |",
              "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         state = r.state + (f" ({r.stop_reason})" if r.stop_reason else "")

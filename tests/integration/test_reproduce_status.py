@@ -38,6 +38,8 @@ def test_recent_time_per_update_is_a_median_so_a_pause_does_not_count():
         r["train_seconds"] += 3600
     assert recent_seconds_per_update(rows) == 2.0
     assert recent_seconds_per_update(rows[:1]) is None
+    rows[-1]["train_seconds"] += 50  # the last interval slower: the last one alone says so, all of them do not
+    assert recent_seconds_per_update(rows, intervals=1) == 3.0 and recent_seconds_per_update(rows, intervals=0) == 2.0
 
 
 def test_runs_are_finished_in_progress_or_not_started(tmp_path):
