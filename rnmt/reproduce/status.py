@@ -119,9 +119,11 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
         record, log_path = record_path(results_dir, run), results_dir / "runs" / run.name / "log.jsonl"
         if record.is_file():
             try:
-                done = finished(run.name, json.loads(record.read_text(encoding="utf-8")))
+                saved = json.loads(record.read_text(encoding="utf-8"))
             except ValueError:
-                done = None  # a record that does not parse: report the run from its log
+                saved = None
+            # a record that does not parse is reported from the run's log
+            done = finished(run.name, saved) if isinstance(saved, dict) else None
             if done is not None:
                 if log_path.is_file():  # the record's mean counts paused hours; the log's median does not
                     done.seconds_per_update = recent_seconds_per_update(read_log(log_path)[0], intervals=0)
