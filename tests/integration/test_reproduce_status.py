@@ -53,6 +53,8 @@ def test_runs_are_finished_in_progress_or_not_started(tmp_path):
     write_log(results / "runs" / "dtmt4.seed1" / "log.jsonl",
               [train_row(500, 1000.0), dev_row(500, 2.0), train_row(1000, 2000.0, epoch=1), dev_row(1000, 5.4),
                train_row(1500, 3000.0, lr=0.001, epoch=2), dev_row(1500, 5.1, decays=1), dev_row(2000, 5.4, decays=1)])
+    (results / "shallow-rnmt.seed2.json").write_text("[]", encoding="utf-8")  # not a record: read the log
+    write_log(results / "runs" / "shallow-rnmt.seed2" / "log.jsonl", [train_row(50, 100.0)])
     rows = {r.name: r for r in reproduction_status(spec, results, ["shallow-rnmt", "dtmt4"], [1, 2])}
     assert set(rows) == {"shallow-rnmt.seed1", "shallow-rnmt.seed2", "dtmt4.seed1", "dtmt4.seed2"}
     done = rows["shallow-rnmt.seed1"]
@@ -64,7 +66,8 @@ def test_runs_are_finished_in_progress_or_not_started(tmp_path):
     # the first of two equal bests counts, as early stopping counts improvements
     assert (going.steps, going.best_dev_bleu, going.best_step, going.since_best) == (2000, 5.4, 1000, 2)
     assert (going.plateau_decays, going.lr, going.epoch, going.seconds_per_update) == (1, 0.001, 2, 2.0)
-    assert rows["dtmt4.seed2"].state == rows["shallow-rnmt.seed2"].state == "not started"
+    assert rows["dtmt4.seed2"].state == "not started"
+    assert (rows["shallow-rnmt.seed2"].state, rows["shallow-rnmt.seed2"].steps) == ("in progress", 50)
     table = "\n".join(status_table(list(rows.values()), patience=4))
     assert "| dtmt4.seed1 | in progress | 2,000 | 2 | 5.40 (1,000) | 2 of 4 | 1 | 1.00e-03 | 2.00 | 0.8 |" in table
     assert "| shallow-rnmt.seed1 | finished (early_stopping), test BLEU 35.18 | 14,000 | 21.44 | 28.50 (12,000) |" \
