@@ -15,11 +15,19 @@ LR=$1; SEED=$2; D=${3:-runs/ttq-avx2-seed2/data}; OUT=${4:-runs/ttq-lr/lr$LR-s$S
 PY=${PYTHON:-.venv/bin/python}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONHASHSEED=0
 mkdir -p "$(dirname "$OUT")"
-sets=(data.train="$D/raw/train" data.vocab.model="$D/spm.model" train.threads=1 train.save_every=100
-      train.seed="$SEED" train.amp=none data.batch_tokens=2000 train.decay_start=2000 train.decay_steps=1000
-      train.warmup_steps=50 model.dropout=0.1 search.normalize=length train.ema_decay=0.999
-      train.lr="$LR" train.max_steps=600)
-"$PY" -m rnmt train benchmarks/configs/ttq-rnnsearch.yaml --out "$OUT" "${sets[@]/#/--set=}" > "$OUT.log" 2>&1
+# the benchmark's own arguments for the system (one source for the recipe), then the variant's
+mapfile -t sets < <(SEED="$SEED" D="$D" "$PY" - <<'PYEOF'
+import os, sys
+from pathlib import Path
+sys.path.insert(0, "benchmarks")
+import time_to_quality as ttq
+system = ttq.SYSTEMS["rnmt-rnnsearch-averaged"]
+system.seed = int(os.environ["SEED"])
+print("\n".join(system._sets(Path(os.environ["D"]), 1)))
+PYEOF
+)
+"$PY" -m rnmt train benchmarks/configs/ttq-rnnsearch.yaml --out "$OUT" "${sets[@]}" \
+  --set "train.lr=$LR" --set train.max_steps=600 > "$OUT.log" 2>&1
 : > "$OUT.bleu"
 for s in 300 400 500 600; do
   "$PY" -m rnmt translate --model "$OUT/ckpt-$s.safetensors" --input "$D/raw/test.src" \

@@ -87,12 +87,13 @@ def _seeds(text: str) -> list:
 def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patience: int) -> int:
     import json
 
+    from rnmt.reproduce.run import results_name
     from rnmt.reproduce.spec import load_paper
     from rnmt.reproduce.status import reproduction_status, status_table
 
     for paper in papers:
         spec = load_paper(paper).for_protocol(converge)
-        results_dir = out_root / (f"{spec.paper}-converged" if converge else spec.paper)
+        results_dir = out_root / results_name(spec.paper, converge)
         saved = results_dir / "settings.json"
         if saved.is_file():  # the seeds and patience the table was started with
             try:

@@ -253,10 +253,10 @@ def _run_side_by_side(paper: str, runs: Sequence[Run], settings: Settings, out_r
         raise UserError("reproduction runs failed: " + "; ".join(failed))
 
 
-def results_name(paper: str, settings: Settings) -> str:
+def results_name(paper: str, converge: bool) -> str:
     """``<paper>`` for the equal-updates (learning-speed) tables, ``<paper>-converged`` for
     the convergence protocol's: the two never share a directory."""
-    return f"{paper}-converged" if settings.converge else paper
+    return f"{paper}-converged" if converge else paper
 
 
 def prepare(paper: str, settings: Settings, out_root: Path, data: Optional[str], src: Optional[str],
@@ -264,7 +264,7 @@ def prepare(paper: str, settings: Settings, out_root: Path, data: Optional[str],
     """The spec, results and runs directories, corpus and shared vocabulary of a paper."""
     spec = load_paper(paper).for_protocol(settings.converge)
     out_root = Path(out_root).resolve()
-    results_dir = out_root / results_name(spec.paper, settings)
+    results_dir = out_root / results_name(spec.paper, settings.converge)
     runs_dir = results_dir / "runs"
     ensure_gitignore(out_root)
     runs_dir.mkdir(parents=True, exist_ok=True)
