@@ -301,16 +301,17 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
     row["train"] = timed_updates(trainer, batches, device, args.warmup, args.steps, args.seconds, log)
     row["train"].update(memory(device))
     if args.decode_sentences:
+        from rnmt.search import step_graphs
+
         reset_memory(device)
-        row["decode"] = decode(trainer, sources, args.beam, device, precision, args.decode_chunk,
-                               args.decode_seconds)
+        with step_graphs.use(False):  # `decode` is the eager step; --step-graphs adds the graphed one
+            row["decode"] = decode(trainer, sources, args.beam, device, precision, args.decode_chunk,
+                                   args.decode_seconds)
         d = row["decode"]
         log(f"    decoding {d['sentences']} sentences, beam {d['beam']}: {d['sentences_per_s']:.1f} sentences/s, "
             f"{d['output_tokens_per_s']:,.0f} output tok/s")
         if args.step_graphs and device.type == "cuda" and precision == "fp32":
             # The same sentences again with the step replayed from CUDA graphs (rnmt/search/step_graphs.py).
-            from rnmt.search import step_graphs
-
             reset_memory(device)
             with step_graphs.use(True):
                 row["decode_graphs"] = decode(trainer, sources, args.beam, device, precision, args.decode_chunk,

@@ -44,9 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--int8", action="store_true",
                    help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
-    p.add_argument("--cuda-graphs", action="store_true",
+    p.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="on a GPU, replay each search step from a CUDA graph instead of launching its kernels one "
-                        "by one (fp32; rnmt/search/step_graphs.py, docs/performance.md \"On a GPU\")")
+                        "by one (default on; fp32; rnmt/search/step_graphs.py, docs/performance.md \"On a GPU\")")
     p.add_argument("--threads", type=int, help="CPU threads")
     p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
     p.add_argument("--sample", action="store_true",
@@ -103,5 +103,5 @@ def run(args: argparse.Namespace) -> int:
                    max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,
                    sample=args.sample, topk=args.topk, topp=args.topp, temperature=args.temperature,
                    seed=args.seed, token_scores=args.scores)
-    with step_graphs.use(args.cuda_graphs):  # searches on CUDA without autocast only (step_graphs.applies)
+    with step_graphs.use(args.cuda_graphs is not False):  # searches on CUDA without autocast only (step_graphs.applies)
         return translate_stream(model, inputs, args, options)

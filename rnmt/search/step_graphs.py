@@ -12,8 +12,10 @@ consumes them (selects the surviving rows into new tensors) before it calls agai
 The memory (annotations, keys, mask) is read where it lies; a new memory or row count (a
 new batch, or the search dropping finished sentences) records a new graph, and the step
 that records it runs eagerly, so a graph costs one extra recording per shape. Graphs are
-off by default (`use`), only for CUDA tensors, and never under autocast (its weight cast
-cache does not survive capture).
+on by default (`use(False)` turns them off), only for CUDA tensors, and never under
+autocast (its weight cast cache does not survive capture). On an H100 at 00307e3 they
+decoded 1.28x the eager step's sentences/s on the dev set in batches and 1.88x with one
+sentence per search, where every search records its own graphs (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from rnmt.models.base import TensorDict
 
 StepFn = Callable[[Tensor, TensorDict, TensorDict], Tuple[Tensor, TensorDict, TensorDict]]
 
-_enabled = False
+_enabled = True  # searches on CUDA replay graphs unless a caller turns them off
 
 
 @contextmanager
 def use(on: bool) -> Iterator[None]:
-    """Within the block, beam search on CUDA replays its model step from CUDA graphs (``on``)
-    or launches it eagerly (the default). Restored on exit; process-wide."""
+    """Within the block, beam search on CUDA replays its model step from CUDA graphs (``on``,
+    the default outside any block) or launches it eagerly. Restored on exit; process-wide."""
     global _enabled
     before, _enabled = _enabled, bool(on)
     try:

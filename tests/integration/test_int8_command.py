@@ -32,9 +32,10 @@ def test_int8_says_what_it_gains_on_a_cpu_without_vnni(tiny_run, tmp_path, capsy
         assert ("no avx512_vnni" in err and "1.34x" in err) == saturating
 
 
-def test_cuda_graphs_flag_switches_the_graphed_step_on_for_the_search(tiny_run, tmp_path, capsys, monkeypatch):
-    """`--cuda-graphs` turns `step_graphs` on while the input is translated (it then applies to
-    searches on CUDA only); on the CPU it says so and the output is the plain search's."""
+def test_cuda_graphs_are_on_by_default_and_the_flags_switch_them(tiny_run, tmp_path, capsys, monkeypatch):
+    """Searches replay CUDA graphs by default (they then apply on CUDA only); `--no-cuda-graphs`
+    turns them off for the command. On the CPU an explicit `--cuda-graphs` says it does not
+    apply, and the output is the plain search's either way."""
     from rnmt.search import step_graphs
 
     src = tmp_path / "in.es"
@@ -43,14 +44,14 @@ def test_cuda_graphs_flag_switches_the_graphed_step_on_for_the_search(tiny_run, 
     applies = step_graphs.applies
     monkeypatch.setattr(step_graphs, "applies", lambda s: seen.append(step_graphs._enabled) or applies(s))
     outputs = {}
-    for flag in ([], ["--cuda-graphs"]):
+    for flags, enabled in (([], True), (["--cuda-graphs"], True), (["--no-cuda-graphs"], False)):
         seen.clear()
         capsys.readouterr()
-        out = tmp_path / f"graphs{len(flag)}.en"
+        out = tmp_path / f"graphs{len(outputs)}.en"
         assert main(["translate", "--model", str(tiny_run), "--input", str(src), "--output", str(out),
-                     "--device", "cpu", *flag]) == 0
-        assert seen and set(seen) == {bool(flag)}
-        assert ("applies on a GPU only" in capsys.readouterr().err) == bool(flag)
-        outputs[bool(flag)] = out.read_text(encoding="utf-8")
-    assert outputs[True] == outputs[False]
-    assert step_graphs._enabled is False  # restored after the command
+                     "--device", "cpu", *flags]) == 0
+        assert seen and set(seen) == {enabled}
+        assert ("applies on a GPU only" in capsys.readouterr().err) == (flags == ["--cuda-graphs"])
+        outputs[tuple(flags)] = out.read_text(encoding="utf-8")
+    assert len(set(outputs.values())) == 1
+    assert step_graphs._enabled is True  # restored after the command
