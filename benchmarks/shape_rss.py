@@ -20,7 +20,8 @@ Variants:
   none      nothing bounded: glibc's adaptive mmap threshold, oneDNN's 1,024 primitives
   trimN     only the trimming, every N updates (trim1: after every update)
   cache     only oneDNN's cache bounded
-  cache0    oneDNN's cache off (ONEDNN_PRIMITIVE_CACHE_CAPACITY=0), nothing else
+  cacheN    oneDNN's cache bounded to N primitives (cache0: off), and the trimming as rnmt
+            runs it (cache0 alone: nothing else)
   mmap      glibc's mmap threshold fixed at 128 KiB (MALLOC_MMAP_THRESHOLD_), nothing else
 
 Figures are per machine: name its CPU flags with them (bf16 products go through oneDNN only
@@ -47,8 +48,14 @@ if str(REPO) not in sys.path:
 VARIANTS = ("default", "none", "cache", "cache0", "mmap")  # and trimN
 
 
+def cache_capacity(variant: str) -> int:
+    """N of a cacheN variant (not cache0, which keeps its older meaning), else 0."""
+    n = variant[5:]
+    return int(n) if variant.startswith("cache") and n.isdigit() and int(n) > 0 else 0
+
+
 def trim_period(variant: str) -> int:
-    if variant == "default":
+    if variant == "default" or cache_capacity(variant):
         from rnmt.memory import TRIM_EVERY
         return TRIM_EVERY
     return int(variant[4:]) if variant.startswith("trim") and variant[4:].isdigit() else 0
@@ -124,9 +131,9 @@ def main(argv=None) -> int:
     from rnmt import memory
 
     variants = args.variants.split(",")
-    unknown = [v for v in variants if v not in VARIANTS and not trim_period(v)]
+    unknown = [v for v in variants if v not in VARIANTS and not trim_period(v) and not cache_capacity(v)]
     if unknown:
-        p.error(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
+        p.error(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}, trimN, cacheN")
     runs: dict = {}
     for _ in range(args.rounds):
         for precision in args.precisions.split(","):
@@ -139,6 +146,8 @@ def main(argv=None) -> int:
                     env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = str(memory.PRIMITIVE_CACHE)
                 elif variant == "cache0":
                     env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = "0"
+                elif cache_capacity(variant):
+                    env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = str(cache_capacity(variant))
                 else:
                     env["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] = "1024"  # oneDNN's default
                 if variant == "mmap":

@@ -7,15 +7,19 @@ process's resident set with them, although nothing in them is in use:
 - **oneDNN's primitive cache.** Every bf16 matrix product on the CPU runs a oneDNN
   primitive compiled for its exact shape, kept (with its buffers) in a cache of 1,024
   entries by default. One training update uses a few dozen product shapes; the cache holds
-  those of dozens of earlier batches. `PRIMITIVE_CACHE` entries keep every shape of the
-  current update and the next few. oneDNN reads the bound when it makes its first
-  primitive, so `configure_process` runs before any product (the CLI calls it first);
-  a value the user set in ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.
+  those of dozens of earlier batches. `PRIMITIVE_CACHE` entries keep every shape that
+  repeats within an update (a recurrent step's products, once per time step) and the
+  previous update's. oneDNN reads the bound when it makes its first primitive, so
+  `configure_process` runs before any product (the CLI calls it first); a value the user
+  set in ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.
 - **The C library's heap.** glibc serves large buffers from its heap once its adaptive mmap
   threshold has grown past them, and freed heap pages stay resident. `trim` hands the free
-  pages back (``malloc_trim``); the trainer calls it after every `TRIM_EVERY`-th update,
-  between updates, where almost nothing is alive, so what piles up between updates is
-  bounded (`PeriodicTrim`).
+  pages back (``malloc_trim``); the trainer calls it after every `TRIM_EVERY`-th update
+  (``RNMT_TRIM_EVERY`` overrides it; 0: never), between updates, where almost nothing is
+  alive, so what piles up between updates is bounded (`PeriodicTrim`). In bf16 the pile
+  grows by about 50 MiB an update (the primitives made and evicted for each batch's new
+  shapes leave the heap fragmented): trimming after every update holds training's peak RSS
+  near fp32's but costs about a fifth of bf16's speed (docs/performance.md, "bf16 training").
 
 ``RNMT_MEMORY_BOUNDS=0`` turns both off (for comparisons: benchmarks/shape_rss.py). The
 figures that chose these settings are in docs/performance.md ("bf16 training", Memory).
@@ -29,11 +33,13 @@ import functools
 import os
 from typing import Optional
 
-# oneDNN primitives kept; sized by measurement (benchmarks/shape_rss.py and docs/performance.md)
-PRIMITIVE_CACHE = 256
+# oneDNN primitives kept; sized by measurement (benchmarks/shape_rss.py and docs/performance.md:
+# 64 held bf16 training's peak 200 MiB below 256 at the same speed on an AVX-512 bf16 EPYC)
+PRIMITIVE_CACHE = 64
 # updates between heap trims in training (`PeriodicTrim`); sized by measurement too
 TRIM_EVERY = 10
 _ENV_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+_ENV_TRIM = "RNMT_TRIM_EVERY"
 
 
 def enabled() -> bool:
@@ -60,6 +66,19 @@ def _glibc() -> Optional[ctypes.CDLL]:
     return libc
 
 
+def trim_every() -> int:
+    """Updates between heap trims: ``RNMT_TRIM_EVERY`` when set (a whole number, 0: never),
+    else `TRIM_EVERY`."""
+    value = os.environ.get(_ENV_TRIM, "").strip()
+    if not value:
+        return TRIM_EVERY
+    if not value.isdigit():
+        from rnmt.errors import UserError
+
+        raise UserError(f"{_ENV_TRIM} must be a whole number of updates (0: never trim), got {value!r}")
+    return int(value)
+
+
 def trim() -> bool:
     """Return the heap's free pages to the system; False where that is not possible (not
     glibc) or the bounds are off."""
@@ -75,8 +94,8 @@ class PeriodicTrim:
     update the page faults of re-touching what it frees, so the period trades that time
     against how far freed pages may pile up between trims."""
 
-    def __init__(self, every: int = TRIM_EVERY) -> None:
-        self.every = every
+    def __init__(self, every: Optional[int] = None) -> None:
+        self.every = trim_every() if every is None else every
         self._count = 0
 
     def after_update(self) -> bool:

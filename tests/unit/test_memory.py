@@ -67,3 +67,20 @@ def test_periodic_trim_counts_updates(monkeypatch):
     done = [trimmer.after_update() for _ in range(7)]
     assert done == [False, False, True, False, False, True, False] and len(calls) == 2
     assert memory.PeriodicTrim(every=0).after_update() is False
+
+
+def test_trim_period_from_the_environment(monkeypatch):
+    """``RNMT_TRIM_EVERY`` sets the trainer's trim period (0: never); anything but a whole
+    number is a one-line error naming the variable."""
+    from rnmt.errors import UserError
+
+    monkeypatch.delenv("RNMT_TRIM_EVERY", raising=False)
+    assert memory.PeriodicTrim().every == memory.TRIM_EVERY
+    monkeypatch.setenv("RNMT_TRIM_EVERY", "1")
+    assert memory.PeriodicTrim().every == 1
+    monkeypatch.setenv("RNMT_TRIM_EVERY", "0")
+    assert memory.PeriodicTrim().after_update() is False
+    for bad in ("-1", "two", "1.5"):
+        monkeypatch.setenv("RNMT_TRIM_EVERY", bad)
+        with pytest.raises(UserError, match="RNMT_TRIM_EVERY"):
+            memory.PeriodicTrim()
