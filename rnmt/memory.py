@@ -8,8 +8,8 @@ process's resident set with them, although nothing in them is in use:
   primitive compiled for its exact shape, kept (with its buffers) in a cache of 1,024
   entries by default. One training update uses a few dozen product shapes; the cache holds
   those of dozens of earlier batches. `PRIMITIVE_CACHE` entries keep every shape that
-  repeats within an update (a recurrent step's products, once per time step) and the
-  previous update's. oneDNN reads the bound when it makes its first primitive, so
+  repeats within an update (a recurrent step's products, once per time step) and most of
+  the previous update's. oneDNN reads the bound when it makes its first primitive, so
   `configure_process` runs before any product (the CLI calls it first); a value the user
   set in ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.
 - **The C library's heap.** glibc serves large buffers from its heap once its adaptive mmap
@@ -18,8 +18,8 @@ process's resident set with them, although nothing in them is in use:
   (``RNMT_TRIM_EVERY`` overrides it; 0: never), between updates, where almost nothing is
   alive, so what piles up between updates is bounded (`PeriodicTrim`). In bf16 the pile
   grows by about 50 MiB an update (the primitives made and evicted for each batch's new
-  shapes leave the heap fragmented): trimming after every update holds training's peak RSS
-  near fp32's but costs about a fifth of bf16's speed (docs/performance.md, "bf16 training").
+  shapes leave the heap fragmented): trimming after every update brings training's peak RSS
+  to about 1.3x fp32's but costs about a fifth of bf16's speed (docs/performance.md, "bf16 training").
 
 ``RNMT_MEMORY_BOUNDS=0`` turns both off (for comparisons: benchmarks/shape_rss.py). The
 figures that chose these settings are in docs/performance.md ("bf16 training", Memory).
