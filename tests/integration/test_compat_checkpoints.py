@@ -21,6 +21,9 @@ EXPECTED = json.loads((COMPAT / "expected.json").read_text(encoding="utf-8")) if
 # Scores are sums of float32 log-probabilities; different CPUs' vector units may round the
 # last bits differently, nothing more.
 TOLERANCE = 2e-3
+# Two candidates this close are tied: which of them the search keeps is decided by that
+# rounding (the tiny models loop, and "e e e" and "ee e" can score the same to 1e-5).
+TIE = 1e-4
 
 
 def test_every_architecture_has_a_stored_checkpoint():
@@ -43,8 +46,11 @@ def test_a_stored_checkpoint_translates_and_scores_as_when_written(name):
     model = rnmt.load(COMPAT / f"{name}.safetensors", device="cpu")
     nbest = model.translate(case["sources"], **case["search"])
     for line, (got, want) in enumerate(zip(nbest, case["nbest"])):
-        assert [h.text for h in got] == [h["text"] for h in want], f"{name}: n-best of line {line} changed"
         assert [h.score for h in got] == pytest.approx([h["score"] for h in want], abs=TOLERANCE)
+        for rank, (g, w) in enumerate(zip(got, want)):
+            # another text only in place of a tied candidate: the same score to TIE
+            assert g.text == w["text"] or abs(g.score - w["score"]) <= TIE, \
+                f"{name}: hypothesis {rank} of line {line} changed"
     forced = model.score(case["sources"], case["references"])
     for got, want in zip(forced, case["reference_log_probs"]):
         assert got.token_log_probs == pytest.approx(want, abs=TOLERANCE)
