@@ -117,6 +117,7 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
     rows = []
     for run in plan_runs(spec, spec.select(systems), seeds):
         record, log_path = record_path(results_dir, run), results_dir / "runs" / run.name / "log.jsonl"
+        kept_log = results_dir / "logs" / f"{run.name}.log.jsonl"  # the committed copy outlives runs/
         if record.is_file():
             try:
                 saved = json.loads(record.read_text(encoding="utf-8"))
@@ -125,8 +126,11 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
             # a record that does not parse is reported from the run's log
             done = finished(run.name, saved) if isinstance(saved, dict) else None
             if done is not None:
-                if log_path.is_file():  # the record's mean counts paused hours; the log's median does not
-                    done.seconds_per_update = recent_seconds_per_update(read_log(log_path)[0], intervals=0)
+                # the record's mean counts paused hours; the log's median does not
+                for log in (log_path, kept_log):
+                    if log.is_file():
+                        done.seconds_per_update = recent_seconds_per_update(read_log(log)[0], intervals=0)
+                        break
                 rows.append(done)
                 continue
         rows.append(in_progress(run.name, log_path, now) if log_path.is_file() else RunStatus(run.name, "not started"))

@@ -84,3 +84,18 @@ def test_the_command_prints_the_table_with_the_settings_the_table_was_started_wi
     assert "| dtmt4 | in progress | 500 |" in out and "| 0 of 6 |" in out  # one seed: the run has no suffix
     assert "| shallow-rnmt | not started |" in out  # the baseline always belongs to the table
     assert not (tmp_path / "dtmt").exists()  # nothing written
+
+
+def test_a_finished_run_whose_run_directory_is_gone_reads_the_committed_log_copy(tmp_path):
+    spec = load_paper("dtmt")
+    results = tmp_path / "dtmt-converged"
+    results.mkdir()
+    (results / "shallow-rnmt.seed1.json").write_text(json.dumps(
+        {"steps": 150, "checkpoint_step": 100, "stop_reason": "early_stopping", "seconds_per_update": 3.2}),
+        encoding="utf-8")
+    # runs/ was not committed; logs/ holds the copy made when the run finished
+    write_log(results / "logs" / "shallow-rnmt.seed1.log.jsonl",
+              [train_row(50, 100.0), train_row(100, 200.0), train_row(150, 300.0)])
+    rows = {r.name: r for r in reproduction_status(spec, results, ["shallow-rnmt"], [1, 2])}
+    assert rows["shallow-rnmt.seed1"].seconds_per_update == 2.0
+
