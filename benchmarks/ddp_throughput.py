@@ -25,6 +25,9 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rnmt.training.run_log import LOG_FILE, read_run_log  # noqa: E402
 
 
 def train(config: str, out: Path, nproc: int, overrides, timeout: float) -> float:
@@ -40,8 +43,8 @@ def train(config: str, out: Path, nproc: int, overrides, timeout: float) -> floa
 
 
 def median_tokens_per_s(out: Path, skip: int) -> float:
-    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
-    rates = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r and r["step"] > skip]
+    rows = read_run_log(out / LOG_FILE).train
+    rates = [r["tokens_per_s"] for r in rows if r["step"] > skip]
     return statistics.median(rates)
 
 

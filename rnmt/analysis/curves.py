@@ -3,18 +3,18 @@ training time, one line per run, so that architectures can be compared at equal 
 
 Training records carry ``loss`` and ``train_seconds``; validation records ``dev_bleu`` (and,
 from this version on, ``train_seconds``; older logs take the time of the last training
-record at or before the validation's step). A resumed run repeats the steps after its
-checkpoint; the later record of a step wins.
+record at or before the validation's step). Resumes and lines cut by a kill are resolved by
+``rnmt.training.run_log``, as for every other reader of the log.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from rnmt.errors import UserError
+from rnmt.training.run_log import LOG_FILE, log_file, read_run_log
 
 
 @dataclass
@@ -28,46 +28,26 @@ class Curves:
     dev_bleu: List[float] = field(default_factory=list)
 
 
-def log_path(run: str | Path) -> Path:
-    """A run directory's ``log.jsonl``, or the log file itself."""
-    path = Path(run)
-    path = path / "log.jsonl" if path.is_dir() else path
-    if not path.is_file():
-        raise UserError(f"{path}: no such training log (expected a run directory or its log.jsonl)")
-    return path
-
-
 def read_curves(run: str | Path, name: Optional[str] = None) -> Curves:
-    path = log_path(run)
-    train: Dict[int, dict] = {}
-    dev: Dict[int, dict] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                step = int(rec["step"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                raise UserError(f"{path}:{lineno}: not a training log record") from None
-            if "loss" in rec and "train_seconds" in rec:
-                train[step] = rec
-            if rec.get("dev_bleu") is not None:
-                dev[step] = rec
-    label = name or (path.parent.name if path.name == "log.jsonl" else path.stem)
+    path = log_file(run)
+    log = read_run_log(path)
+    train = [rec for rec in log.train if "train_seconds" in rec]
+    label = name or (path.parent.name if path.name == LOG_FILE else path.stem)
     curves = Curves(label)
-    for step in sorted(train):
-        curves.steps.append(step)
-        curves.minutes.append(float(train[step]["train_seconds"]) / 60)
-        curves.loss.append(float(train[step]["loss"]))
-    for step in sorted(dev):
-        seconds = dev[step].get("train_seconds")
+    for rec in train:
+        curves.steps.append(int(rec["step"]))
+        curves.minutes.append(float(rec["train_seconds"]) / 60)
+        curves.loss.append(float(rec["loss"]))
+    for rec in log.dev:
+        if rec.get("dev_bleu") is None:
+            continue
+        step, seconds = int(rec["step"]), rec.get("train_seconds")
         if seconds is None:  # an older log: the time of the last training record before it
-            earlier = [s for s in curves.steps if s <= step]
-            seconds = float(train[earlier[-1]]["train_seconds"]) if earlier else 0.0
+            earlier = [r for r in train if r["step"] <= step]
+            seconds = float(earlier[-1]["train_seconds"]) if earlier else 0.0
         curves.dev_steps.append(step)
         curves.dev_minutes.append(float(seconds) / 60)
-        curves.dev_bleu.append(float(dev[step]["dev_bleu"]))
+        curves.dev_bleu.append(float(rec["dev_bleu"]))
     if not curves.steps and not curves.dev_steps:
         raise UserError(f"{path}: no training or validation records")
     return curves

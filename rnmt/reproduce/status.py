@@ -19,10 +19,11 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 from rnmt.reproduce.spec import PaperSpec
 from rnmt.reproduce.system import plan_runs, record_path
+from rnmt.training.run_log import read_run_log
 
 RECENT_INTERVALS = 10  # logging intervals behind a run in progress's "s/update (median)"
 
@@ -45,29 +46,6 @@ class RunStatus:
     log_age_minutes: Optional[float] = None
 
 
-def read_log(path: Path) -> Tuple[List[dict], List[dict]]:
-    """The training and validation rows of a run's ``log.jsonl``. A resumed run logs again
-    from its checkpoint, so a row whose step does not advance replaces those it repeats; a
-    line cut short by a kill is skipped."""
-    train: List[dict] = []
-    dev: List[dict] = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if not isinstance(row, dict) or not isinstance(row.get("step"), int):
-                continue
-            rows = dev if "dev_bleu" in row else train if "loss" in row else None
-            if rows is None:
-                continue
-            while rows and rows[-1]["step"] >= row["step"]:
-                rows.pop()
-            rows.append(row)
-    return train, dev
-
-
 def recent_seconds_per_update(train: List[dict], intervals: int = RECENT_INTERVALS) -> Optional[float]:
     """Median seconds per update over the last ``intervals`` logging intervals (0: all)."""
     rates = [(b["train_seconds"] - a["train_seconds"]) / (b["step"] - a["step"])
@@ -77,7 +55,8 @@ def recent_seconds_per_update(train: List[dict], intervals: int = RECENT_INTERVA
 
 
 def in_progress(name: str, log_path: Path, now: float) -> RunStatus:
-    train, dev = read_log(log_path)
+    log = read_run_log(log_path)
+    train, dev = log.train, log.dev
     status = RunStatus(name, "in progress", log_age_minutes=(now - log_path.stat().st_mtime) / 60)
     if train:
         last = train[-1]
@@ -129,7 +108,7 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
                 # the record's mean counts paused hours; the log's median does not
                 for log in (log_path, kept_log):
                     if log.is_file():
-                        done.seconds_per_update = recent_seconds_per_update(read_log(log)[0], intervals=0)
+                        done.seconds_per_update = recent_seconds_per_update(read_run_log(log).train, intervals=0)
                         break
                 rows.append(done)
                 continue

@@ -26,6 +26,7 @@ from rnmt.errors import UserError
 from rnmt.reproduce.corpus import Corpus, display_path
 from rnmt.reproduce.spec import PaperSpec, SystemSpec
 from rnmt.resources import configs_dir
+from rnmt.training.run_log import RunLog, read_run_log
 
 TRAINED = "trained.json"
 
@@ -134,21 +135,17 @@ def miniature_config(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Pat
         raise UserError(f"{system.config}: {exc}") from None
 
 
-def training_speed(log_path: Path) -> Dict[str, Any]:
-    """Target tokens per second over the whole run, from ``log.jsonl``.
+def _run_log(log_path: Path) -> RunLog:
+    return read_run_log(log_path) if log_path.is_file() else RunLog(log_path)
 
-    Each logging record covers the steps since the previous one; records repeated by a
-    resume (steps after the checkpoint it went back to) are replaced by the later ones.
-    """
-    by_step: Dict[int, dict] = {}
-    if log_path.is_file():
-        for line in log_path.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            if "tokens_per_s" in rec:
-                by_step[int(rec["step"])] = rec
+
+def training_speed(log_path: Path) -> Dict[str, Any]:
+    """Target tokens per second over the whole run, from ``log.jsonl``: each logging record
+    covers the steps since the previous one (steps repeated by a resume counted once)."""
     tokens, seconds, previous = 0.0, 0.0, 0.0
-    for step in sorted(by_step):
-        rec = by_step[step]
+    for rec in _run_log(log_path).train:
+        if "tokens_per_s" not in rec:
+            continue
         span = max(float(rec["train_seconds"]) - previous, 0.0)
         tokens += rec["tokens_per_s"] * span
         seconds += span
@@ -160,29 +157,15 @@ def last_validation(log_path: Path) -> Dict[str, Any]:
     """The last dev evaluation of a training run (``dev_loss``, ``dev_ppl``, ...) from its
     ``log.jsonl``; empty when the run never validated. Dev perplexity still separates
     systems whose BLEU is near zero after a short budget."""
-    last: Dict[str, Any] = {}
-    if log_path.is_file():
-        for line in log_path.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            if "dev_ppl" in rec:
-                last = rec
-    return last
+    return dict(_run_log(log_path).last_dev or {})
 
 
 def validation_curve(log_path: Path) -> List[Dict[str, Any]]:
-    """Every dev evaluation of a run from its ``log.jsonl`` (the last one per step, as a
-    resume may repeat a step): the learning curve a record keeps, so that what a document
-    says of a run's progress has a committed source."""
-    by_step: Dict[int, Dict[str, Any]] = {}
-    if log_path.is_file():
-        for line in log_path.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            if "dev_bleu" in rec:
-                by_step[int(rec["step"])] = {"step": int(rec["step"]), "dev_loss": round(rec["dev_loss"], 4),
-                                             "dev_bleu": round(rec["dev_bleu"], 2),
-                                             **({"plateau_decays": rec["plateau_decays"]}
-                                                if "plateau_decays" in rec else {})}
-    return [by_step[k] for k in sorted(by_step)]
+    """Every dev evaluation of a run from its ``log.jsonl``: the learning curve a record
+    keeps, so that what a document says of a run's progress has a committed source."""
+    return [{"step": int(rec["step"]), "dev_loss": round(rec["dev_loss"], 4), "dev_bleu": round(rec["dev_bleu"], 2),
+             **({"plateau_decays": rec["plateau_decays"]} if "plateau_decays" in rec else {})}
+            for rec in _run_log(log_path).dev]
 
 
 def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) -> Dict[str, Any]:

@@ -159,10 +159,10 @@ def _rename_languages(directory: Path) -> Path:
 
 def test_training_speed_counts_every_step_once_after_a_resume(tmp_path):
     log = tmp_path / "log.jsonl"
-    records = [{"step": 10, "tokens_per_s": 100.0, "train_seconds": 10.0},
-               {"step": 20, "tokens_per_s": 100.0, "train_seconds": 20.0},  # lost: resumed from step 10
+    records = [{"step": 10, "loss": 3.0, "tokens_per_s": 100.0, "train_seconds": 10.0},
+               {"step": 20, "loss": 3.0, "tokens_per_s": 100.0, "train_seconds": 20.0},  # lost: resumed from step 10
                {"step": 10, "dev_bleu": 1.0},
-               {"step": 20, "tokens_per_s": 300.0, "train_seconds": 20.0}]
+               {"step": 20, "loss": 3.0, "tokens_per_s": 300.0, "train_seconds": 20.0}]
     log.write_text("".join(json.dumps(r) + "\n" for r in records))
     assert training_speed(log)["train_tokens_per_s"] == pytest.approx(200.0)
 

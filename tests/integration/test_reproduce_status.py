@@ -4,7 +4,8 @@ import json
 
 from rnmt.cli import main
 from rnmt.reproduce.spec import load_paper
-from rnmt.reproduce.status import read_log, recent_seconds_per_update, reproduction_status, status_table
+from rnmt.reproduce.status import recent_seconds_per_update, reproduction_status, status_table
+from rnmt.training.run_log import read_run_log
 
 
 def write_log(path, rows, tail=""):
@@ -25,7 +26,8 @@ def test_a_resumed_run_logs_again_from_its_checkpoint_and_a_cut_line_is_skipped(
     # killed at 1,100 after the checkpoint at 1,000; resumed from 1,000; the kill cut a line
     write_log(log, [train_row(950, 95.0), train_row(1000, 100.0), dev_row(1000, 5.0), train_row(1050, 105.0),
                     train_row(1100, 110.0), train_row(1050, 300.0), train_row(1100, 305.0)], tail='{"step": 11')
-    train, dev = read_log(log)
+    run_log = read_run_log(log)
+    train, dev = run_log.train, run_log.dev
     assert [r["step"] for r in train] == [950, 1000, 1050, 1100]
     assert [r["train_seconds"] for r in train] == [95.0, 100.0, 300.0, 305.0]
     assert [r["step"] for r in dev] == [1000]

@@ -15,8 +15,8 @@ from tests.support import REPO
 def test_plot_errors_are_one_line(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "log.jsonl").write_text('{"step": 1, "loss": 2.0, "train_seconds": 1}\nnot json\n')
-    with pytest.raises(UserError, match="log.jsonl:2: not a training log record"):
+    (bad / "log.jsonl").write_text('step,loss\n1,2.0\n')  # not a log this toolkit wrote
+    with pytest.raises(UserError, match="log.jsonl:1: not a training log record"):
         read_curves(bad)
     result = subprocess.run([sys.executable, "-m", "rnmt", "plot", str(tmp_path / "missing"), "--out",
                              str(tmp_path / "c.png")], capture_output=True, text=True, cwd=REPO, timeout=120)
