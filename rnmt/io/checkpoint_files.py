@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Collection, Dict, Optional, Tuple
 
 import torch
 from safetensors import safe_open
@@ -90,20 +90,35 @@ def read_model_file(path: Path) -> ModelFile:
     return ModelFile(path, config, state, vocabs, meta)
 
 
+def weights_mismatch(expected: Dict[str, torch.Size], given: Dict[str, torch.Tensor],
+                     may_lack: Collection[str] = ()) -> Optional[str]:
+    """What keeps ``given`` from filling ``expected`` name for name and shape for shape (the
+    first problem, then counts), or None when it fits. ``may_lack`` names entries ``given``
+    may leave out (tied duplicates)."""
+    missing = [k for k in expected if k not in given and k not in may_lack]
+    unexpected = [k for k in given if k not in expected]
+    wrong_shape = [k for k in given if k in expected and tuple(expected[k]) != tuple(given[k].shape)]
+    if not (missing or unexpected or wrong_shape):
+        return None
+    if missing:
+        first = f"no '{missing[0]}'"
+    elif unexpected:
+        first = f"an unknown '{unexpected[0]}'"
+    else:
+        k = wrong_shape[0]
+        first = f"'{k}' has shape {tuple(given[k].shape)}, the model {tuple(expected[k])}"
+    return f"{first}; {len(missing)} missing, {len(unexpected)} unknown, {len(wrong_shape)} of another shape"
+
+
 def load_state_into(model: torch.nn.Module, state: Dict[str, torch.Tensor], path: Path,
                     assign: bool = True) -> None:
     """Load weights, allowing only tied duplicates to be absent; anything else is a mismatch.
     ``assign=False`` only checks names and shapes (a model built on the meta device)."""
     expected = model.state_dict()
     tied = {name for name in expected if name not in state and _is_tied(model, name)}
-    missing = [k for k in expected if k not in state and k not in tied]
-    unexpected = [k for k in state if k not in expected]
-    wrong_shape = [k for k in state if k in expected and expected[k].shape != state[k].shape]
-    if missing or unexpected or wrong_shape:
-        detail = (missing or unexpected or wrong_shape)[0]
-        raise UserError(f"{path}: weights do not match the model in its config "
-                        f"(first mismatch: '{detail}'; {len(missing)} missing, {len(unexpected)} unexpected, "
-                        f"{len(wrong_shape)} of wrong shape)")
+    problem = weights_mismatch({k: v.shape for k, v in expected.items()}, state, may_lack=tied)
+    if problem:
+        raise UserError(f"{path}: weights do not match the model in its config ({problem})")
     if assign:
         model.load_state_dict(state, strict=False)
 

@@ -78,15 +78,10 @@ class WeightAverage:
 def load_weights(named: Dict[str, nn.Parameter], weights: Dict[str, Tensor], where: str) -> None:
     """Copy ``weights`` into the parameters ``named``, which must match them name for name."""
     from rnmt.errors import UserError
+    from rnmt.io.checkpoint_files import weights_mismatch
 
-    missing = sorted(set(named) - set(weights))
-    extra = sorted(set(weights) - set(named))
-    if missing or extra:
-        what = f"no '{missing[0]}'" if missing else f"an unknown '{extra[0]}'"
-        raise UserError(f"{where}: the saved training weights do not fit the model ({what})")
+    problem = weights_mismatch({k: p.shape for k, p in named.items()}, weights)
+    if problem:
+        raise UserError(f"{where}: the saved training weights do not fit the model ({problem})")
     for name, p in named.items():
-        w = weights[name]
-        if w.shape != p.shape:
-            raise UserError(f"{where}: training weight '{name}' has shape {tuple(w.shape)}, "
-                            f"the model {tuple(p.shape)}")
-        p.copy_(w)
+        p.copy_(weights[name])
