@@ -204,6 +204,28 @@ def timed_updates(trainer, batches, device: torch.device, warmup: int, steps: in
             "seconds_per_update_min": min(times)}
 
 
+def compiled_window(trainer, batches, device: torch.device, args, log: Callable[[str], None]) -> Dict[str, Any]:
+    """The same model and batches again with teacher forcing's step through torch.compile
+    (`train.compile_step`): the compile (first updates, untimed, their seconds reported),
+    then a window as ``train``'s. A failure to compile is reported in the row, not raised."""
+    if not trainer.model.compile_step():
+        return {"status": "not compilable"}
+    try:
+        t0 = time.perf_counter()
+        for _ in range(max(1, args.compile_warmup)):  # a new batch shape may compile once more
+            trainer.train_step([next(batches)])
+        sync(device)
+        compile_seconds = time.perf_counter() - t0
+        window = timed_updates(trainer, batches, device, args.warmup, args.steps, args.seconds, log)
+    except Exception as exc:  # the eager row above stands whatever happens here
+        note = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        log(f"    torch.compile failed: {note}")
+        return {"status": "failed", "note": note}
+    log(f"    compiled step: {window['target_tokens_per_s']:,.0f} target tok/s after "
+        f"{compile_seconds:.1f} s of compiling updates")
+    return {"status": "ok", "compile_seconds": compile_seconds, **window, **memory(device)}
+
+
 def autocast(device: torch.device, precision: str):
     if precision == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
@@ -300,6 +322,8 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
     batches = batches_forever(trainer.sampler)
     row["train"] = timed_updates(trainer, batches, device, args.warmup, args.steps, args.seconds, log)
     row["train"].update(memory(device))
+    if args.compile_step:
+        row["train_compiled"] = compiled_window(trainer, batches, device, args, log)
     if args.decode_sentences:
         from rnmt.search import step_graphs
 
@@ -482,6 +506,9 @@ def ratios(payload: Dict[str, Any]) -> None:
         a, b = ours["train"].get("target_tokens_per_s"), theirs["train"].get("target_tokens_per_s")
         if a and b:
             train[key] = a / b
+        c = (ours.get("train_compiled") or {}).get("target_tokens_per_s")
+        if c and b:
+            train[f"{key} with the compiled step"] = c / b
         a = (ours.get("decode") or {}).get("sentences_per_s")
         b = (theirs.get("decode") or {}).get("sentences_per_s")
         if a and b:
@@ -511,10 +538,12 @@ def table(payload: Dict[str, Any]) -> str:
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in payload["systems"] + payload["peers"]:
         t, d = r.get("train") or {}, r.get("decode") or {}
+        c = (r.get("train_compiled") or {}).get("target_tokens_per_s")
+        compiled = "" if c is None else f" ({c:,.0f} compiled)"
         mem = t.get("peak_allocated_mib")
         lines.append(
             f"| {r['label']} | {r['precision']} | {_f(r.get('parameters') and r['parameters'] / 1e6, '.2f')}M "
-            f"| {_f(t.get('target_tokens_per_s'), ',.0f')} "
+            f"| {_f(t.get('target_tokens_per_s'), ',.0f')}{compiled} "
             f"| {_f(t.get('seconds_per_update_mean') and t['seconds_per_update_mean'] * 1000, '.1f')} "
             f"| {_f(mem, ',.0f')} | {_f(d.get('sentences_per_s'), '.1f')}{_graphs(r)} "
             f"| {_f(d.get('output_tokens_per_s'), ',.0f')} "
@@ -581,6 +610,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--step-graphs", action="store_true",
                    help="decode fp32 rows a second time with beam search's step replayed from CUDA graphs "
                    "(rnmt/search/step_graphs.py): `decode_graphs` beside `decode`")
+    p.add_argument("--compile-step", action="store_true",
+                   help="train each rnmt row a second time with teacher forcing's step through torch.compile "
+                   "(train.compile_step): `train_compiled` beside `train`")
+    p.add_argument("--compile-warmup", type=int, default=6,
+                   help="untimed updates that compile the step before its window")
     p.add_argument("--threads", type=int, help="torch CPU threads (train.threads); default: the configs'")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="directory holding the corpus")
     p.add_argument("--corpus", default="bible-es-en")

@@ -17,6 +17,11 @@
 #                                             # rnmt decoding with and without CUDA graphs; then
 #                                             # graphs against eager on one sentence per call
 #                                             # (about 6 min)
+#   bash benchmarks/gpu_calls.sh compile      # train.compile_step: fairseq and rnmt RNNSearch-GRU
+#                                             # (fp32, bf16/fp16) in one process, each rnmt row
+#                                             # trained eagerly and then with the compiled step;
+#                                             # DTMT#4 the same in fp32; then the GPU tests, the
+#                                             # compiled step's included (about 7 min)
 #   bash benchmarks/gpu_calls.sh cpu-bf16     # the device's host CPU (a Xeon with AVX-512 bf16 and
 #                                             # AMX) for issue #33: peak RSS of bf16 against fp32
 #                                             # training on two of its cores (about 3 min);
@@ -45,8 +50,9 @@ run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md 
         python3 -m pip install -q --no-index --no-deps --target /tmp/pt .whl/test/*.whl
         export PYTHONPATH=/tmp/pt
     }
-    RNMT_KERNELS=0 timeout 180 python3 -m pytest -p no:cacheprovider --device "$device" -m on_device \
-        tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py 2>&1 \
+    RNMT_KERNELS=0 timeout 300 python3 -m pytest -p no:cacheprovider --device "$device" -m on_device \
+        tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py \
+        tests/integration/test_compile_step.py 2>&1 \
         | tee "$OUT/tests-$1.log" | tail -15
 }
 
@@ -76,6 +82,18 @@ same-call)
             --tag "${TAG:-same-call}-paper" --out "$OUT" 2>&1 | tee -a "$OUT/${TAG:-same-call}.log"
     fi
     if [ "${TESTS:-1}" = 1 ]; then run_tests "${TAG:-same-call}"; fi
+    ;;
+compile)
+    bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
+    gpu_bench \
+        --systems rnnsearch-gru --precisions "${PRECISIONS:-fp32,bf16}" --paper-systems "" --peers fairseq \
+        --peer-site /tmp/peers-site --seconds 15 --decode-sentences 0 --compile-step --budget-minutes 4 \
+        --tag "${TAG:-compile}" --out "$OUT" 2>&1 | tee "$OUT/${TAG:-compile}.log"
+    # the model with the most work per step (five units' worth per target position)
+    gpu_bench \
+        --systems dtmt4 --precisions fp32 --paper-systems "" --seconds 15 --decode-sentences 0 --compile-step \
+        --budget-minutes 1.5 --tag "${TAG:-compile}-dtmt4" --out "$OUT" 2>&1 | tee -a "$OUT/${TAG:-compile}.log"
+    if [ "${TESTS:-1}" = 1 ]; then run_tests "${TAG:-compile}"; fi
     ;;
 equal-length)
     bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
@@ -128,7 +146,7 @@ bf16-parity)
     if [ -n "${tests:-}" ]; then wait "$tests"; tail -5 "$OUT/tests-bf16-parity.log"; fi
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_calls.sh same-call|equal-length|bf16-parity|cpu-bf16" >&2
+    echo "usage: bash benchmarks/gpu_calls.sh same-call|compile|equal-length|bf16-parity|cpu-bf16" >&2
     exit 2
     ;;
 esac

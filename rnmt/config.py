@@ -241,6 +241,8 @@ class TrainConfig:
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N (DEVICE_PATTERN)
     progress: bool = True
     tensorboard: bool = False  # also write the log as TensorBoard events to OUT/tensorboard
+    # torch.compile teacher forcing's decoder step (fewer kernel launches; meant for GPUs)
+    compile_step: bool = False
 
 
 @dataclass

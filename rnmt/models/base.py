@@ -75,6 +75,11 @@ class TranslationModel(nn.Module):
         to its steps), computed with ``forward``'s all-positions products."""
         return torch.log_softmax(self(src, src_mask, tgt_in).float(), dim=-1)
 
+    def compile_step(self) -> bool:
+        """Compile teacher forcing's per-position step (`RecurrentTranslationModel.compile_step`);
+        False, compiling nothing, for a model without such a loop."""
+        return False
+
     def reports(self) -> Reports:
         """What analysis may ask this model for beyond ``step``'s extras (`rnmt.models.reports`);
         a model that reports gates or traces overrides this and the methods it names."""
@@ -103,6 +108,25 @@ class RecurrentTranslationModel(TranslationModel):
     """
 
     step_inputs: Tuple[str, ...] = ("px1",)
+    compilable_step: bool = True  # the transition traces into one graph (a data-dependent one says False)
+    _compiled_transition = None  # set by compile_step
+
+    def compile_step(self) -> bool:
+        """From now on teacher forcing (``forward``) runs each position's ``transition``
+        through ``torch.compile``, one graph for every batch shape (``dynamic=True``).
+
+        On a GPU the eager loop launches a few dozen small kernels per target position and
+        the update is bound by those launches (docs/performance.md, "On a GPU"); the compiled
+        transition fuses their element-wise work into a few kernels, forward and backward.
+        Decoding (``step``) is not compiled: beam search replays CUDA graphs of it
+        (`rnmt.search.step_graphs`). Returns False, compiling nothing, for a model whose
+        transition cannot be one graph. The compiled step computes the same function; its
+        dropout draws another random stream and its sums may round differently.
+        """
+        if not self.compilable_step:
+            return False
+        self._compiled_transition = torch.compile(self.transition, dynamic=True)
+        return True
 
     def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
         raise NotImplementedError
@@ -129,9 +153,10 @@ class RecurrentTranslationModel(TranslationModel):
         positions = torch.arange(tgt_in.size(1), device=tgt_in.device).expand_as(tgt_in)
         inputs = self.target_inputs(tgt_in, positions)  # every target position at once
         per_step = {k: time_steps(inputs[k]) for k in self.step_inputs}
+        transition = self._compiled_transition or self.transition
         collected: Dict[str, list] = {}
         for j in range(tgt_in.size(1)):
-            state, outputs, _ = self.transition({k: v[j] for k, v in per_step.items()}, state, memory)
+            state, outputs, _ = transition({k: v[j] for k, v in per_step.items()}, state, memory)
             for k, v in outputs.items():
                 collected.setdefault(k, []).append(v)
         return self.logits({k: torch.stack(v, 1) for k, v in collected.items()}, inputs)

@@ -151,6 +151,9 @@ class _CyclicDecoder(ConditionalDecoderModel):
     """Shared decoder of both Cseq2seq models: target embedding, GRU_1, GRU_2 reading the
     d-dimensional context, and the deep output layer. Subclasses supply the context."""
 
+    # the re-reading steps only the rows still inside their source (a data-dependent count)
+    compilable_step = False
+
     def _build_decoder(self, cfg: ModelConfig, tgt_vocab: int, unit1: cells.Cell | None = None) -> None:
         E, d = cfg.emb_size, cfg.hidden_size
         dec_cell = decoder_unit(cfg)

@@ -35,6 +35,7 @@ MAY_CHANGE = (
     "train.validate_every", "train.save_every", "train.validation_search", "train.patience",
     "train.keep_last", "train.keep_steps", "train.threads", "train.device", "train.progress", "train.max_nonfinite",
     "train.accumulate",  # with another number of processes, K keeps the batches per update
+    "train.compile_step",  # the same function, its element-wise work fused
     "train.lr",  # the peak of the schedule from the next update on (a diverging run, a lower rate)
     "train.ema_decay",  # what validation and checkpoints hold; the updates are the same
     "data.train",  # the paths only (not the weights): the corpora's content is checked by their cache keys

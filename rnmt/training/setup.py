@@ -205,11 +205,26 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         log(f"fine-tuning from {init.file.path} (step {init.file.meta.get('step')}): its weights "
             f"and vocabulary, a fresh optimiser and schedule")
     model.to(device)
+    if tc.compile_step:
+        _compile_step(model, cfg.model.arch, device, log)
     if dist.rank > 0:
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
                     init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
                     model=model, config_changes=config_changes)
+
+
+def _compile_step(model: TranslationModel, arch: str, device: torch.device, log: Log) -> None:
+    if not model.compile_step():
+        log(f"train.compile_step: {arch}'s decoder step is not one graph (no step loop, or a data-dependent "
+            f"one); it runs as written")
+        return
+    from rnmt import kernels
+
+    where = " (rnmt's C++ kernels split it into several graphs: the option is meant for GPUs)" \
+        if device.type == "cpu" and kernels.extension() is not None else ""
+    log(f"train.compile_step: teacher forcing's decoder step runs through torch.compile, compiled at the "
+        f"first updates{where}")
 
 
 def _sampling_method(vocab: Vocab, ss: SubwordSamplingConfig) -> str:

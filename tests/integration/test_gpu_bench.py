@@ -43,7 +43,7 @@ def test_cpu_smoke_run_writes_the_json_of_a_gpu_run(tmp_path, capsys):
         "--paper-warmup", "1", "--paper-steps", "1",
         "--peers", "opennmt", "--peer-site", str(tmp_path / "no-site"),
         "--profile", "--profile-systems", "rnnsearch-gru", "--profile-sentences", "2", "--profile-rows", "5",
-        "--threads", "1"])
+        "--compile-step", "--compile-warmup", "1", "--threads", "1"])
     assert code == 0
     result = json.loads((out / "smoke.json").read_text(encoding="utf-8"))
     meta = result["meta"]
@@ -57,6 +57,9 @@ def test_cpu_smoke_run_writes_the_json_of_a_gpu_run(tmp_path, capsys):
     assert train["updates"] == 2 and train["warmup_updates"] == 1
     assert train["target_tokens_per_s"] > 0 and train["seconds_per_update_median"] > 0
     assert {"peak_allocated_mib", "peak_reserved_mib"} <= set(train)  # None on the CPU
+    compiled = row["train_compiled"]  # the same model again with its step through torch.compile
+    assert compiled["status"] == "ok" and compiled["updates"] == 2 and compiled["target_tokens_per_s"] > 0
+    assert compiled["compile_seconds"] > 0
     decode = row["decode"]
     assert decode["sentences"] == 3 and decode["complete"] and decode["beam"] == 2 and decode["sentences_per_s"] > 0
 
