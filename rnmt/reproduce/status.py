@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from rnmt.errors import UserError
 from rnmt.reproduce.spec import PaperSpec
 from rnmt.reproduce.system import plan_runs, record_path
 from rnmt.training.run_log import read_run_log
@@ -112,7 +113,13 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
                         break
                 rows.append(done)
                 continue
-        rows.append(in_progress(run.name, log_path, now) if log_path.is_file() else RunStatus(run.name, "not started"))
+        if not log_path.is_file():
+            rows.append(RunStatus(run.name, "not started"))
+            continue
+        try:
+            rows.append(in_progress(run.name, log_path, now))
+        except UserError as exc:  # one unreadable log must not hide the other runs
+            rows.append(RunStatus(run.name, f"log unreadable ({exc})"))
     return rows
 
 

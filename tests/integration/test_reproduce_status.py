@@ -101,3 +101,12 @@ def test_a_finished_run_whose_run_directory_is_gone_reads_the_committed_log_copy
     rows = {r.name: r for r in reproduction_status(spec, results, ["shallow-rnmt"], [1, 2])}
     assert rows["shallow-rnmt.seed1"].seconds_per_update == 2.0
 
+
+def test_an_unreadable_log_is_a_row_not_an_error(tmp_path):
+    results = tmp_path / "dtmt-converged"
+    write_log(results / "runs" / "dtmt4.seed1" / "log.jsonl", [], tail="not a log\n")
+    rows = {r.name: r for r in reproduction_status(load_paper("dtmt"), results, ["dtmt4"], [1, 2])}
+    assert rows["dtmt4.seed1"].state.startswith("log unreadable (") and "not a training log record" in \
+        rows["dtmt4.seed1"].state
+    assert rows["dtmt4.seed2"].state == "not started"
+
