@@ -322,8 +322,6 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
     batches = batches_forever(trainer.sampler)
     row["train"] = timed_updates(trainer, batches, device, args.warmup, args.steps, args.seconds, log)
     row["train"].update(memory(device))
-    if args.compile_step:
-        row["train_compiled"] = compiled_window(trainer, batches, device, args, log)
     if args.decode_sentences:
         from rnmt.search import step_graphs
 
@@ -357,6 +355,11 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
         profiles.append(profile_text(f"{name} {precision}: beam search ({args.beam}) over "
                                      f"{min(args.profile_sentences, len(sources))} sentences",
                                      search, device, args.profile_rows))
+    if args.compile_step:  # last: from here on the model's teacher forcing runs the compiled step
+        row["train_compiled"] = compiled_window(trainer, batches, device, args, log)
+        if args.profile and name in args.profile_systems and row["train_compiled"]["status"] == "ok":
+            profiles.append(profile_text(f"{name} {precision}: one training update, the step compiled",
+                                         lambda: trainer.train_step([next(batches)]), device, args.profile_rows))
     return row  # the caller frees the model (reset_memory)
 
 

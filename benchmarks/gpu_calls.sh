@@ -88,6 +88,7 @@ compile)
     gpu_bench \
         --systems rnnsearch-gru --precisions "${PRECISIONS:-fp32,bf16}" --paper-systems "" --peers fairseq \
         --peer-site /tmp/peers-site --seconds 15 --decode-sentences 0 --compile-step --budget-minutes 4 \
+        --profile --profile-systems rnnsearch-gru --profile-sentences 1 \
         --tag "${TAG:-compile}" --out "$OUT" 2>&1 | tee "$OUT/${TAG:-compile}.log"
     # the model with the most work per step (five units' worth per target position)
     gpu_bench \

@@ -73,6 +73,7 @@ def test_cpu_smoke_run_writes_the_json_of_a_gpu_run(tmp_path, capsys):
 
     profile = (out / "profile-smoke.txt").read_text(encoding="utf-8")
     assert "rnnsearch-gru fp32: one training update" in profile and "beam search" in profile
+    assert "rnnsearch-gru fp32: one training update, the step compiled" in profile  # after, beside before
     assert "| RNNSearch-GRU | fp32 |" in capsys.readouterr().out
 
 
