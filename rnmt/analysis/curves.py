@@ -26,6 +26,7 @@ class Curves:
     dev_steps: List[int] = field(default_factory=list)  # validation records
     dev_minutes: List[float] = field(default_factory=list)
     dev_bleu: List[float] = field(default_factory=list)
+    skipped_lines: int = 0  # lines of the log that were not records (cut by a kill)
 
 
 def read_curves(run: str | Path, name: Optional[str] = None) -> Curves:
@@ -33,7 +34,7 @@ def read_curves(run: str | Path, name: Optional[str] = None) -> Curves:
     log = read_run_log(path)
     train = [rec for rec in log.train if "train_seconds" in rec]
     label = name or (path.parent.name if path.name == LOG_FILE else path.stem)
-    curves = Curves(label)
+    curves = Curves(label, skipped_lines=log.skipped_lines)
     for rec in train:
         curves.steps.append(int(rec["step"]))
         curves.minutes.append(float(rec["train_seconds"]) / 60)

@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     for c in curves:
         best = f", best dev BLEU {max(c.dev_bleu):.2f}" if c.dev_bleu else ""
         last = f"{c.steps[-1]} updates in {c.minutes[-1]:.1f} min" if c.steps else "no training records"
-        print(f"{c.name}: {last}{best}")
+        skipped = f" ({c.skipped_lines} lines skipped: not records, e.g. cut by a kill)" if c.skipped_lines else ""
+        print(f"{c.name}: {last}{best}{skipped}")
     print(f"wrote {path}")
     return 0

@@ -76,3 +76,19 @@ def test_older_logs_and_resumed_steps(tmp_path):
     log.write_text("".join(json.dumps(r) + "\n" for r in lines))
     c = read_curves(log)
     assert c.steps == [1, 2] and c.loss == [5.0, 3.9] and c.dev_minutes == [130 / 60] and c.dev_bleu == [1.5]
+
+
+def test_a_line_cut_by_a_kill_is_skipped_and_counted(tmp_path, capsys):
+    from rnmt.cli import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "log.jsonl").write_text(
+        json.dumps({"step": 1, "loss": 5.0, "train_seconds": 60}) + "\n" + '{"step": 2, "lo'  # killed here
+        + json.dumps({"step": 2, "loss": 4.0, "train_seconds": 100}) + "\n"  # the resumed run appends
+        + json.dumps({"step": 3, "loss": 3.5, "train_seconds": 150}) + "\n")
+    c = read_curves(run)
+    assert c.steps == [1, 3] and c.skipped_lines == 1
+    assert main(["plot", str(run), "--out", str(tmp_path / "c.png")]) == 0
+    assert "run: 3 updates in 2.5 min (1 lines skipped: not records, e.g. cut by a kill)" in capsys.readouterr().out
+
