@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import os
 import subprocess
 import sys
@@ -221,34 +222,67 @@ def _run_side_by_side(paper: str, runs: Sequence[Run], settings: Settings, out_r
                       log: Callable[[str], None], after_each: Callable[[], None]) -> None:
     """``settings.jobs`` worker processes, each training and decoding one run at a time
     (two one-thread runs use two cores better than one two-thread run); each worker's
-    output goes to ``runs/<run>.log``. Raises when a run failed."""
+    output goes to ``runs/<run>.log``. Raises when a run failed.
+
+    SIGTERM, SIGINT or SIGHUP to this process stops the table as a sitting ends: it is passed
+    on to every worker (each saves a checkpoint and exits), no further run starts, and a
+    `UserError` says how to continue. Without this a killed parent would leave its workers
+    training on, unseen, and a restart would start a second process on the same runs."""
     queue = list(runs)
     lock = threading.Lock()
     failed: List[str] = []
+    procs: Dict[str, subprocess.Popen] = {}
+    stopped: List[str] = []
+
+    def stop(signum: int, _frame) -> None:
+        stopped.append(signal.Signals(signum).name)  # first: a worker starting now sees it (below)
+        queue.clear()
+        for proc in list(procs.values()):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
 
     def worker() -> None:
         while True:
             with lock:
-                if not queue or failed:
+                if not queue or failed or stopped:
                     return
                 run = queue.pop(0)
                 # under the lock: two threads' prints would otherwise interleave their newlines
                 log(f"[{paper}/{run.name}] started in its own process (log: runs/{run.name}.log)")
             with open(runs_dir / f"{run.name}.log", "a", encoding="utf-8") as out:
-                code = subprocess.call(_worker_command(paper, run, settings, out_root, data, src, tgt, command),
-                                       stdout=out, stderr=subprocess.STDOUT)
+                proc = subprocess.Popen(_worker_command(paper, run, settings, out_root, data, src, tgt, command),
+                                        stdout=out, stderr=subprocess.STDOUT)
+                procs[run.name] = proc
+                if stopped:  # the signal came between the check above and the start
+                    proc.send_signal(signal.SIGTERM)
+                code = proc.wait()
             with lock:
-                if code != 0:
+                procs.pop(run.name, None)
+                if stopped:
+                    log(f"[{paper}/{run.name}] stopped (exit {code}); its last checkpoint is kept")
+                elif code != 0:
                     failed.append(f"{run.name} (exit {code}, see {runs_dir / (run.name + '.log')})")
                 else:
                     log(f"[{paper}/{run.name}] finished")
                     after_each()
 
+    handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # Python installs handlers there only
+        previous = {sig: signal.signal(sig, stop) for sig in handled}
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(settings.jobs, len(queue)))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(timeout=1.0)  # short waits: the handler runs between them
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if stopped:
+        raise UserError(f"stopped by {stopped[0]}: every run in progress saved a checkpoint; run the same command "
+                        f"again to continue (finished runs are kept)")
     if failed:
         raise UserError("reproduction runs failed: " + "; ".join(failed))
 

@@ -31,11 +31,13 @@ from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
+from rnmt.training import run_lock
 from rnmt.training.checkpoint import atomic_write_text, load_train_state
 from rnmt.training.distributed import DistContext, init_distributed
 from rnmt.training.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
 from rnmt.training.preflight import check_before_writing, train_files
 from rnmt.training.resume import check_resume_config
+from rnmt.training.run_lock import RunLock
 from rnmt.training.validator import DevSet, load_dev_set
 
 STATE_FILE = "train_state.pt"
@@ -127,6 +129,7 @@ class RunSetup:
     dev: Optional[DevSet]  # None without data.dev, and on every rank but 0
     model: TranslationModel
     config_changes: List[str]  # a --resume's accepted changes to the saved config
+    lock: Optional[RunLock] = None  # rank 0's hold on the output directory (rnmt/training/run_lock.py)
 
     @property
     def is_main(self) -> bool:
@@ -155,7 +158,7 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     if init is not None:
         cfg.model.src_vocab_size, cfg.model.tgt_vocab_size = init.src_vocab.size, init.tgt_vocab.size
         check_architecture(init, cfg.model)
-    _check_out_dir(out, resume, dist.is_main)
+    lock = _check_out_dir(out, resume, dist.is_main)
     if device.type == "cpu":
         # Build or load the C++ kernels now (rank 0 first), so that a first build is not
         # counted as training time (train.max_minutes, tokens/s).
@@ -211,7 +214,7 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
                     init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
-                    model=model, config_changes=config_changes)
+                    model=model, config_changes=config_changes, lock=lock)
 
 
 def _compile_step(model: TranslationModel, arch: str, device: torch.device, log: Log) -> None:
@@ -257,12 +260,15 @@ def _run_amp(cfg: Config, out: Path, resume: bool, device: torch.device, dist: D
     return dtype
 
 
-def _check_out_dir(out: Path, resume: bool, is_main: bool) -> None:
+def _check_out_dir(out: Path, resume: bool, is_main: bool) -> Optional[RunLock]:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         what, advice = write_failure(exc)
         raise UserError(f"{out}: cannot create the output directory ({what}): {advice}") from None
+    # Rank 0 writes for every process of a run; another run in this directory is refused
+    # before anything is read or written.
+    lock = run_lock.hold(out) if is_main else None
     has_run = (out / STATE_FILE).exists()
     if has_run and not resume:
         raise UserError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
@@ -270,9 +276,10 @@ def _check_out_dir(out: Path, resume: bool, is_main: bool) -> None:
         raise UserError(f"cannot resume: {out / STATE_FILE} not found")
     if resume and is_main:
         # Temporaries of a process killed mid-write (atomic_write names them .NAME.*.tmp):
-        # no other trainer writes to this directory, so none of them is in use.
+        # the lock says no other trainer writes to this directory, so none of them is in use.
         for tmp in out.glob(".*.tmp"):
             tmp.unlink(missing_ok=True)
+    return lock
 
 
 def _vocabularies(cfg: Config, out: Path, resume: bool, init: Optional[InitCheckpoint],

@@ -102,6 +102,7 @@ class Trainer:
         self.is_main, self.device, self.amp_dtype, self.init = run.is_main, run.device, run.amp_dtype, run.init
         self.src_vocab, self.tgt_vocab, self.corpus, self.model = run.src_vocab, run.tgt_vocab, run.corpus, run.model
         self.data = run.data
+        self._lock = run.lock  # released when run() ends
         self.corpus_changed_ok = corpus_changed_ok
         self.stop_signal: Optional[str] = None
         tc = cfg.train
@@ -367,6 +368,9 @@ class Trainer:
                                 f"{self.step} ({str(exc).splitlines()[0][:160]}); "
                                 + ("saved a checkpoint, continue with --resume" if self.is_main
                                    else "rank 0 saves the checkpoint")) from None
+            finally:
+                if self._lock is not None:
+                    self._lock.release()  # the directory may be trained again (a resume)
 
     def _emergency_save(self) -> None:
         if not self.is_main:

@@ -27,3 +27,50 @@ def test_side_by_side_jobs_give_the_records_of_one_process(tmp_path):
         assert one_losses == two_losses and any(loss is not None for loss in one_losses)
     record = json.loads((tmp_path / "two" / "cseq2seq" / "rnnsearch.json").read_text())
     assert record["machine"]["jobs"] == 2
+
+
+def _workers_of(root) -> list:
+    """Pids of `rnmt.reproduce.worker` processes whose command line names ``root``."""
+    from pathlib import Path
+
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if "rnmt.reproduce.worker" in cmd and str(root) in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_sigterm_to_a_side_by_side_table_stops_its_workers_with_checkpoints(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.support import REPO
+
+    corpus = tiny_reproduction_corpus(tmp_path)
+    out = tmp_path / "out"
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "rnmt", "reproduce", "cseq2seq", "--data", str(corpus), "--systems", "seq2seq",
+         "--seeds", "1", "--jobs", "2", "--updates", "100000", "--dims", "8,16", "--vocab-size", "120",
+         "--dev-sentences", "4", "--validate-every", "5", "--threads", "1", "--device", "cpu", "--out", str(out)],
+        stderr=subprocess.PIPE, text=True, cwd=REPO)
+    runs = out / "cseq2seq" / "runs"
+    deadline = time.monotonic() + 300
+    # both runs past a checkpoint (every validation, 5 updates)
+    while not all((runs / name / "train_state.pt").is_file() for name in ("seq2seq", "rnnsearch")):
+        assert parent.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    assert len(_workers_of(out)) == 2
+    parent.send_signal(signal.SIGTERM)
+    _, err = parent.communicate(timeout=120)
+    assert parent.returncode == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == ("error: stopped by SIGTERM: every run in progress saved a checkpoint; "
+                                            "run the same command again to continue (finished runs are kept)")
+    assert _workers_of(out) == []  # none left training unseen
+    for name in ("seq2seq", "rnnsearch"):
+        assert "stopped by SIGTERM" in (runs / f"{name}.log").read_text(encoding="utf-8")

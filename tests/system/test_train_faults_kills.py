@@ -43,6 +43,40 @@ def test_sigterm_to_the_command_exits_143_with_a_checkpoint(tmp_path, tiny_corpu
     assert load_model(out).meta["step"] == step  # no dev set: the directory loads the newest
 
 
+def test_a_second_trainer_is_refused_while_the_first_trains_and_resumes_after_it(tmp_path, tiny_corpus):
+    import subprocess
+    import time
+
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 100000, save_every=1000, log_every=1)))
+    out = tmp_path / "run"
+    first = subprocess.Popen([sys.executable, "-m", "rnmt", "train", str(config), "--out", str(out)],
+                             stderr=subprocess.PIPE, text=True, cwd=REPO)
+    deadline = time.monotonic() + 300
+    while not ((out / "log.jsonl").exists() and len((out / "log.jsonl").read_text().splitlines()) >= 2):
+        assert first.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    # the same run started again (a restart while the earlier process still trains)
+    second = subprocess.run([sys.executable, "-m", "rnmt", "train", str(config), "--out", str(out), "--resume"],
+                            capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert second.returncode == 2 and "Traceback" not in second.stderr
+    assert second.stderr.strip().splitlines()[-1] == (
+        f"error: {out}: another process (pid {first.pid}) is training in this directory; wait for it, stop it "
+        f"(SIGTERM saves a checkpoint and exits) or choose another --out")
+    assert first.poll() is None  # the first trains on, undisturbed
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=60)
+    step = load_train_state(out / "train_state.pt")["step"]
+    # the lock ends with its process: the run resumes
+    third = subprocess.run([sys.executable, "-m", "rnmt", "train", str(config), "--out", str(out), "--resume",
+                            "--set", f"train.max_steps={step + 2}"], capture_output=True, text=True, cwd=REPO,
+                           timeout=300)
+    assert third.returncode == 0, third.stderr
+    assert load_train_state(out / "train_state.pt")["step"] == step + 2
+
+
 # -- fault injection (the 20-kill variant is benchmarks/faults.py) ------------------------
 
 def test_three_kills_at_random_moments_lose_nothing(tmp_path):
