@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import json
-import signal
 import os
+import signal
 import subprocess
 import sys
 import threading
