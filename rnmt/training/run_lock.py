@@ -8,7 +8,7 @@ there; the kernel drops it when the process ends, however it ends (SIGKILL, powe
 of a network client), so a lock is never stale. The file keeps the holder's pid for the
 error message. Objects of one process may share the lock (a test that builds two trainers
 on one directory); the cross-process exclusion is the point. Without ``fcntl`` (not a
-POSIX system) nothing is locked.
+POSIX system), or on a file system that refuses locks, nothing is locked.
 """
 
 from __future__ import annotations
@@ -64,11 +64,14 @@ def hold(out: Path) -> RunLock:
         raise UserError(f"{path}: cannot open the run's lock file ({exc.strerror})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except BlockingIOError:
         holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
         os.close(fd)
         raise UserError(f"{out}: another process (pid {holder}) is training in this directory; wait for it, "
                         f"stop it (SIGTERM saves a checkpoint and exits) or choose another --out") from None
+    except OSError:  # a file system without locks (ENOLCK): train unprotected rather than not at all
+        os.close(fd)
+        return RunLock(None)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     _held[key] = [fd, 1]
