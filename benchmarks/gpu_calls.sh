@@ -18,10 +18,11 @@
 #                                             # graphs against eager on one sentence per call
 #                                             # (about 6 min)
 #   bash benchmarks/gpu_calls.sh compile      # train.compile_step: fairseq and rnmt RNNSearch-GRU
-#                                             # (fp32, bf16/fp16) in one process, each rnmt row
-#                                             # trained eagerly and then with the compiled step;
-#                                             # DTMT#4 the same in fp32; then the GPU tests, the
-#                                             # compiled step's included (about 7 min)
+#                                             # in fp32 in one process, the rnmt row trained
+#                                             # eagerly and then with the compiled step, profiles
+#                                             # of both; DTMT#4 the same; then the GPU tests, the
+#                                             # compiled step's included (about 8 min; compiling
+#                                             # is most of it). PRECISIONS=fp32,bf16 adds bf16/fp16
 #   bash benchmarks/gpu_calls.sh cpu-bf16     # the device's host CPU (a Xeon with AVX-512 bf16 and
 #                                             # AMX) for issue #33: peak RSS of bf16 against fp32
 #                                             # training on two of its cores (about 3 min);
@@ -86,7 +87,7 @@ same-call)
 compile)
     bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
     gpu_bench \
-        --systems rnnsearch-gru --precisions "${PRECISIONS:-fp32,bf16}" --paper-systems "" --peers fairseq \
+        --systems rnnsearch-gru --precisions "${PRECISIONS:-fp32}" --paper-systems "" --peers fairseq \
         --peer-site /tmp/peers-site --seconds 15 --decode-sentences 0 --compile-step --budget-minutes 4 \
         --profile --profile-systems rnnsearch-gru --profile-sentences 1 \
         --tag "${TAG:-compile}" --out "$OUT" 2>&1 | tee "$OUT/${TAG:-compile}.log"
