@@ -393,6 +393,11 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
     header += ["epochs", "dev BLEU", "dev ppl", "rep. 4-grams %", "looping lines"]
     if converge:
         header += ["updates to best", "epochs to best", "stopped by", "wall-clock h"]
+    # A table filled in over several machines may mix precisions (train.amp: auto picks per
+    # CPU): then each row says which its runs had.
+    mixed = len({(r.get("machine") or {}).get("precision") for r in all_runs}) > 1
+    if mixed:
+        header += ["precision"]
     lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for s in order:
         runs = records.get(s.name)
@@ -414,6 +419,8 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
                           " / ".join(str(r.get("stop_reason", "-")) for r in runs),
                           _per_seed([{**r, "wall_h": (r.get("wall_minutes") or 0) / 60 or None} for r in runs],
                                     "wall_h", 1)]
+            if mixed:
+                cells.append(" / ".join(str((r.get("machine") or {}).get("precision") or "-") for r in runs))
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"p: paired bootstrap resampling of test BLEU against {base_label} (sacrebleu), first seed of "
               f"each; below {SIGNIFICANT} the difference is unlikely to be chance. len ratio: output length over "
