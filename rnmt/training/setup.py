@@ -5,9 +5,10 @@ the config's shapes and files before writing anything, resolves the device and
 ``train.amp``, reads a ``--init-from`` checkpoint, makes (or checks) and locks the output
 directory, builds the C++ kernels, seeds the generator, trains or loads the vocabularies,
 checks a ``--resume``'s config changes, encodes the training corpus and the dev set, and
-builds and initialises the model (compiling its step with ``train.compile_step``). The order is part of the contract: the random draws of the
-initialisation follow from it, so a change here changes every run's weights
-(scripts/model_fingerprints.py and the exact-resume tests watch it).
+builds and initialises the model (compiling its step with ``train.compile_step``). The
+order is part of the contract: the random draws of the initialisation follow from it, so a
+change here changes every run's weights (scripts/model_fingerprints.py and the exact-resume
+tests watch it).
 
 Under ``torchrun`` rank 0 trains the vocabulary and encodes the corpora first; the others
 then load the same files (or, on a node without the shared directory, rebuild them
