@@ -22,8 +22,9 @@ PAPER_CHOICES = ("atr", "cseq2seq", "dtmt", "survey", "all", "bf16")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paper", choices=PAPER_CHOICES,
-                   help="whose tables to reproduce; 'all' runs atr, cseq2seq, dtmt, survey in that order; 'bf16' "
-                        "trains RNNSearch-GRU and DTMT#4 in fp32 and bf16 (docs/performance.md)")
+                   help="whose tables to reproduce; 'all' runs atr, cseq2seq, dtmt, survey in that order (with "
+                        "--converge the three with a converged table); 'bf16' trains RNNSearch-GRU and DTMT#4 in "
+                        "fp32 and bf16 (docs/performance.md)")
     p.add_argument("--updates", type=int, metavar="N",
                    help="training updates of every system (default 2000): the papers compare at equal updates; "
                         "with --converge the cap on each run's updates (default 30000)")
@@ -48,7 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dims", default="256,256", metavar="E,H", help="embedding and hidden size (default 256,256)")
     p.add_argument("--vocab-size", type=int, default=8000, help="joint BPE vocabulary size (default 8000)")
     p.add_argument("--systems", metavar="A,B,...",
-                   help="only these systems (the baseline is always added; optional systems may be named)")
+                   help="only these systems (the baseline is always added; optional systems may be named); "
+                        "default: the main table, or with --converge the spec's converged table")
     p.add_argument("--out", default="results", metavar="DIR", help="results root (default results)")
     p.add_argument("--dev-sentences", type=int, metavar="N",
                    help="dev sentences used for validation, 0 for all (default 200; with --converge all)")
@@ -127,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
     seeds = _seeds(args.seeds)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     papers = PAPERS if args.paper == "all" else (args.paper,)
+    if args.paper == "all" and args.converge:  # the papers with a converged table planned
+        from rnmt.reproduce.spec import load_paper
+
+        papers = tuple(p for p in papers if load_paper(p).converged)
     if systems and len(papers) > 1:
         raise UserError("--systems names systems of one paper; give a paper, not 'all'")
     if args.status:

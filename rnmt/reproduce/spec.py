@@ -73,6 +73,10 @@ class PaperSpec:
     # (initialisation, schedule, dropout, ...), found by measurement (docs/reproduce.md).
     recipe: Dict[str, Any] = field(default_factory=dict)
     seeded: List[str] = field(default_factory=list)  # systems trained with every seed (claims rest on them)
+    # The systems the converged table trains when none are named (`converged:` in the spec;
+    # empty: the paper has no converged table planned, and the main table is the default).
+    converged: List[str] = field(default_factory=list)
+    default: List[str] = field(default_factory=list)  # what `select(None)` gives (set by for_protocol)
 
     def system(self, name: str) -> SystemSpec:
         for s in self.systems + self.optional_systems:
@@ -88,11 +92,14 @@ class PaperSpec:
         has one seed after equal updates)."""
         if not converge:
             return self
-        return replace(self, seeded=[s.name for s in self.systems + self.optional_systems])
+        return replace(self, seeded=[s.name for s in self.systems + self.optional_systems],
+                       default=list(self.converged))
 
     def select(self, names: Optional[Sequence[str]]) -> List[SystemSpec]:
-        """The main-table systems, or the named ones (optional systems included) in the
-        order given; the baseline always comes first so every p-value has its reference."""
+        """The named systems (optional systems included) in the order given, else the
+        protocol's default (the converged table's systems at convergence, else the main
+        table); the baseline always comes first so every p-value has its reference."""
+        names = names or self.default
         chosen = list(self.systems) if not names else [self.system(n) for n in names]
         if self.baseline not in [s.name for s in chosen]:
             chosen.insert(0, self.system(self.baseline))
@@ -139,11 +146,13 @@ def load_paper(paper: str, root: Optional[Path] = None) -> PaperSpec:
         optional_systems=_systems(tree.get("optional_systems") or [], where),
         claims=claims, by_length=tree.get("by_length"), gates=tree.get("gates"),
         greedy_speed=bool(tree.get("greedy_speed", False)),
-        recipe=_recipe(tree.get("recipe"), where), seeded=list(tree.get("seeded") or []))
+        recipe=_recipe(tree.get("recipe"), where), seeded=list(tree.get("seeded") or []),
+        converged=list(tree.get("converged") or []))
     names = {s.name for s in spec.systems + spec.optional_systems}
-    for n in spec.seeded:
-        if n not in names:
-            raise UserError(f"{where}: seeded names unknown system '{n}'")
+    for key, listed in (("seeded", spec.seeded), ("converged", spec.converged)):
+        for n in listed:
+            if n not in names:
+                raise UserError(f"{where}: {key} names unknown system '{n}'")
     for c in claims:
         if c.kind not in CLAIM_KINDS:
             raise UserError(f"{where}: claim kind '{c.kind}' is not one of {', '.join(CLAIM_KINDS)}")

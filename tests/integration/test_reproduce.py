@@ -228,3 +228,15 @@ def test_a_run_stopped_by_a_signal_is_not_taken_for_trained(tmp_path, monkeypatc
     reproduce_paper("atr", tiny_reproduction_settings(seeds=[1]), out, str(corpus), systems=["rnnsearch-gru"], log=log)
     assert any("resuming the stopped training run" in m for m in log)
     assert json.loads((out / "atr" / "rnnsearch-gru.json").read_text())["steps"] == 3
+
+
+def test_a_converged_list_naming_an_unknown_system_is_refused(tmp_path):
+    from tests.support import REPO
+
+    spec_dir = tmp_path / "configs" / "reproduce"
+    spec_dir.mkdir(parents=True)
+    text = (REPO / "configs" / "reproduce" / "dtmt.yaml").read_text(encoding="utf-8")
+    (spec_dir / "dtmt.yaml").write_text(text.replace("converged: [shallow-rnmt,", "converged: [shalow-rnmt,"),
+                                        encoding="utf-8")
+    with pytest.raises(UserError, match="configs/reproduce/dtmt.yaml: converged names unknown system 'shalow-rnmt'"):
+        load_paper("dtmt", tmp_path)

@@ -219,6 +219,19 @@ def test_at_convergence_every_system_gets_every_seed():
     assert spec.for_protocol(False) is spec
 
 
+def test_the_converged_tables_train_the_systems_their_claims_need_by_default():
+    names = lambda systems: [s.name for s in systems]  # noqa: E731
+    dtmt = load_paper("dtmt")
+    assert names(dtmt.select(None)) == ["shallow-rnmt", "shallow-rnmt-lgru", "dtmt1-gru", "dtmt1", "dtmt4"]
+    assert names(dtmt.for_protocol(True).select(None)) == ["shallow-rnmt", "dtmt4", "dtmt1", "shallow-rnmt-lgru"]
+    assert names(dtmt.for_protocol(True).select(["dtmt4-carry2"])) == ["shallow-rnmt", "dtmt4-carry2"]
+    cseq = load_paper("cseq2seq").for_protocol(True)
+    assert names(cseq.select(None)) == ["cseq2seq1-ls", "cseq2seq2", "rnnsearch"]  # the baseline is in it
+    assert names(load_paper("atr").for_protocol(True).select(None)) == ["rnnsearch-gru", "rnnsearch-atr"]
+    survey = load_paper("survey")  # no converged table planned: its main table
+    assert not survey.converged and names(survey.for_protocol(True).select(None)) == names(survey.systems)
+
+
 def test_a_converged_run_keeps_its_checkpoint_at_update_1000():
     """docs/results.md measures gradient flow at update 1,000 of the converged runs, long
     after keep_last would have rotated that checkpoint out."""
