@@ -29,6 +29,7 @@ from rnmt.reproduce.corpus import Corpus, resolve_corpus
 from rnmt.reproduce.machine import describe_machine
 from rnmt.reproduce.spec import PaperSpec, SystemSpec, load_paper, repository_root
 from rnmt.reproduce.system import Run, Settings, hyp_path, plan_runs, record_path, run_system
+from rnmt.training import run_lock
 
 # Settings that must match for systems to share one table (the family recipe included).
 COMPARED = ("corpus", "src", "tgt", "emb_size", "hidden_size", "vocab_size", "updates", "seeds",
@@ -55,13 +56,16 @@ def code_commit() -> str:
 
 
 def ensure_gitignore(out_root: Path) -> None:
-    """Checkpoints and caches stay out of version control; the results go in."""
+    """Checkpoints, caches and lock files stay out of version control; the results go in."""
     out_root.mkdir(parents=True, exist_ok=True)
     ignore = out_root / ".gitignore"
-    rule = "*/runs/"
-    if not ignore.is_file() or rule not in ignore.read_text(encoding="utf-8").split():
+    rules = {"*/runs/": "# checkpoints, vocabularies and caches of `rnmt reproduce`",
+             run_lock.LOCK_FILE: "# the lock of the command working on a table (rnmt/training/run_lock.py)"}
+    present = ignore.read_text(encoding="utf-8").split() if ignore.is_file() else []
+    missing = [rule for rule in rules if rule not in present]
+    if missing:
         with open(ignore, "a", encoding="utf-8") as fh:
-            fh.write("# checkpoints, vocabularies and caches of `rnmt reproduce`\n" + rule + "\n")
+            fh.write("".join(f"{rules[rule]}\n{rule}\n" for rule in missing))
 
 
 def check_settings(results_dir: Path, current: Dict[str, object]) -> None:
@@ -313,6 +317,18 @@ def reproduce_paper(paper: str, settings: Settings, out_root: Path = Path("resul
     if not settings.seeds:
         raise UserError("at least one seed is needed")
     spec, out_root, results_dir, runs_dir, corpus = prepare(paper, settings, out_root, data, src, tgt, log)
+    # One command per table at a time: a second (a start repeated by mistake) is refused here,
+    # before it plans runs that the first is training.
+    table_lock = run_lock.hold(results_dir)
+    try:
+        return _reproduce(spec, settings, out_root, results_dir, runs_dir, corpus, data, src, tgt, systems, log)
+    finally:
+        table_lock.release()
+
+
+def _reproduce(spec: PaperSpec, settings: Settings, out_root: Path, results_dir: Path, runs_dir: Path,
+               corpus: Corpus, data: Optional[str], src: Optional[str], tgt: Optional[str],
+               systems: Optional[Sequence[str]], log: Callable[[str], None]) -> dict:
     chosen = spec.select(systems)
     check_settings(results_dir, {"corpus": corpus.name, "src": corpus.src, "tgt": corpus.tgt,
                                  "recipe": spec.recipe,

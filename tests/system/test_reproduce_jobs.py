@@ -74,3 +74,31 @@ def test_sigterm_to_a_side_by_side_table_stops_its_workers_with_checkpoints(tmp_
     assert _workers_of(out) == []  # none left training unseen
     for name in ("seq2seq", "rnnsearch"):
         assert "stopped by SIGTERM" in (runs / f"{name}.log").read_text(encoding="utf-8")
+
+
+def test_a_second_command_on_a_table_in_work_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    import pytest
+
+    from rnmt.errors import UserError
+
+    corpus = tiny_reproduction_corpus(tmp_path)
+    table = tmp_path / "out" / "cseq2seq"
+    table.mkdir(parents=True)
+    # another process holds the table's lock, as a first `rnmt reproduce cseq2seq` would
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(table / '.train.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, str(os.getpid()).encode())\n"
+        "print('held', flush=True); time.sleep(120)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserError, match=rf"{table}: another process \(pid {holder.pid}\) is training"):
+            reproduce_paper("cseq2seq", tiny_reproduction_settings(seeds=[1]), tmp_path / "out", str(corpus),
+                            systems=["seq2seq"], log=MessageLog())
+        assert not (table / "runs" / "seq2seq").exists()  # refused before any run was planned
+    finally:
+        holder.kill()
+        holder.wait()
