@@ -4,7 +4,8 @@
 A converged table takes many hours and is filled in over several sittings, so the question
 "which runs are done, and how far are the others from stopping?" comes up at every restart.
 A run is *finished* when its record (``<paper>[-converged]/<run>.json``) exists, *in
-progress* when its directory has a ``log.jsonl``, else *not started*. For a run in progress
+progress* when its directory has a ``log.jsonl`` (with "training now (pid N)" or "stopped"
+when its directory has a trainer's lock file to ask), else *not started*. For a run in progress
 the log gives the last update, the best dev BLEU and where it was reached, the validations
 since then (early stopping ends the run when they reach the patience), the rate's plateau
 halvings, and the recent time per update: the median over the last ten logging intervals
@@ -24,6 +25,7 @@ from typing import Dict, List, Optional, Sequence
 from rnmt.errors import UserError
 from rnmt.reproduce.spec import PaperSpec
 from rnmt.reproduce.system import plan_runs, record_path
+from rnmt.training import run_lock
 from rnmt.training.run_log import read_run_log
 
 RECENT_INTERVALS = 10  # logging intervals behind a run in progress's "s/update (median)"
@@ -117,9 +119,13 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
             rows.append(RunStatus(run.name, "not started"))
             continue
         try:
-            rows.append(in_progress(run.name, log_path, now))
+            row = in_progress(run.name, log_path, now)
         except UserError as exc:  # one unreadable log must not hide the other runs
-            rows.append(RunStatus(run.name, f"log unreadable ({exc})"))
+            row = RunStatus(run.name, f"log unreadable ({exc})")
+        if (log_path.parent / run_lock.LOCK_FILE).is_file():  # runs started since the lock existed
+            pid = run_lock.holder(log_path.parent)
+            row.state += f", training now (pid {pid})" if pid else ", stopped"
+        rows.append(row)
     return rows
 
 

@@ -76,3 +76,25 @@ def hold(out: Path) -> RunLock:
     os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
     _held[key] = [fd, 1]
     return RunLock(key)
+
+
+def holder(out: Path) -> Optional[str]:
+    """The pid of the process training in ``out`` now, or None when none is (checked by
+    trying the lock, which is taken back at once; nothing is created)."""
+    path = Path(out) / LOCK_FILE
+    if fcntl is None or not path.is_file() or str(Path(out).resolve()) in _held:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # drops the shared lock when it was taken
+    return None
+

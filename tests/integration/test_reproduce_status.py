@@ -110,3 +110,24 @@ def test_an_unreadable_log_is_a_row_not_an_error(tmp_path):
         rows["dtmt4.seed1"].state
     assert rows["dtmt4.seed2"].state == "not started"
 
+
+
+def test_a_run_with_a_lock_file_says_whether_a_process_trains_it_now(tmp_path, monkeypatch):
+    import errno
+
+    from rnmt.training import run_lock
+
+    results = tmp_path / "dtmt-converged"
+    for seed in (1, 2):
+        write_log(results / "runs" / f"dtmt4.seed{seed}" / "log.jsonl", [train_row(50, 100.0)])
+    (results / "runs" / "dtmt4.seed1" / run_lock.LOCK_FILE).write_text("4242\n")  # left by a stopped trainer
+    rows = {r.name: r for r in reproduction_status(load_paper("dtmt"), results, ["dtmt4"], [1, 2])}
+    assert rows["dtmt4.seed1"].state == "in progress, stopped"
+    assert rows["dtmt4.seed2"].state == "in progress"  # no lock file: started before locks, nothing to ask
+
+    def busy(fd, op):
+        raise BlockingIOError(errno.EWOULDBLOCK, "busy")
+
+    monkeypatch.setattr(run_lock.fcntl, "flock", busy)  # as when the trainer holds it
+    rows = {r.name: r for r in reproduction_status(load_paper("dtmt"), results, ["dtmt4"], [1, 2])}
+    assert rows["dtmt4.seed1"].state == "in progress, training now (pid 4242)"
