@@ -110,6 +110,23 @@ def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patien
     return 0
 
 
+def _converged_papers(papers, out_root: Path, seeds) -> tuple:
+    """The papers with a converged table planned, a table with runs in progress first: a
+    sitting continues what is started before it starts another table."""
+    from rnmt.reproduce.run import results_name
+    from rnmt.reproduce.spec import load_paper
+    from rnmt.reproduce.status import reproduction_status
+
+    planned = [p for p in papers if load_paper(p).converged]
+
+    def started(paper: str) -> bool:
+        spec = load_paper(paper).for_protocol(True)
+        rows = reproduction_status(spec, out_root / results_name(spec.paper, True), None, seeds)
+        return any(r.state.startswith("in progress") for r in rows)
+
+    return tuple(sorted(planned, key=lambda p: not started(p)))  # stable: PAPERS order otherwise
+
+
 def run(args: argparse.Namespace) -> int:
     from rnmt.reproduce import PAPERS, Settings, reproduce_paper
 
@@ -130,9 +147,7 @@ def run(args: argparse.Namespace) -> int:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     papers = PAPERS if args.paper == "all" else (args.paper,)
     if args.paper == "all" and args.converge:  # the papers with a converged table planned
-        from rnmt.reproduce.spec import load_paper
-
-        papers = tuple(p for p in papers if load_paper(p).converged)
+        papers = _converged_papers(papers, Path(args.out), seeds)
     if systems and len(papers) > 1:
         raise UserError("--systems names systems of one paper; give a paper, not 'all'")
     if args.status:

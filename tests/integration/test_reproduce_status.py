@@ -131,3 +131,12 @@ def test_a_run_with_a_lock_file_says_whether_a_process_trains_it_now(tmp_path, m
     monkeypatch.setattr(run_lock.fcntl, "flock", busy)  # as when the trainer holds it
     rows = {r.name: r for r in reproduction_status(load_paper("dtmt"), results, ["dtmt4"], [1, 2])}
     assert rows["dtmt4.seed1"].state == "in progress, training now (pid 4242)"
+
+
+def test_all_converge_continues_a_started_table_before_starting_another(tmp_path):
+    from rnmt.commands.reproduce import _converged_papers
+    from rnmt.reproduce.spec import PAPERS
+
+    assert _converged_papers(PAPERS, tmp_path, [1, 2]) == ("atr", "cseq2seq", "dtmt")  # the survey has none
+    write_log(tmp_path / "cseq2seq-converged" / "runs" / "rnnsearch.seed2" / "log.jsonl", [train_row(50, 100.0)])
+    assert _converged_papers(PAPERS, tmp_path, [1, 2]) == ("cseq2seq", "atr", "dtmt")
