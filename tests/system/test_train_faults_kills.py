@@ -19,7 +19,9 @@ def no_dev_tree(tiny_corpus, steps=6, **train):
     return tree
 
 
-def test_sigterm_to_the_command_exits_143_with_a_checkpoint(tmp_path, tiny_corpus):
+def start_long_training(tmp_path, tiny_corpus, logged: int):
+    """`rnmt train` of a run too long to finish, in its own process, returned once its log
+    has ``logged`` lines: (process, config file, output directory)."""
     import subprocess
     import time
 
@@ -31,9 +33,14 @@ def test_sigterm_to_the_command_exits_143_with_a_checkpoint(tmp_path, tiny_corpu
     proc = subprocess.Popen([sys.executable, "-m", "rnmt", "train", str(config), "--out", str(out)],
                             stderr=subprocess.PIPE, text=True, cwd=REPO)
     deadline = time.monotonic() + 300  # start-up (import, kernels) is slow on a loaded machine
-    while not ((out / "log.jsonl").exists() and len((out / "log.jsonl").read_text().splitlines()) >= 3):
+    while not ((out / "log.jsonl").exists() and len((out / "log.jsonl").read_text().splitlines()) >= logged):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
+    return proc, config, out
+
+
+def test_sigterm_to_the_command_exits_143_with_a_checkpoint(tmp_path, tiny_corpus):
+    proc, _, out = start_long_training(tmp_path, tiny_corpus, logged=3)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
@@ -45,19 +52,8 @@ def test_sigterm_to_the_command_exits_143_with_a_checkpoint(tmp_path, tiny_corpu
 
 def test_a_second_trainer_is_refused_while_the_first_trains_and_resumes_after_it(tmp_path, tiny_corpus):
     import subprocess
-    import time
 
-    import yaml
-
-    config = tmp_path / "c.yaml"
-    config.write_text(yaml.safe_dump(no_dev_tree(tiny_corpus, 100000, save_every=1000, log_every=1)))
-    out = tmp_path / "run"
-    first = subprocess.Popen([sys.executable, "-m", "rnmt", "train", str(config), "--out", str(out)],
-                             stderr=subprocess.PIPE, text=True, cwd=REPO)
-    deadline = time.monotonic() + 300
-    while not ((out / "log.jsonl").exists() and len((out / "log.jsonl").read_text().splitlines()) >= 2):
-        assert first.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
+    first, config, out = start_long_training(tmp_path, tiny_corpus, logged=2)
     # the same run started again (a restart while the earlier process still trains)
     second = subprocess.run([sys.executable, "-m", "rnmt", "train", str(config), "--out", str(out), "--resume"],
                             capture_output=True, text=True, cwd=REPO, timeout=300)
