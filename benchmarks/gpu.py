@@ -204,6 +204,11 @@ def timed_updates(trainer, batches, device: torch.device, warmup: int, steps: in
             "seconds_per_update_min": min(times)}
 
 
+def failure_note(exc: BaseException) -> str:
+    """A row's note for an exception: its type and the first line of its message."""
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+
+
 def compiled_window(trainer, batches, device: torch.device, args, log: Callable[[str], None]) -> Dict[str, Any]:
     """The same model and batches again with teacher forcing's step through torch.compile
     (`train.compile_step`): the compile (first updates, untimed, their seconds reported),
@@ -218,7 +223,7 @@ def compiled_window(trainer, batches, device: torch.device, args, log: Callable[
         compile_seconds = time.perf_counter() - t0
         window = timed_updates(trainer, batches, device, args.warmup, args.steps, args.seconds, log)
     except Exception as exc:  # the eager row above stands whatever happens here
-        note = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        note = failure_note(exc)
         log(f"    torch.compile failed: {note}")
         return {"status": "failed", "note": note}
     log(f"    compiled step: {window['target_tokens_per_s']:,.0f} target tok/s after "
@@ -702,7 +707,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if device.type == "cuda" and isinstance(exc, torch.cuda.OutOfMemoryError):
                     note = "out of GPU memory"
                 else:
-                    note = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+                    note = failure_note(exc)
                 payload[section].append({**base, "status": "failed", "note": note})
                 log(f"[{base['system']} {base['precision']}] failed: {note}")
                 reset_memory(device)

@@ -48,6 +48,11 @@ class RunLock:
         self.release()
 
 
+def _pid_in(fd: int) -> str:
+    """The holder's pid as its lock file says it."""
+    return os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+
+
 def hold(out: Path) -> RunLock:
     """Lock ``out`` for this process's training, or raise a `UserError` naming the process
     that trains there."""
@@ -65,7 +70,7 @@ def hold(out: Path) -> RunLock:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        holder = _pid_in(fd)
         os.close(fd)
         raise UserError(f"{out}: another process (pid {holder}) is training in this directory; wait for it, "
                         f"stop it (SIGTERM saves a checkpoint and exits) or choose another --out") from None
@@ -91,7 +96,7 @@ def holder(out: Path) -> Optional[str]:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        return _pid_in(fd)
     except OSError:
         return None
     finally:
