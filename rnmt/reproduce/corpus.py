@@ -17,6 +17,7 @@ from typing import Callable, Optional
 from rnmt.data import count_lines, read_lines
 from rnmt.errors import UserError
 from rnmt.reproduce.spec import repository_root
+from rnmt.training.checkpoint import atomic_write_text
 
 DEFAULT_DATA = "../shared/data/bible-es-en"  # relative to the repository root
 FALLBACK_DATA = "data/sample"
@@ -74,7 +75,7 @@ def _need(path: Path) -> None:
 
 
 def _write_lines(path: Path, lines) -> None:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
 def resolve_corpus(data: Optional[str], src: Optional[str], tgt: Optional[str], work_dir: Path,

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from rnmt.reproduce.corpus import Corpus
 from rnmt.reproduce.machine import machine_line
 from rnmt.reproduce.spec import Claim, PaperSpec, SystemSpec
+from rnmt.training.checkpoint import atomic_write_text
 
 SIGNIFICANT = 0.05
 BOOTSTRAP_SEED = 12345  # sacrebleu's default, so `sacrebleu --paired-bs` gives the same p-values
@@ -287,7 +288,7 @@ def gate_statistics(spec: PaperSpec, runs_dir: Path, corpus: Corpus, out_dir: Pa
                  "target": "teacher-forced references", "sentences": len(pairs), "units": units,
                  "untrained": {u: {"pearson_r": g["pearson_r"], "pairs": g["pairs"]} for u, g in untrained.items()},
                  "init_scale": loaded.config.train.init_scale}
-        cache.write_text(json.dumps(stats, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(cache, json.dumps(stats, indent=1) + "\n")
     draw_gates(stats, out_dir / "gates.png")
     return stats
 

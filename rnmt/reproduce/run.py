@@ -30,6 +30,7 @@ from rnmt.reproduce.machine import describe_machine
 from rnmt.reproduce.spec import PaperSpec, SystemSpec, load_paper, repository_root
 from rnmt.reproduce.system import Run, Settings, hyp_path, plan_runs, record_path, run_system
 from rnmt.training import run_lock
+from rnmt.training.checkpoint import atomic_write_text
 
 # Settings that must match for systems to share one table (the family recipe included).
 COMPARED = ("corpus", "src", "tgt", "emb_size", "hidden_size", "vocab_size", "updates", "seeds",
@@ -77,7 +78,7 @@ def check_settings(results_dir: Path, current: Dict[str, object]) -> None:
             detail = ", ".join(f"{k}: {saved[k]!r} then, {current.get(k)!r} now" for k in changed)
             raise UserError(f"{results_dir} holds systems run with other settings ({detail}); "
                             "rerun with the same settings, or use another --out (or delete it) to start over")
-    path.write_text(json.dumps(current, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(path, json.dumps(current, indent=1) + "\n")
 
 
 def shared_vocabulary(corpus: Corpus, runs_dir: Path, settings: Settings, log: Callable[[str], None]) -> Path:
@@ -195,7 +196,7 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
     equal_claims = regimes.learning_speed_claims(results_dir) if settings.converge else None
     if equal_claims:
         readme += "\n" + "\n".join(regimes.regimes_section(spec.paper, equal_claims, claims))
-    (results_dir / "README.md").write_text(readme, encoding="utf-8")
+    atomic_write_text(results_dir / "README.md", readme)
     keys = ("label", "params", "test_bleu", "test_chrf", "length_ratio", "train_tokens_per_s",
             "seconds_per_update", "decode_words_per_s", "steps", "train_minutes", "dev_ppl", "commit",
             "repeated_ngram_rate", "looping_lines", "updates_to_best", "epochs_to_best", "stop_reason",
@@ -209,7 +210,7 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
                "gates": None if not gate_stats else {
                    "trained": {u: g["pearson_r"] for u, g in gate_stats["units"].items()},
                    "untrained": {u: g["pearson_r"] for u, g in (gate_stats.get("untrained") or {}).items()}}}
-    (results_dir / "results.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(results_dir / "results.json", json.dumps(summary, indent=1) + "\n")
     return summary
 
 

@@ -18,6 +18,8 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
+from rnmt.training.checkpoint import atomic_write_text
+
 ROUNDS, STEPS, WARMUP = 3, 20, 3
 
 
@@ -68,5 +70,5 @@ def controlled_speeds(claims, run_dirs: Dict[str, Path], out_dir: Path, work_dir
         log(f"timing {claim.a} against {claim.b}: {ROUNDS} alternating rounds of {STEPS} updates")
         known[key] = {**measure_pair(paths[0] / "config.yaml", paths[1] / "config.yaml",
                                      work_dir / key.replace("|", "-vs-"), threads), **(provenance or {})}
-        cache.write_text(json.dumps(known, indent=1) + "\n", encoding="utf-8")
+        atomic_write_text(cache, json.dumps(known, indent=1) + "\n")
     return known

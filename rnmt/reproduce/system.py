@@ -26,6 +26,7 @@ from rnmt.errors import UserError
 from rnmt.reproduce.corpus import Corpus, display_path
 from rnmt.reproduce.spec import PaperSpec, SystemSpec
 from rnmt.resources import configs_dir
+from rnmt.training.checkpoint import atomic_write_text
 from rnmt.training.run_log import RunLog, read_run_log
 
 TRAINED = "trained.json"
@@ -201,7 +202,7 @@ def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) 
     summary["epochs"] = round(sampler.epoch + sampler.position / max(len(sampler), 1), 2)
     summary["updates_per_epoch"] = len(sampler)
     summary["plateau_decays"] = trainer.progress.plateau_decays
-    done.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(done, json.dumps(summary, indent=1) + "\n")
     return summary
 
 
@@ -303,11 +304,8 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
         **metrics, "machine": {**machine, "precision": precision}, "overrides": list(settings.overrides),
         "validations": validation_curve(run_dir / "log.jsonl"),
     }
-    hyp_file.parent.mkdir(parents=True, exist_ok=True)
-    hyp_file.write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
-    tmp = record_file.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(record_file)  # the record appears last: its presence means "finished"
+    atomic_write_text(hyp_file, "".join(h + "\n" for h in hyps))
+    atomic_write_text(record_file, json.dumps(record, indent=1) + "\n")  # last: its presence means "finished"
     log(f"{run.name}: test BLEU {record['test_bleu']:.2f}, chrF {record['test_chrf']:.2f}, "
         f"{steps} updates, {record['seconds_per_update']} s/update")
     return record
