@@ -159,7 +159,8 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     if init is not None:
         cfg.model.src_vocab_size, cfg.model.tgt_vocab_size = init.src_vocab.size, init.tgt_vocab.size
         check_architecture(init, cfg.model)
-    lock = _check_out_dir(out, resume, dist.is_main)
+    # Rank 0 first: a directory another run holds stops every rank with rank 0's one-line error.
+    lock = main_first(dist, lambda: _check_out_dir(out, resume, True), lambda: _check_out_dir(out, resume, False))
     if device.type == "cpu":
         # Build or load the C++ kernels now (rank 0 first), so that a first build is not
         # counted as training time (train.max_minutes, tokens/s).

@@ -119,3 +119,27 @@ def test_two_nodes_on_loopback_train_save_once_and_resume_on_one_process(tmp_pat
     assert resumed.step == 4
     resumed.run()
     assert load_train_state(out / "train_state.pt")["step"] == 6
+
+
+def test_a_second_run_in_a_held_directory_exits_without_writing_or_hanging(tmp_path, tiny_corpus):
+    """A torchrun job started in a directory another trainer holds (here this process): rank 0
+    refuses with the one-line error, the agent stops the other rank, nothing is written."""
+    from rnmt.training import run_lock
+
+    cfg, _ = config(tmp_path, tiny_corpus, max_steps=4)
+    out = tmp_path / "run"
+    out.mkdir()
+    lock = run_lock.hold(out)
+    try:
+        done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2",
+                               "-m", "rnmt", "train", str(cfg), "--out", str(out)],
+                              cwd=REPO, env=ENV, capture_output=True, text=True, timeout=180)
+    finally:
+        lock.release()
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    message = f"another process (pid {os.getpid()}) is training in this directory"
+    assert f"error: {out}: {message}" in output  # rank 0
+    assert f"error: rank 0 failed: {out}: {message}" in output  # rank 1, told instead of left waiting
+    assert "[rank1]: Traceback" not in output and "[rank0]: Traceback" not in output
+    assert [p.name for p in out.iterdir()] == [run_lock.LOCK_FILE]
