@@ -53,7 +53,8 @@ class Score:
 
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
 # beyond beam, nbest, alpha
-SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens"}
+SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens",
+                  "no_repeat_ngram"}
 SAMPLING_OPTIONS = {"sample", "topk", "topp", "temperature", "seed", "line_offset"}
 OUTPUT_OPTIONS = {"prefix", "token_scores", "constraints"}
 
@@ -88,7 +89,8 @@ class Model:
         default `rnmt.search.limits.MAX_OUTPUT_TOKENS` as for the server) and
         ``max_input_tokens`` (a longer line is translated in pieces joined into one, with
         a `rnmt.errors.LongLineWarning`; default: the longest source whose output the cap
-        does not cut). Blank lines give empty translations.
+        does not cut), ``no_repeat_ngram`` (N: no output repeats an N-subword sequence;
+        `rnmt.search.repeats`). Blank lines give empty translations.
 
         ``sample=True`` draws each word instead of searching (``nbest`` samples per line),
         with ``topk``, ``topp``, ``temperature`` and ``seed`` (the same seed gives the same
@@ -114,8 +116,8 @@ class Model:
                             f"known: beam, nbest, alpha, {', '.join(known)}")
         if any(not isinstance(line, str) for line in batch):
             raise UserError("translate() takes a string or a list of strings")
-        given = {"beam": beam, "nbest": nbest, "alpha": alpha,
-                 **{k: v for k, v in options.items() if k in ("normalize", "max_len_ratio", "batch_tokens")}}
+        config_keys = ("normalize", "max_len_ratio", "batch_tokens", "no_repeat_ngram")  # fields of SearchConfig
+        given = {"beam": beam, "nbest": nbest, "alpha": alpha, **{k: v for k, v in options.items() if k in config_keys}}
         search = {k: check_value(SearchConfig, k, v) for k, v in given.items() if v is not None}
         limits = {"max_output_tokens": 1, "max_input_tokens": 2}  # an input needs a subword and </s>
         for name, low in limits.items():

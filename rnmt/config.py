@@ -254,6 +254,7 @@ class SearchConfig:
     max_len_offset: Annotated[int, NON_NEGATIVE] = 10
     batch_tokens: Annotated[int, AT_LEAST_1] = 4000
     nbest: Annotated[int, AT_LEAST_1] = 1
+    no_repeat_ngram: Annotated[int, NON_NEGATIVE] = 0  # block any n-gram of this many subwords repeating; 0: off
 
 
 @dataclass

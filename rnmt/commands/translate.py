@@ -35,6 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nbest", type=int, help="print the N best translations as 'i ||| text ||| score'")
     p.add_argument("--max-len-ratio", type=float, help="output length limit as a multiple of the input length")
     p.add_argument("--batch-tokens", type=int, help="source tokens per decoding batch")
+    p.add_argument("--no-repeat-ngram", type=int, metavar="N",
+                   help="no output contains the same N subwords twice (default from the model's config; 0: off)")
     p.add_argument("--max-output-tokens", type=int, default=MAX_OUTPUT_TOKENS, metavar="N",
                    help=f"longest output in subwords, whatever the source length (default {MAX_OUTPUT_TOKENS}, "
                         f"as rnmt serve)")
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     # before the model loads, in option terms
     for name, low in (("beam", 1), ("nbest", 1), ("batch_tokens", 1), ("chunk_lines", 1), ("max_output_tokens", 1),
-                      ("max_input_tokens", 2)):
+                      ("max_input_tokens", 2), ("no_repeat_ngram", 0)):
         value = getattr(args, name)
         if value is not None and value < low:
             raise UserError(f"--{name.replace('_', '-')} must be at least {low}, got {value}")
@@ -102,6 +104,6 @@ def run(args: argparse.Namespace) -> int:
                    normalize=args.normalize, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
                    max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,
                    sample=args.sample, topk=args.topk, topp=args.topp, temperature=args.temperature,
-                   seed=args.seed, token_scores=args.scores)
+                   seed=args.seed, token_scores=args.scores, no_repeat_ngram=args.no_repeat_ngram)
     with step_graphs.use(args.cuda_graphs is not False):  # searches on CUDA without autocast only (step_graphs.applies)
         return translate_stream(model, inputs, args, options)

@@ -23,6 +23,7 @@ from rnmt.search.beam import SearchHypothesis, beam_search, greedy_search
 from rnmt.search.constraints import constrained_beam_search, constraint_lengths, encode_constraints
 from rnmt.search.limits import ends_sentence, output_limits, split_source
 from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
+from rnmt.search.repeats import with_repeats_blocked
 from rnmt.search.sampling import Sampling, sample_search
 
 
@@ -113,7 +114,10 @@ class Translator:
                     prefix_len = [len(prefix_ids[i]) if prefix_ids else 0 for i in idx]
                     room = torch.tensor([p + c + 1 for p, c in zip(prefix_len, constraint_lengths(batch_constraints))],
                                         dtype=max_len.dtype, device=max_len.device)
-                    nbest = constrained_beam_search(model, src, mask, torch.maximum(max_len, room), batch_constraints,
+                    max_len = torch.maximum(max_len, room)
+                model = with_repeats_blocked(model, opts.no_repeat_ngram, max_len)
+                if batch_constraints is not None and any(batch_constraints):
+                    nbest = constrained_beam_search(model, src, mask, max_len, batch_constraints,
                                                     beam=1 if greedy else max(opts.beam, opts.nbest),
                                                     alpha=opts.alpha, normalize=opts.normalize,
                                                     nbest=1 if greedy else opts.nbest,

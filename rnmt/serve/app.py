@@ -120,6 +120,7 @@ class TranslationService:
         with torch.inference_mode():
             results = self.translator.translate(lines, return_attention=options.return_alignment,
                                                 beam=options.beam, alpha=options.alpha, nbest=options.nbest,
+                                                no_repeat_ngram=options.no_repeat_ngram,
                                                 max_output=self.max_output, should_stop=should_stop,
                                                 constraints=constraints)
         return [_result(line, nbest, options) for line, nbest in zip(lines, results)]
@@ -272,6 +273,7 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
         lines = body.lines()
         constrained = body.constraints is not None and any(body.phrases())
         options = SearchOptions(beam=body.beam, alpha=body.alpha, nbest=body.nbest,
+                                no_repeat_ngram=body.no_repeat_ngram,
                                 return_alignment=body.return_alignment, constrained=constrained)
         if not any(line.strip() for line in lines):  # nothing for the model to do
             items = [{"source": line, "text": "", "score": 0.0} for line in lines]
@@ -344,7 +346,8 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
             "tgt_vocab_size": loaded.tgt_vocab.size, "emb_size": cfg.model.emb_size,
             "hidden_size": cfg.model.hidden_size,
             "step": loaded.meta.get("step"), "dev_bleu": loaded.meta.get("dev_bleu"),
-            "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "nbest": cfg.search.nbest},
+            "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "nbest": cfg.search.nbest,
+                       "no_repeat_ngram": cfg.search.no_repeat_ngram},
             "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
             "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
                        "max_chars": settings.max_chars, "max_beam": settings.max_beam,

@@ -36,6 +36,7 @@ class SearchOptions:
     beam: Optional[int] = None
     alpha: Optional[float] = None
     nbest: Optional[int] = None
+    no_repeat_ngram: Optional[int] = None
     return_alignment: bool = False
     constrained: bool = False  # the constrained search costs more: such requests batch together
 

@@ -30,6 +30,8 @@ def make_translate_request(settings: ServeSettings) -> type:
         alpha: Optional[float] = Field(None, ge=0.0, le=10.0, description="GNMT length penalty exponent")
         nbest: Optional[int] = Field(None, ge=1, le=settings.max_beam,
                                      description="number of hypotheses per segment")
+        no_repeat_ngram: Optional[int] = Field(None, ge=0, le=32,
+                                               description="no output repeats a run of this many subwords (0: off)")
         return_alignment: bool = Field(False, description="return the attention matrix of the best hypothesis")
         constraints: Optional[List[Union[Text, List[Text]]]] = Field(
             None, max_length=max(settings.max_constraints, settings.max_texts),

@@ -85,6 +85,17 @@ def test_nbest_and_alignment(client):
     assert greedy.status_code == 200 and greedy.json()["translations"][0]["alignment"]["attention"]
 
 
+def test_no_repeat_ngram_reaches_the_search(client, tiny_run):
+    from rnmt.search.translator import Translator
+    loaded = loaded_model(tiny_run)
+    translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search)
+    plain = [n[0].text for n in translator.translate(SENTENCES, beam=3)]
+    blocked = [n[0].text for n in translator.translate(SENTENCES, beam=3, no_repeat_ngram=1)]
+    assert blocked != plain  # the tiny model repeats subwords: blocking changes its outputs
+    r = client.post("/translate", json={"texts": SENTENCES, "beam": 3, "no_repeat_ngram": 1})
+    assert r.status_code == 200 and [t["text"] for t in r.json()["translations"]] == blocked
+
+
 @pytest.mark.parametrize("body, status, message", [
     (b"{bad json", 422, "malformed JSON"),
     (b"[1, 2]", 422, "must be a JSON object"),
@@ -97,6 +108,7 @@ def test_nbest_and_alignment(client):
     (b'{"text": "a", "beam": 5}', 422, "beam:"),
     (b'{"text": "a", "nbest": 9}', 422, "nbest:"),
     (b'{"text": "a", "alpha": -1}', 422, "alpha:"),
+    (b'{"text": "a", "no_repeat_ngram": -1}', 422, "no_repeat_ngram:"),
     (b'{"text": "a", "colour": "red"}', 422, "colour: Extra inputs are not permitted"),
     (b'{"text": "' + b"x" * 5000 + b'"}', 413, "request body too large"),
 ])
@@ -130,7 +142,8 @@ def test_openapi_schema_describes_the_api(client, spec):
     request = spec["components"]["schemas"][body_ref.rsplit("/", 1)[-1]]
     assert request["additionalProperties"] is False
     props = request["properties"]
-    assert set(props) == {"text", "texts", "beam", "alpha", "nbest", "return_alignment", "constraints"}
+    assert set(props) == {"text", "texts", "beam", "alpha", "nbest", "no_repeat_ngram", "return_alignment",
+                          "constraints"}
     texts = next(o for o in props["texts"]["anyOf"] if o.get("type") == "array")
     assert texts["maxItems"] == 8 and texts["items"]["maxLength"] == 200
     beam = next(o for o in props["beam"]["anyOf"] if o.get("type") == "integer")
