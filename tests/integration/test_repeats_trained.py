@@ -51,3 +51,10 @@ def test_a_bad_value_is_a_user_error(tiny_run):
         model.translate("Hola.", no_repeat_ngram=-2)
     with pytest.raises(rnmt.UserError, match="no_repeat_ngram"):
         model.translate("Hola.", no_repeat_ngram="two")
+
+
+def test_an_ensemble_blocks_like_its_members(tiny_run):
+    single = rnmt.load(tiny_run, device="cpu")
+    pair = rnmt.load([tiny_run, tiny_run], device="cpu")  # averaging a model with itself changes nothing
+    assert (pair.translate(GENESIS_LINES, beam=3, no_repeat_ngram=2)
+            == single.translate(GENESIS_LINES, beam=3, no_repeat_ngram=2))
