@@ -47,9 +47,10 @@ def blocked_words(history: Tensor, position: Tensor, n: int, vocab_size: int) ->
         last = history.gather(1, (position.unsqueeze(1) + offsets).clamp(min=0))  # [R, n - 1]
         inside &= (windows[..., :-1] == last.unsqueeze(1)).all(-1)
         inside &= position.unsqueeze(1) >= n - 2  # the output has n - 1 words to match
-    counts = torch.zeros(R, vocab_size, device=history.device)
-    counts.scatter_add_(1, windows[..., -1], inside.to(counts.dtype))
-    return counts > 0
+    # Each matching window marks its last word; the others mark a spare column, dropped after.
+    words = windows[..., -1].masked_fill(~inside, vocab_size)
+    marks = torch.zeros(R, vocab_size + 1, dtype=torch.bool, device=history.device)
+    return marks.scatter_(1, words, True)[:, :vocab_size]
 
 
 class RepeatsBlocked(TranslationModel):
