@@ -96,6 +96,31 @@ def test_searches_replayed_from_cuda_graphs_find_the_same(path, gpu):
         assert all(g.failed is None and g.recorded >= 1 for g in made), [(g.failed, g.recorded) for g in made]
 
 
+def test_blocking_repeats_records_and_blocks_as_on_the_cpu(gpu):
+    """`rnmt.search.repeats` on the GPU, its step replayed from a CUDA graph (no host
+    synchronisation in it): the same outputs as on the CPU."""
+    from rnmt.search.repeats import with_repeats_blocked
+
+    path = next(p for p in PAPER_CONFIGS if p.stem == "rnnsearch")
+    made, graphed_step = [], step_graphs.GraphedStep
+
+    def recording(step):
+        made.append(graphed_step(step))
+        return made[-1]
+
+    found = []
+    for dev in (torch.device("cpu"), gpu):
+        model = tiny_model(path).to(dev)
+        src, src_mask, _ = batch(device=dev)
+        limits = torch.tensor([9, 8, 7], device=dev)
+        with torch.no_grad(), step_graphs.use(True), pytest.MonkeyPatch.context() as patch:
+            patch.setattr(step_graphs, "GraphedStep", recording)
+            hyps = beam_search(with_repeats_blocked(model, 2, limits), src, src_mask, limits, beam=3, nbest=2)
+        found.append([[(list(h.tokens), round(float(h.score), 3)) for h in sent] for sent in hyps])
+    assert found[1] == found[0]
+    assert made and all(g.failed is None and g.recorded >= 1 for g in made), [(g.failed, g.recorded) for g in made]
+
+
 @pytest.mark.parametrize("reset_bias", [True, False])
 def test_the_cuda_gru_paths_compute_the_units_expressions(reset_bias, gpu):
     torch.manual_seed(0)

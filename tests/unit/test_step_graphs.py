@@ -119,3 +119,21 @@ def test_a_step_that_cannot_be_recorded_runs_eagerly():
     assert graphed(torch.tensor([1]), {}, {})[0].tolist() == [2]
     assert graphed.failed == "operation not permitted when stream is capturing"
     assert graphed(torch.tensor([4]), {}, {})[0].tolist() == [5] and graphed.recorded == 0
+
+
+def test_blocking_repeats_replays_like_the_eager_step(rerun_graphs):
+    """`RepeatsBlocked` keeps each row's output in a fixed-width state buffer so that a
+    graphed step keeps its shapes; replayed, it blocks what the eager step blocks."""
+    from rnmt.search.repeats import with_repeats_blocked
+
+    model = tiny_model("rnnsearch", seed=2)
+    mask = SRC != 0
+    max_len = torch.tensor([12, 10, 11, 6, 9])
+    blocked = with_repeats_blocked(model, 2, max_len)
+    with torch.no_grad():
+        graphed = beam_search(blocked, SRC, mask, max_len, beam=3, nbest=2)
+    assert rerun_graphs and rerun_graphs[0].failed is None and rerun_graphs[0].recorded >= 1
+    with pytest.MonkeyPatch.context() as off, torch.no_grad():
+        off.setattr(step_graphs, "applies", lambda src: False)
+        eager = beam_search(blocked, SRC, mask, max_len, beam=3, nbest=2)
+    assert [[(h.tokens, h.score) for h in s] for s in graphed] == [[(h.tokens, h.score) for h in s] for s in eager]
