@@ -50,8 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def one_line(message: str) -> str:
     """An error stays one line whatever it quotes: a key or file name read from the user
-    may hold line breaks, which are shown escaped."""
-    return message.replace("\r", "\\r").replace("\n", "\\n")
+    may hold line breaks (``\\n`` and every other character `str.splitlines` breaks at,
+    such as ``\\x1e`` or ``\\u2028``) or other control characters, which are shown escaped."""
+    return "".join(ch if ch.isprintable() or ch == "\t" else ch.encode("unicode_escape").decode("ascii")
+                   for ch in message)
 
 
 def _one_line_warnings(show):

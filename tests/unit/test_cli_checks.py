@@ -33,3 +33,11 @@ def test_an_error_quoting_a_line_break_stays_one_line(capsys):
     code = main(["params", str(REPO / "configs" / "quickstart.yaml"), "--set", "model.options.\n0=1"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and err.startswith("error: model.options.\\n0")
+
+
+def test_a_key_with_any_line_break_or_control_character_stays_on_one_line(capsys):
+    # str.splitlines breaks at \x1c-\x1e, \x85, \u2028 and more besides \n and \r: each is escaped
+    for char in ["\n", "\r", "\x0b", "\x0c", "\x1c", "\x1e", "\x85", "\u2028", "\u2029", "\x00", "\x1b"]:
+        assert main(["params", "quickstart", "--set", f"model.options.{char}0=1"]) == 2
+        err = capsys.readouterr().err
+        assert_one_line(err, "model.options." + char.encode("unicode_escape").decode("ascii") + "0")
