@@ -9,8 +9,9 @@ and config, as an ordinary self-contained checkpoint (atomically, via `save_mode
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Dict, Sequence
+from typing import Dict, List, Sequence
 
 import torch
 
@@ -53,6 +54,22 @@ def _check_compatible(ref: ModelFile, other: ModelFile) -> None:
         if value.shape != ref.state[key].shape or value.dtype != ref.state[key].dtype:
             raise UserError(f"{other.path}: tensor '{key}' has shape {tuple(value.shape)} {value.dtype}, "
                             f"{ref.path} has {tuple(ref.state[key].shape)} {ref.state[key].dtype}")
+
+
+def last_checkpoints(run_dir: str | Path, n: int) -> List[Path]:
+    """The ``n`` step checkpoints (``ckpt-STEP.safetensors``) of ``run_dir`` with the highest
+    steps, oldest first: what ``rnmt average RUN --last N`` averages."""
+    run_dir = Path(run_dir)
+    if n < 1:
+        raise UserError(f"--last must be at least 1, got {n}")
+    if not run_dir.is_dir():
+        raise UserError(f"{run_dir}: with --last, give run directories (this is not one)")
+    steps = sorted((int(m.group(1)), p) for p in run_dir.glob("ckpt-*.safetensors")
+                   if (m := re.fullmatch(r"ckpt-(\d+)\.safetensors", p.name)))
+    if len(steps) < n:
+        raise UserError(f"{run_dir}: {len(steps)} step checkpoint(s) (ckpt-STEP.safetensors), --last {n} needs "
+                        f"{n}; a run keeps train.keep_last of them (and train.keep_steps)")
+    return [p for _, p in steps[-n:]]
 
 
 def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Dict[str, object]:

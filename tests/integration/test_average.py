@@ -54,3 +54,21 @@ def test_average_command(tiny_run, tmp_path, capsys):
     assert out.is_file()
     assert main(["average", str(tmp_path / "missing.safetensors"), "--out", str(out)]) == 2
     assert "missing.safetensors" in capsys.readouterr().err
+
+
+def test_last_n_averages_the_highest_steps_of_a_run(tiny_run, tmp_path, capsys):
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for step in (3, 6, 12):  # 12 sorts before 3 and 6 as text: the steps must be read as numbers
+        shutil.copy(tiny_run / ("ckpt-6.safetensors" if step == 12 else f"ckpt-{step}.safetensors"),
+                    run / f"ckpt-{step}.safetensors")
+    out = tmp_path / "last2.safetensors"
+    assert main(["average", str(run), "--last", "2", "--out", str(out)]) == 0
+    assert "averaged 2 checkpoints (steps [6, 6])" in capsys.readouterr().err
+    assert read_model_file(out).meta["averaged"] == [str(run / "ckpt-6.safetensors"), str(run / "ckpt-12.safetensors")]
+    assert main(["average", str(run), "--last", "4", "--out", str(out)]) == 2
+    assert "3 step checkpoint(s)" in capsys.readouterr().err
+    assert main(["average", str(run / "ckpt-3.safetensors"), "--last", "1", "--out", str(out)]) == 2
+    assert "give run directories" in capsys.readouterr().err
