@@ -70,7 +70,7 @@ DEPTH = Range(0, 128)
 SEED = Range(0, 4294967295)  # numpy's and sentencepiece's seeds are unsigned 32-bit
 INT64 = Range(-(2 ** 63), 2 ** 63 - 1)  # any other int: what a tensor or numpy can hold
 
-VocabType = Literal["bpe", "unigram"]
+VocabType = Literal["bpe", "unigram", "word", "char"]  # word: text segmented beforehand
 Readout = Literal["tanh", "maxout"]
 EncoderKind = Literal["recurrent", "transformer"]
 EncoderNorm = Literal["post", "pre"]

@@ -26,7 +26,10 @@ from rnmt.errors import UserError, write_failure
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
-MODEL_TYPES = ("bpe", "unigram")
+MODEL_TYPES = ("bpe", "unigram", "word", "char")
+# Whole tokens as given (text segmented beforehand, e.g. by subword-nmt) or characters: the
+# size is a maximum, as a corpus may have fewer distinct tokens than asked for.
+SIZE_IS_A_MAXIMUM = ("word", "char")
 
 
 class Vocab:
@@ -256,6 +259,7 @@ def train_spm(
             shuffle_input_sentence=False,
             num_threads=num_threads,
             minloglevel=2,
+            **({"hard_vocab_limit": False} if model_type in SIZE_IS_A_MAXIMUM else {}),
         )
     except RuntimeError as exc:
         guarded.reraise()

@@ -30,7 +30,7 @@ def test_special_ids_are_fixed(tmp_path):
     assert vocab.size == len(vocab) == 60
 
 
-@pytest.mark.parametrize("model_type", ["bpe", "unigram"])
+@pytest.mark.parametrize("model_type", ["bpe", "unigram", "word", "char"])
 def test_training_twice_gives_byte_identical_models(tmp_path, model_type):
     src, tgt = corpus(tmp_path)
     a, _ = train_vocabs(src, tgt, tmp_path / "a", model_type=model_type, src_size=40)
@@ -115,3 +115,53 @@ def test_invalid_utf8_in_training_data_names_the_line(tmp_path):
     tgt.write_bytes(tgt.read_bytes() + b"caf\xe9\n")
     with pytest.raises(UserError, match=r"train\.en: line 21 is not valid UTF-8"):
         train_vocabs(src, tgt, tmp_path / "v", src_size=40)
+
+
+def test_a_word_vocabulary_keeps_text_segmented_beforehand(tmp_path):
+    """``type: word`` takes every whitespace token as it is (e.g. subword-nmt BPE with its
+    ``@@`` markers); the size is a maximum: the corpus has 29 distinct tokens, 4 ids are special."""
+    src, tgt = tmp_path / "train.es", tmp_path / "train.en"
+    src.write_text("".join(f"{' '.join(WORDS_ES)} cas@@ as\n" for _ in range(3)))
+    tgt.write_text("".join(f"{' '.join(WORDS_EN)} hous@@ es\n" for _ in range(3)))
+    vocab, _ = train_vocabs(src, tgt, tmp_path / "v", model_type="word", src_size=8000)
+    assert vocab.size == 4 + len(WORDS_ES) + len(WORDS_EN) + 4 - len(set(WORDS_ES) & set(WORDS_EN))
+    text = "the cas@@ as big hous@@ es"
+    assert vocab.encode_pieces(text) == ["▁the", "▁cas@@", "▁as", "▁big", "▁hous@@", "▁es"]
+    assert vocab.decode(vocab.encode(text)) == text
+    assert vocab.encode("unseen") == [vocab.unk_id]
+    small, _ = train_vocabs(src, tgt, tmp_path / "small", model_type="word", src_size=10)
+    assert small.size == 10  # the 6 most frequent tokens
+
+
+def test_a_character_vocabulary_spells_every_seen_character(tmp_path):
+    src, tgt = corpus(tmp_path)
+    vocab, _ = train_vocabs(src, tgt, tmp_path / "v", model_type="char", src_size=8000)
+    pieces = vocab.encode_pieces("the red río")
+    assert all(len(p) == 1 for p in pieces) and "".join(pieces).replace("▁", " ").strip() == "the red río"
+    assert vocab.size < 60  # the characters of the corpus and the specials, not 8,000
+
+
+def test_a_run_on_text_segmented_beforehand_translates_into_its_tokens(tmp_path, tiny_corpus):
+    """The workflow of a corpus segmented by another tool (here: every word cut after its
+    third letter, subword-nmt style): `data.vocab.type: word` trains and translates in those
+    tokens, which the user joins again (``sed 's/@@ //g'``)."""
+    import rnmt
+    from tests.support import tiny_config_tree
+
+    def segment(line):
+        return " ".join(w if len(w) <= 3 else f"{w[:3]}@@ {w[3:]}" for w in line.split())
+
+    data = tmp_path / "bpe"
+    data.mkdir()
+    for split in ("train", "dev"):
+        for lang in ("es", "en"):
+            lines = open(f"{tiny_corpus[split]}.{lang}", encoding="utf-8").read().splitlines()
+            (data / f"{split}.{lang}").write_text("".join(segment(x) + "\n" for x in lines), encoding="utf-8")
+    tree = tiny_config_tree(str(data / "train"), str(data / "dev"))
+    tree["data"]["vocab"] = {"type": "word", "size": 5000}
+    rnmt.train(tree, out=tmp_path / "run")
+    model = rnmt.load(tmp_path / "run", device="cpu")
+    pieces = model.loaded.tgt_vocab.pieces
+    assert len(pieces) < 5000 and any(p.endswith("@@") for p in pieces)
+    [hyp] = model.translate([segment("Y dijo Dios: Sea la luz.")], greedy=True, token_scores=True)
+    assert all(p in pieces for p in hyp.pieces)  # whole tokens of the segmented text, never cut further
