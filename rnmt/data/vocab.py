@@ -17,7 +17,7 @@ import io
 import os
 import re
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import sentencepiece as spm
 
@@ -243,6 +243,8 @@ def train_spm(
     if not 0.0 < character_coverage <= 1.0:
         raise UserError(f"character_coverage must be in (0, 1], got {character_coverage}")
     spm.set_random_generator_seed(seed)
+    # Passed only where it applies, so that BPE and unigram models stay byte for byte as before.
+    size_rule: Dict[str, Any] = {"hard_vocab_limit": False} if model_type in SIZE_IS_A_MAXIMUM else {}
     out = io.BytesIO()
     guarded = _Guarded(lines)
     try:
@@ -259,7 +261,7 @@ def train_spm(
             shuffle_input_sentence=False,
             num_threads=num_threads,
             minloglevel=2,
-            **({"hard_vocab_limit": False} if model_type in SIZE_IS_A_MAXIMUM else {}),
+            **size_rule,
         )
     except RuntimeError as exc:
         guarded.reraise()
