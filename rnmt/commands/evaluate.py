@@ -2,8 +2,10 @@
 
 Prints one line per system (BLEU, chrF and their sacrebleu signatures), or one JSON
 object with ``--json``. Optional extras: a paired bootstrap test of every system against
-the first (``--bootstrap N``) and BLEU by source length with tables and plots
-(``--by-length SRC --out DIR``).
+the first (``--bootstrap N``), BLEU by source length with tables and plots
+(``--by-length SRC --out DIR``), and degenerate output (``--repetition``: looping lines and
+the repeated word 4-gram rate of every system and of the first reference,
+`rnmt.evaluation.repetition`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Dict, List, Optional
 from rnmt.errors import UserError
 from rnmt.evaluation import by_length
 from rnmt.evaluation.metrics import TOKENIZERS, CorpusScore, corpus_score, read_systems_and_references
+from rnmt.evaluation.repetition import Repetition, repetition
 from rnmt.evaluation.significance import DEFAULT_SEED, BootstrapResult, paired_bootstrap
 from rnmt.evaluation.textfiles import check_same_length, read_lines
 
@@ -46,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="length boundaries for --by-length (default %(default)s)")
     parser.add_argument("--out", metavar="DIR",
                         help="directory for the --by-length tables and plots")
+    parser.add_argument("--repetition", action="store_true",
+                        help="also report looping lines (a word 4-gram three times in a line) and the share of "
+                             "repeated word 4-grams, of every system and of the reference")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +79,11 @@ def run(args: argparse.Namespace) -> int:
             list(systems.items()), references, metric_keys, n_samples=args.bootstrap,
             seed=args.seed, tokenize=args.tokenize, lowercase=args.lowercase)
 
+    repeats: Optional[Dict[str, Repetition]] = None
+    if args.repetition:  # the first reference stands for what natural text repeats
+        repeats = {name: repetition(hyps) for name, hyps in systems.items()}
+        ref_repeats = repetition(references[0])
+
     length_results = None
     written: List[Path] = []
     if args.by_length:
@@ -85,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.json:
         report = _json_report(names, metric_keys, scores, signatures, boot, args)
+        if repeats is not None:
+            for entry in report["systems"]:
+                entry["repetition"] = repeats[entry["name"]].to_dict()
+            report["reference_repetition"] = ref_repeats.to_dict()
         if length_results is not None:
             report["by_length"] = _json_by_length(length_results)
             report["files"] = [str(p) for p in written]
@@ -96,6 +111,10 @@ def run(args: argparse.Namespace) -> int:
         print(_plain_line(name.ljust(pad), name, metric_keys, scores[name], boot, args.width))
     for key in metric_keys:
         print(f"signature {scores[names[0]][key].metric}: {signatures[key]}")
+    if repeats is not None:
+        for label, rep in [*repeats.items(), (f"reference {args.ref[0]}", ref_repeats)]:
+            print(f"repetition {label}: looping lines {rep.looping_lines} of {rep.lines}, "
+                  f"repeated 4-grams {rep.repeated_ngram_rate:.{args.width}f}%")
     if length_results is not None:
         print()
         print(by_length.format_markdown(length_results, names), end="")

@@ -118,3 +118,20 @@ def test_by_length_source_with_wrong_line_count_is_rejected(tmp_path):
     with pytest.raises(UserError, match="lengths_src.txt has 7 lines"):
         run_command(evaluate, ["--hyp", BASE, "--ref", REF, "--by-length",
                                str(FIXTURES / "lengths_src.txt"), "--out", str(tmp_path)])
+
+
+def test_repetition_reports_loops_of_each_system_and_of_the_reference(capsys, tmp_path):
+    looping = tmp_path / "looping.txt"
+    lines = open(BASE, encoding="utf-8").read().splitlines()
+    lines[0] = "his own own own own own own own"  # 5 repeated 4-grams of 5, the line a loop
+    looping.write_text("".join(x + "\n" for x in lines), encoding="utf-8")
+    report = _json(capsys, "--hyp", BASE, "--hyp", str(looping), "--ref", REF, "--repetition", "--json")
+    base, loops = (s["repetition"] for s in report["systems"])
+    assert loops["looping_lines"] == base["looping_lines"] + 1
+    assert loops["repeated_ngram_rate"] > base["repeated_ngram_rate"]
+    assert report["reference_repetition"]["lines"] == len(lines)
+    assert run_command(evaluate, ["--hyp", str(looping), "--ref", REF, "--repetition"]) == 0
+    out = capsys.readouterr().out
+    assert f"repetition {looping}: looping lines {loops['looping_lines']} of {len(lines)}" in out
+    assert f"repetition reference {REF}: looping lines" in out
+    assert "repetition" not in _json(capsys, "--hyp", BASE, "--ref", REF, "--json")["systems"][0]
