@@ -108,15 +108,16 @@ class Translator:
                 model = self.model
                 if prefix_ids is not None:
                     model, max_len = with_prefixes(model, [prefix_ids[i] for i in idx], max_len, self.device)
-                batch_constraints = None if constraint_ids is None else [constraint_ids[i] for i in idx]
-                if batch_constraints is not None and any(batch_constraints):
+                batch_constraints = [] if constraint_ids is None else [constraint_ids[i] for i in idx]
+                constrained = any(batch_constraints)
+                if constrained:
                     # room for the prefix, every phrase and the end of sentence
                     prefix_len = [len(prefix_ids[i]) if prefix_ids else 0 for i in idx]
                     room = torch.tensor([p + c + 1 for p, c in zip(prefix_len, constraint_lengths(batch_constraints))],
                                         dtype=max_len.dtype, device=max_len.device)
                     max_len = torch.maximum(max_len, room)
                 model = with_repeats_blocked(model, opts.no_repeat_ngram, max_len)
-                if batch_constraints is not None and any(batch_constraints):
+                if constrained:
                     nbest = constrained_beam_search(model, src, mask, max_len, batch_constraints,
                                                     beam=1 if greedy else max(opts.beam, opts.nbest),
                                                     alpha=opts.alpha, normalize=opts.normalize,
