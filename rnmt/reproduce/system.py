@@ -154,19 +154,19 @@ def training_speed(log_path: Path) -> Dict[str, Any]:
     return {"train_tokens_per_s": tokens / seconds if seconds > 0 else None}
 
 
-def last_validation(log_path: Path) -> Dict[str, Any]:
-    """The last dev evaluation of a training run (``dev_loss``, ``dev_ppl``, ...) from its
-    ``log.jsonl``; empty when the run never validated. Dev perplexity still separates
-    systems whose BLEU is near zero after a short budget."""
-    return dict(_run_log(log_path).last_dev or {})
+def last_validation(run_log: RunLog) -> Dict[str, Any]:
+    """The last dev evaluation of a training run (``dev_loss``, ``dev_ppl``, ...); empty when
+    the run never validated. Dev perplexity still separates systems whose BLEU is near zero
+    after a short budget."""
+    return dict(run_log.last_dev or {})
 
 
-def validation_curve(log_path: Path) -> List[Dict[str, Any]]:
-    """Every dev evaluation of a run from its ``log.jsonl``: the learning curve a record
-    keeps, so that what a document says of a run's progress has a committed source."""
+def validation_curve(run_log: RunLog) -> List[Dict[str, Any]]:
+    """Every dev evaluation of a run: the learning curve a record keeps, so that what a
+    document says of a run's progress has a committed source."""
     return [{"step": int(rec["step"]), "dev_loss": round(rec["dev_loss"], 4), "dev_bleu": round(rec["dev_bleu"], 2),
              **({"plateau_decays": rec["plateau_decays"]} if "plateau_decays" in rec else {})}
-            for rec in _run_log(log_path).dev]
+            for rec in run_log.dev]
 
 
 def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) -> Dict[str, Any]:
@@ -278,7 +278,8 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
     seconds = float(summary.get("train_seconds", 0.0))
     per_epoch = summary.get("updates_per_epoch")
     best = metrics.get("checkpoint_step")
-    validation = last_validation(run_dir / "log.jsonl")
+    run_log = _run_log(run_dir / "log.jsonl")  # read once for the last validation and the curve
+    validation = last_validation(run_log)
     from rnmt.training.checkpoint import load_train_state
 
     # train.amp auto is bf16 autocast on CUDA and on CPUs with fast bf16 products: the
@@ -302,7 +303,7 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
         "dev_sentences": settings.dev_sentences,
         "train_tokens_per_s": summary.get("train_tokens_per_s"),
         **metrics, "machine": {**machine, "precision": precision}, "overrides": list(settings.overrides),
-        "validations": validation_curve(run_dir / "log.jsonl"),
+        "validations": validation_curve(run_log),
     }
     atomic_write_text(hyp_file, "".join(h + "\n" for h in hyps))
     atomic_write_text(record_file, json.dumps(record, indent=1) + "\n")  # last: its presence means "finished"
