@@ -187,8 +187,10 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
         gate_run = plan_runs(spec, [spec.system(spec.gates["system"])], settings.seeds)[0]
         gate_stats = report.gate_statistics(spec, runs_dir, corpus, results_dir, settings.device, log,
                                             run_name=gate_run.name)
-    expected = {r.system.name: 0 for r in plan_runs(spec, spec.systems, settings.seeds)}
-    for r in plan_runs(spec, spec.systems, settings.seeds):
+    # what the protocol trains without --systems: the converged list, or the whole main table
+    planned = plan_runs(spec, spec.select(None), settings.seeds)
+    expected = {r.system.name: 0 for r in planned}
+    for r in planned:
         expected[r.system.name] += 1
     missing = [n for n, count in expected.items() if len(records.get(n, [])) < count]
     readme = report.render_readme(spec, order, records, p_values, claims, corpus, settings.to_dict(), command,

@@ -196,6 +196,7 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     assert "(converged: every system trained until dev BLEU stopped improving)" in readme
     assert "updates to best" in readme and "early_stopping" in readme
     assert "- **Seeds**: 1 for every system (the convergence protocol)" in readme
+    assert "Not finished yet" not in readme  # the converged list (GRU, ATR) is done; ATR+CA is in no converged plan
     row = next(line for line in readme.splitlines() if line.startswith(f"| {first.text} | reversed |"))
     assert "-1.50 [-2.00, -1.00]" in row
     assert summary["systems"]["rnnsearch-gru"][0]["stop_reason"] == "early_stopping"
