@@ -70,6 +70,16 @@ def test_type_translate_and_see_the_output_and_heatmap(tiny_run, tmp_path):
             assert page.locator("#attention th.hl").count() == 2
             page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
 
+            # the page's repeat-blocking field reaches the search: the same output as the API's
+            assert page.input_value("#no-repeat") == "0"  # the model's default (GET /model)
+            page.fill("#no-repeat", "1")
+            page.click("#translate")
+            page.wait_for_function("document.body.dataset.state === 'done'", timeout=60_000)
+            blocked = httpx.post(f"{url}/translate", timeout=30,
+                                 json={"texts": [sentence], "beam": int(page.input_value("#beam")),
+                                       "no_repeat_ngram": 1}).json()["translations"][0]
+            assert page.locator("#output p.translation").all_text_contents() == [blocked["text"]]
+
             origin = url.rstrip("/")
             assert all(u.startswith(origin) for u in requests), [u for u in requests if not u.startswith(origin)]
         finally:

@@ -56,6 +56,7 @@ async function loadModel() {
     $("languages").textContent = `(${info.source_language} \u2192 ${info.target_language})`;
     $("beam").value = info.search.beam;
     $("beam").max = info.limits.max_beam;
+    $("no-repeat").value = info.search.no_repeat_ngram ?? 0;
     document.body.dataset.model = info.name;
   } catch (err) {
     box.className = "error";
@@ -120,6 +121,7 @@ async function translate() {
   const texts = $("source").value.split("\n");
   while (texts.length > 1 && texts[texts.length - 1].trim() === "") texts.pop();
   const beam = parseInt($("beam").value, 10);
+  const noRepeat = parseInt($("no-repeat").value, 10);
   button.disabled = true;
   status.className = "muted";
   status.textContent = "translating\u2026";
@@ -128,7 +130,9 @@ async function translate() {
     const data = await api("/translate", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ texts, beam: Number.isFinite(beam) ? beam : undefined, return_alignment: true }),
+      body: JSON.stringify({ texts, beam: Number.isFinite(beam) ? beam : undefined,
+                             no_repeat_ngram: Number.isFinite(noRepeat) ? noRepeat : undefined,
+                             return_alignment: true }),
     });
     clear(output);
     for (const t of data.translations) output.appendChild(el("p", t.text, { class: "translation" }));
