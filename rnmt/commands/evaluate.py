@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 
 from rnmt.errors import UserError
 from rnmt.evaluation import by_length
-from rnmt.evaluation.metrics import TOKENIZERS, CorpusScore, corpus_score, read_systems_and_references
+from rnmt.evaluation.metrics import TOKENIZERS, CorpusScore, corpus_score, read_systems_and_references, sentence_scores
 from rnmt.evaluation.repetition import Repetition, repetition
 from rnmt.evaluation.significance import DEFAULT_SEED, BootstrapResult, paired_bootstrap
 from rnmt.evaluation.textfiles import check_same_length, read_lines
@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="length boundaries for --by-length (default %(default)s)")
     parser.add_argument("--out", metavar="DIR",
                         help="directory for the --by-length tables and plots")
+    parser.add_argument("--sentences", metavar="FILE",
+                        help="also write every line's sentence BLEU and chrF per system to FILE (tab-separated), "
+                             "to find the lines where systems differ")
     parser.add_argument("--repetition", action="store_true",
                         help="also report looping lines (a word 4-gram three times in a line) and the share of "
                              "repeated word 4-grams, of every system and of the reference")
@@ -86,13 +89,15 @@ def run(args: argparse.Namespace) -> int:
 
     length_results = None
     written: List[Path] = []
+    if args.sentences:
+        written.append(_write_sentence_scores(Path(args.sentences), systems, references, metric_keys, args))
     if args.by_length:
         src = read_lines(args.by_length)
         check_same_length(args.by_length, src, args.ref[0], references[0])
         length_results = by_length.bleu_by_length(
             by_length.source_lengths(src), systems, references, boundaries,
             args.tokenize, args.lowercase)
-        written = _write_length_report(length_results, names, Path(args.out))
+        written += _write_length_report(length_results, names, Path(args.out))
 
     if args.json:
         report = _json_report(names, metric_keys, scores, signatures, boot, args)
@@ -102,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             report["reference_repetition"] = ref_repeats.to_dict()
         if length_results is not None:
             report["by_length"] = _json_by_length(length_results)
+        if written:
             report["files"] = [str(p) for p in written]
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
@@ -119,8 +125,22 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(by_length.format_markdown(length_results, names), end="")
         print()
+    if written:
         print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _write_sentence_scores(path: Path, systems: Dict[str, List[str]], references: List[List[str]],
+                           keys: List[str], args: argparse.Namespace) -> Path:
+    """One row per line: its number (from 1), then each system's score per metric."""
+    columns = [sentence_scores(key, hyps, references, args.tokenize, args.lowercase)
+               for hyps in systems.values() for key in keys]
+    header = "line\t" + "\t".join(f"{name} {key}" for name in systems for key in keys)
+    rows = ["\t".join([str(i + 1), *(f"{col[i]:.4f}" for col in columns)]) for i in range(len(references[0]))]
+    from rnmt.training.checkpoint import atomic_write_text
+
+    atomic_write_text(path, "\n".join([header, *rows]) + "\n")
+    return path
 
 
 def _write_length_report(results: Dict[str, List[by_length.BucketScore]], names: List[str],

@@ -69,6 +69,19 @@ def corpus_score(name: str, hypotheses: Sequence[str], references: References,
                        signature=str(metric.get_signature()), detail=str(result))
 
 
+def sentence_scores(name: str, hypotheses: Sequence[str], references: References,
+                    tokenize: str = "13a", lowercase: bool = False) -> List[float]:
+    """Metric ``name`` of every sentence on its own (sacrebleu's ``sentence_score``; BLEU with
+    ``effective_order``, as sacrebleu's ``sentence_bleu``, so a short line is not zero for
+    lacking 4-grams). For finding the lines where systems differ, not for ranking systems:
+    sentence BLEU is noisy and its mean is not corpus BLEU."""
+    metric = make_metric(name, tokenize=tokenize, lowercase=lowercase)
+    if name == "bleu":
+        metric = BLEU(tokenize=tokenize, lowercase=lowercase, effective_order=True)
+    return [float(metric.sentence_score(hyp, [r[i] for r in references]).score)
+            for i, hyp in enumerate(hypotheses)]
+
+
 def corpus_bleu(hypotheses: Sequence[str], references: References,
                 tokenize: str = "13a", lowercase: bool = False) -> CorpusScore:
     """Corpus BLEU (sacrebleu defaults: exponential smoothing, 4-grams)."""

@@ -135,3 +135,24 @@ def test_repetition_reports_loops_of_each_system_and_of_the_reference(capsys, tm
     assert f"repetition {looping}: looping lines {loops['looping_lines']} of {len(lines)}" in out
     assert f"repetition reference {REF}: looping lines" in out
     assert "repetition" not in _json(capsys, "--hyp", BASE, "--ref", REF, "--json")["systems"][0]
+
+
+def test_sentence_scores_are_sacrebleus_per_line(capsys, tmp_path):
+    import sacrebleu
+
+    out = tmp_path / "lines.tsv"
+    assert run_command(evaluate, ["--hyp", BASE, "--hyp", BETTER, "--ref", REF, "--sentences", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    header, *rows = out.read_text(encoding="utf-8").splitlines()
+    assert header == f"line\t{BASE} bleu\t{BASE} chrf\t{BETTER} bleu\t{BETTER} chrf"
+    refs = open(REF, encoding="utf-8").read().splitlines()
+    hyps = [open(p, encoding="utf-8").read().splitlines() for p in (BASE, BETTER)]
+    assert len(rows) == len(refs)
+    for i, row in enumerate(rows):
+        cells = row.split("\t")
+        assert cells[0] == str(i + 1)
+        expected = [score(h[i], [refs[i]]).score for h in hyps for score in (sacrebleu.sentence_bleu,
+                                                                             sacrebleu.sentence_chrf)]
+        assert [float(c) for c in cells[1:]] == pytest.approx(expected, abs=1e-4)
+    report = _json(capsys, "--hyp", BASE, "--ref", REF, "--sentences", str(tmp_path / "one.tsv"), "--json")
+    assert report["files"] == [str(tmp_path / "one.tsv")]
