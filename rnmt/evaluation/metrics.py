@@ -42,17 +42,18 @@ class CorpusScore:
 
 
 def make_metric(name: str, tokenize: str = "13a", lowercase: bool = False,
-                references: References | None = None) -> Metric:
+                references: References | None = None, effective_order: bool = False) -> Metric:
     """Build the sacrebleu metric object for ``name`` in `METRICS`.
 
     ``tokenize`` only applies to BLEU: chrF works on characters and TER has its own
     fixed normalisation. Passing ``references`` lets sacrebleu cache their statistics,
     which matters when the same references score many systems or bootstrap samples.
+    ``effective_order`` (BLEU only) is for scoring single sentences.
     """
     if tokenize not in TOKENIZERS:
         raise UserError(f"unknown tokenizer {tokenize!r}; choose one of {', '.join(TOKENIZERS)}")
     if name == "bleu":
-        return BLEU(tokenize=tokenize, lowercase=lowercase, references=references)
+        return BLEU(tokenize=tokenize, lowercase=lowercase, references=references, effective_order=effective_order)
     if name == "chrf":
         return CHRF(lowercase=lowercase, references=references)
     if name == "ter":
@@ -75,9 +76,7 @@ def sentence_scores(name: str, hypotheses: Sequence[str], references: References
     ``effective_order``, as sacrebleu's ``sentence_bleu``, so a short line is not zero for
     lacking 4-grams). For finding the lines where systems differ, not for ranking systems:
     sentence BLEU is noisy and its mean is not corpus BLEU."""
-    metric = make_metric(name, tokenize=tokenize, lowercase=lowercase)
-    if name == "bleu":
-        metric = BLEU(tokenize=tokenize, lowercase=lowercase, effective_order=True)
+    metric = make_metric(name, tokenize=tokenize, lowercase=lowercase, effective_order=True)
     return [float(metric.sentence_score(hyp, [r[i] for r in references]).score)
             for i, hyp in enumerate(hypotheses)]
 
