@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -188,10 +189,7 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
         gate_stats = report.gate_statistics(spec, runs_dir, corpus, results_dir, settings.device, log,
                                             run_name=gate_run.name)
     # what the protocol trains without --systems: the converged list, or the whole main table
-    planned = plan_runs(spec, spec.select(None), settings.seeds)
-    expected = {r.system.name: 0 for r in planned}
-    for r in planned:
-        expected[r.system.name] += 1
+    expected = Counter(r.system.name for r in plan_runs(spec, spec.select(None), settings.seeds))
     missing = [n for n, count in expected.items() if len(records.get(n, [])) < count]
     readme = report.render_readme(spec, order, records, p_values, claims, corpus, settings.to_dict(), command,
                                   length_md, gate_stats, missing, ref_loops)
