@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import time
 from pathlib import Path
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
@@ -71,9 +68,9 @@ def main() -> None:
             Path(args.outputs).mkdir(parents=True, exist_ok=True)
             Path(args.outputs, f"hyp.no_repeat{n}.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
     from rnmt.reproduce.machine import describe_machine
+    from rnmt.reproduce.run import code_commit
 
-    git = lambda *a: subprocess.run(["git", "-C", str(REPO), *a], capture_output=True, text=True).stdout  # noqa: E731
-    commit = git("rev-parse", "--short", "HEAD").strip() + ("+modified" if git("status", "--porcelain", "-uno") else "")
+    commit = code_commit()
     result = {"model": str(args.model), "step": model.loaded.meta.get("step"), "sentences": len(src),
               "beam": beam, "alpha": alpha, "normalize": search.normalize, "threads": args.threads,
               "reference": repetition(ref).to_dict(), "settings": rows, "commit": commit,
