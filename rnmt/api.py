@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
@@ -116,7 +116,7 @@ class Model:
                             f"known: beam, nbest, alpha, {', '.join(known)}")
         if any(not isinstance(line, str) for line in batch):
             raise UserError("translate() takes a string or a list of strings")
-        config_keys = ("normalize", "max_len_ratio", "batch_tokens", "no_repeat_ngram")  # fields of SearchConfig
+        config_keys = {f.name for f in fields(SearchConfig)}  # the options the config checks
         given = {"beam": beam, "nbest": nbest, "alpha": alpha, **{k: v for k, v in options.items() if k in config_keys}}
         search = {k: check_value(SearchConfig, k, v) for k, v in given.items() if v is not None}
         limits = {"max_output_tokens": 1, "max_input_tokens": 2}  # an input needs a subword and </s>
