@@ -78,6 +78,7 @@ Schedule = Literal["constant", "warmup_decay", "inverse_sqrt", "rnmt_plus", "epo
 Optimizer = Literal["adam", "adadelta", "sgd"]  # the builders of rnmt.training.optimizers
 BestMetric = Literal["bleu", "chrf", "loss"]
 Amp = Literal["auto", "bf16", "none"]
+CompileStep = Union[bool, Literal["auto"]]
 SearchKind = Literal["greedy", "beam"]
 Normalize = Literal["gnmt", "length", "none"]
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
@@ -241,8 +242,9 @@ class TrainConfig:
     device: str = "auto"  # auto (CUDA when present) | cpu | cuda | cuda:N (DEVICE_PATTERN)
     progress: bool = True
     tensorboard: bool = False  # also write the log as TensorBoard events to OUT/tensorboard
-    # torch.compile teacher forcing's decoder step (fewer kernel launches; meant for GPUs)
-    compile_step: bool = False
+    # torch.compile teacher forcing's decoder step (fewer kernel launches; meant for GPUs).
+    # auto: on CUDA where the step's units are not fused kernels already (docs/gpu.md)
+    compile_step: CompileStep = "auto"
 
 
 @dataclass
@@ -354,11 +356,15 @@ def _union_member(value: Any, args: Sequence[Any], key: str, noun: str) -> Any:
     """The member of a ``Union`` (a string or a list) that ``value``'s form asks for."""
     for arg in args:
         origin = typing.get_origin(arg)
-        if isinstance(value, str) and arg is str:
+        if isinstance(value, str) and (arg is str or typing.get_origin(arg) is Literal):
+            return arg
+        if isinstance(value, bool) and arg is bool:
             return arg
         if isinstance(value, (list, tuple)) and origin in (list, List):
             return arg
     forms = " or ".join("a string" if a is str else "a list" if typing.get_origin(a) in (list, List) else
+                        "true or false" if a is bool else
+                        " or ".join(f"'{c}'" for c in typing.get_args(a)) if typing.get_origin(a) is Literal else
                         _type_name(a) for a in args)
     raise UserError(f"{noun} '{key}' must be {forms}, got {_show(value)}")
 

@@ -124,6 +124,11 @@ class Cell(nn.Module):
         self.layer_norm = layer_norm
         self.dropout = float(dropout)
 
+    def fused_step_on_cuda(self) -> bool:
+        """Whether a training step of this unit on a GPU is already one fused kernel each way
+        (the GRU's, `rnmt.cells.gru_cuda`), so compiling it gains nothing (`train.compile_step`)."""
+        return False
+
     # ----------------------------------------------------------------- interface
     def project_inputs(self, x: Tensor) -> Tensor:
         """Input-side projections for all time steps at once: [..., input_size] -> [..., proj_size]."""

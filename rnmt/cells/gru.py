@@ -101,6 +101,9 @@ class GRU(Cell):
             return new, {"r": r, "z": z}
         return new
 
+    def fused_step_on_cuda(self) -> bool:
+        return gru_cuda.fuses(self)
+
     def _fused_applies(self, px: Tensor, state: Tensor) -> bool:
         """No layer norm, float32 on the CPU (or bf16 under CPU autocast), dense rows,
         kernels built (with or without autograd)."""

@@ -70,6 +70,12 @@ def _unit_ok(cell) -> bool:
             and (cell.dropout == 0.0 or not cell.training))
 
 
+def fuses(cell) -> bool:
+    """The fused CUDA step will run ``cell``'s steps on a GPU as it is configured now
+    (training mode included): for the choice of ``train.compile_step: auto``."""
+    return _mode is not False and _unit_ok(cell)
+
+
 def step_applies(cell, px: Tensor, state: Tensor) -> bool:
     """The fused CUDA step computes ``cell.step(px, state)`` here."""
     return _mode is not False and _device_ok(state) and _unit_ok(cell)

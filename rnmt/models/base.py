@@ -128,6 +128,13 @@ class RecurrentTranslationModel(TranslationModel):
         self._compiled_transition = torch.compile(self.transition, dynamic=True)
         return True
 
+    def step_fused_on_cuda(self) -> bool:
+        """Whether teacher forcing's step already runs its units as one fused kernel each on a
+        GPU, so that ``train.compile_step: auto`` leaves it eager: on an H200 compiling
+        RNNSearch-GRU's step (the fused GRU cell twice) halved its training rate, while ATR's,
+        DTMT#1's and DTMT#4's gained 1.2-1.3x (results/gpu/, docs/performance.md "On a GPU")."""
+        return False
+
     def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
         raise NotImplementedError
 
@@ -193,6 +200,9 @@ class ConditionalDecoderModel(RecurrentTranslationModel):
         over the memory's ``keys`` and ``annotations``, which reports alpha_j as ``attention``."""
         context, alpha = self.attention(query, memory["keys"], memory["annotations"], memory["src_mask"])
         return context, {"attention": alpha}
+
+    def step_fused_on_cuda(self) -> bool:
+        return self.first_unit.fused_step_on_cuda() and self.second_unit.fused_step_on_cuda()
 
     def second_input(self, context: Tensor, memory: TensorDict) -> Tensor:
         """Unit_2's projected input: the projection of c_j (a model whose context is fixed

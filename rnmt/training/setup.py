@@ -31,7 +31,7 @@ from rnmt.device import pick_device, rank_device
 from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
-from rnmt.models.base import TranslationModel, uniform_init_
+from rnmt.models.base import RecurrentTranslationModel, TranslationModel, uniform_init_
 from rnmt.training import run_lock
 from rnmt.training.checkpoint import atomic_write_text, load_train_state
 from rnmt.training.distributed import DistContext, init_distributed
@@ -210,13 +210,50 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         log(f"fine-tuning from {init.file.path} (step {init.file.meta.get('step')}): its weights "
             f"and vocabulary, a fresh optimiser and schedule")
     model.to(device)
-    if tc.compile_step:
-        _compile_step(model, cfg.model.arch, device, log)
+    _set_up_compile_step(model, tc.compile_step, cfg.model.arch, device, log)
     if dist.rank > 0:
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
                     init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
                     model=model, config_changes=config_changes, lock=lock)
+
+
+def _set_up_compile_step(model: TranslationModel, setting: Any, arch: str, device: torch.device,
+                         log: Log) -> None:
+    """``train.compile_step``: true compiles, false does not, auto compiles on a GPU where
+    that was measured to pay (`auto_compile_declines`)."""
+    if setting is False:
+        return
+    if setting == "auto":
+        why_not = auto_compile_declines(model, device)
+        if why_not is not None:
+            if device.type == "cuda":
+                log(f"train.compile_step auto: the decoder step runs as written ({why_not})")
+            return
+        import torch._dynamo
+
+        # auto must not stop a run that would train eagerly: a failed compile falls back to eager
+        torch._dynamo.config.suppress_errors = True
+    _compile_step(model, arch, device, log)
+
+
+def auto_compile_declines(model: TranslationModel, device: torch.device) -> Optional[str]:
+    """Why ``train.compile_step: auto`` leaves this model's step eager on ``device``, or None
+    to compile it. Compiling fuses a step's element-wise work into a few kernels, which pays
+    where the eager step is bound by kernel launches: on a GPU, for units without a fused step
+    of their own (on an H200 ATR's, DTMT#1's and DTMT#4's updates ran 1.18-1.29x faster, the
+    GRU's, already one fused kernel each way, at half the rate: results/gpu/)."""
+    if device.type != "cuda":
+        return "not on a GPU: the CPU's step is matrix products and rnmt's C++ kernels"
+    if not isinstance(model, RecurrentTranslationModel) or not model.compilable_step:
+        return "no step loop, or a data-dependent one"
+    if model.step_fused_on_cuda():
+        return "its units' steps are fused GPU kernels already"
+    try:
+        from torch.utils._triton import has_triton
+    except ImportError:  # a torch without the helper: let torch.compile decide
+        return None
+    return None if has_triton() else "torch.compile finds no Triton here"
 
 
 def _compile_step(model: TranslationModel, arch: str, device: torch.device, log: Log) -> None:

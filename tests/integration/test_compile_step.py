@@ -113,3 +113,74 @@ def test_a_run_trains_and_resumes_with_the_compiled_step(tmp_path, tiny_corpus):
     summary = rnmt.train(tree, ["train.max_steps=3", "train.validate_every=0", "train.compile_step=false"],
                          out=tmp_path / "run", resume=True, log=lines.append)
     assert summary["steps"] == 3
+
+
+@pytest.mark.parametrize("name, rnn_dropout, declines", [
+    ("atr/rnnsearch-atr", 0.0, None),  # measured 1.18x on an H200
+    ("dtmt/dtmt1", 0.0, None),  # 1.21x
+    ("dtmt/dtmt4", 0.0, None),  # 1.29x
+    ("atr/rnnsearch-gru", 0.0, "fused"),  # 0.51x: the fused GRU cell twice
+    ("cseq2seq/rnnsearch", 0.0, "fused"),  # dl4mt's GRU
+    ("dtmt/shallow-rnmt", 0.0, None),  # GRU units, but with layer-normalised gates: not the fused cell
+    ("atr/rnnsearch-gru", 0.1, None),  # candidate dropout in training: the GRU's step is not fused
+    ("cseq2seq/cseq2seq1-ls", 0.0, "data-dependent"),
+    ("survey/transformer-base", 0.0, "no step loop"),
+])
+def test_auto_compiles_the_steps_it_was_measured_to_speed_up(name, rnn_dropout, declines, monkeypatch):
+    from torch.utils import _triton
+
+    from rnmt.training.setup import auto_compile_declines
+
+    monkeypatch.setattr(_triton, "has_triton", lambda: True)
+    model = tiny(REPO / "configs" / "papers" / f"{name}.yaml", dropout=rnn_dropout).train()
+    reason = auto_compile_declines(model, torch.device("cuda"))
+    assert reason is None if declines is None else declines in reason
+    assert "not on a GPU" in auto_compile_declines(model, torch.device("cpu"))
+    if declines == "fused":
+        with gru_cuda.use(False):  # without the fused cell the GRU's step is element-wise work again
+            assert auto_compile_declines(model, torch.device("cuda")) is None
+        monkeypatch.setattr(_triton, "has_triton", lambda: False)
+    elif declines is None:
+        monkeypatch.setattr(_triton, "has_triton", lambda: False)
+        assert "no Triton" in auto_compile_declines(model, torch.device("cuda"))
+
+
+@pytest.mark.parametrize("value, expected", [("auto", "auto"), ("true", True), ("false", False)])
+def test_compile_step_takes_true_false_or_auto(value, expected):
+    from rnmt.config import load_config
+
+    assert load_config(PAPER_CONFIGS[0], [f"train.compile_step={value}"]).train.compile_step == expected
+    assert load_config(PAPER_CONFIGS[0]).train.compile_step == "auto"
+
+
+def test_compile_step_names_its_values_when_given_another():
+    from rnmt.config import load_config
+    from rnmt.errors import UserError
+
+    with pytest.raises(UserError, match=r"'train.compile_step' must be true or false or 'auto', got 3"):
+        load_config(PAPER_CONFIGS[0], ["train.compile_step=3"])
+
+
+@pytest.mark.on_device
+def test_auto_compiles_an_atr_run_on_a_gpu_which_resumes_exactly(tmp_path, tiny_corpus, device):
+    """The default on a GPU: ATR's step compiled, a stopped run resumed equals an uninterrupted
+    one (the compiled dropout draws from the generator the checkpoint restores)."""
+    if device.type == "cpu":
+        pytest.skip("auto compiles on a GPU only: run with --device cuda")
+    import rnmt
+    from rnmt.models import load_model
+    from tests.support import tiny_config_tree
+
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["model"].update(arch="atr-rnnsearch", cell="atr", rnn_dropout=0.1)
+    tree["train"].update(device=str(device), validate_every=0)
+    lines = []
+    rnmt.train(tree, ["train.max_steps=6"], out=tmp_path / "full", log=lines.append)
+    assert any("train.compile_step: teacher forcing's decoder step runs through torch.compile" in x for x in lines)
+    rnmt.train(tree, ["train.max_steps=3"], out=tmp_path / "part", log=lambda *_: None)
+    rnmt.train(tree, ["train.max_steps=6"], out=tmp_path / "part", resume=True, log=lambda *_: None)
+    full = load_model(tmp_path / "full" / "ckpt-6.safetensors").model.state_dict()
+    part = load_model(tmp_path / "part" / "ckpt-6.safetensors").model.state_dict()
+    assert full.keys() == part.keys()
+    for k in full:  # CUDA's backward sums are not run-to-run deterministic: test_train's tolerance
+        torch.testing.assert_close(part[k], full[k], rtol=1e-5, atol=1e-5, msg=k)
