@@ -23,6 +23,11 @@
 #                                             # of both; DTMT#4 the same; then the GPU tests, the
 #                                             # compiled step's included (about 8 min; compiling
 #                                             # is most of it). PRECISIONS=fp32,bf16 adds bf16/fp16
+#   bash benchmarks/gpu_calls.sh graphed      # the whole training update as one CUDA graph, one batch
+#                                             # shape: RNNSearch-GRU, ATR, DTMT#4 eager against
+#                                             # replayed, with the replay's parameters checked against
+#                                             # eager training (benchmarks/graphed_update.py; about 2
+#                                             # min); then the GPU tests (about 2.5 min)
 #   bash benchmarks/gpu_calls.sh cpu-bf16     # the device's host CPU (a Xeon with AVX-512 bf16 and
 #                                             # AMX) for issue #33: peak RSS of bf16 against fp32
 #                                             # training on two of its cores (about 3 min);
@@ -53,7 +58,7 @@ run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md 
     }
     RNMT_KERNELS=0 timeout 300 python3 -m pytest -p no:cacheprovider --device "$device" -m on_device \
         tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py \
-        tests/integration/test_compile_step.py 2>&1 \
+        tests/integration/test_compile_step.py tests/integration/test_graphed_update.py 2>&1 \
         | tee "$OUT/tests-$1.log" | tail -15
 }
 
@@ -96,6 +101,11 @@ compile)
         --systems dtmt4 --precisions fp32 --paper-systems "" --seconds 15 --decode-sentences 0 --compile-step \
         --budget-minutes 1.5 --tag "${TAG:-compile}-dtmt4" --out "$OUT" 2>&1 | tee -a "$OUT/${TAG:-compile}.log"
     if [ "${TESTS:-1}" = 1 ]; then run_tests "${TAG:-compile}"; fi
+    ;;
+graphed)
+    python3 benchmarks/graphed_update.py --device "$device" --commit "$commit" \
+        --out "$OUT/graphed-update.json" 2>&1 | tee "$OUT/graphed-update.log"
+    if [ "${TESTS:-1}" = 1 ]; then run_tests graphed; fi
     ;;
 equal-length)
     bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
@@ -148,7 +158,7 @@ bf16-parity)
     if [ -n "${tests:-}" ]; then wait "$tests"; tail -5 "$OUT/tests-bf16-parity.log"; fi
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_calls.sh same-call|compile|equal-length|bf16-parity|cpu-bf16" >&2
+    echo "usage: bash benchmarks/gpu_calls.sh same-call|compile|graphed|equal-length|bf16-parity|cpu-bf16" >&2
     exit 2
     ;;
 esac
