@@ -314,7 +314,10 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
                  "data.src=src", "data.tgt=tgt", f"data.max_len={stats['max_len']}",
                  f"data.vocab.model={prepared / 'spm.model'}", f"data.cache_dir={work / 'cache'}",
                  f"train.device={args.device}", f"train.amp={PRECISIONS[precision]}", "train.seed=1",
-                 "train.progress=false"]
+                 "train.progress=false",
+                 # the `train` row is the eager step; --compile-step adds `train_compiled`, which is
+                 # what the default `auto` runs on a GPU for the systems whose units are not fused
+                 "train.compile_step=false"]
     if args.threads:
         overrides.append(f"train.threads={args.threads}")
     row: Dict[str, Any] = {"system": name, "label": label, "config": config, "precision": precision,
