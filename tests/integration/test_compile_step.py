@@ -184,3 +184,28 @@ def test_auto_compiles_an_atr_run_on_a_gpu_which_resumes_exactly(tmp_path, tiny_
     assert full.keys() == part.keys()
     for k in full:  # CUDA's backward sums are not run-to-run deterministic: test_train's tolerance
         torch.testing.assert_close(part[k], full[k], rtol=1e-5, atol=1e-5, msg=k)
+
+
+def test_auto_on_a_gpu_compiles_falls_back_to_eager_on_failure_and_says_so(monkeypatch):
+    """What set-up does with each setting (a CPU model standing in for a GPU one: the choice
+    reads the device and the model, and compiling is lazy, so nothing runs on a GPU here)."""
+    import torch._dynamo
+    from torch.utils import _triton
+
+    from rnmt.training.setup import _set_up_compile_step
+
+    monkeypatch.setattr(_triton, "has_triton", lambda: True)
+    monkeypatch.setattr(torch._dynamo.config, "suppress_errors", False)  # restored after the test
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    for name, setting, device, compiled, said in [
+        ("atr/rnnsearch-atr", "auto", cuda, True, "runs through torch.compile"),
+        ("atr/rnnsearch-gru", "auto", cuda, False, "fused GPU kernels already"),
+        ("atr/rnnsearch-atr", "auto", cpu, False, None),  # the CPU: nothing, not even a line
+        ("atr/rnnsearch-gru", True, cuda, True, "runs through torch.compile"),  # forced
+        ("atr/rnnsearch-atr", False, cuda, False, None),
+    ]:
+        model, lines = tiny(REPO / "configs" / "papers" / f"{name}.yaml").train(), []
+        _set_up_compile_step(model, setting, "arch", device, lines.append)
+        assert (model._compiled_transition is not None) is compiled, (name, setting, device)
+        assert (said is None and not lines) or (said is not None and said in lines[0]), lines
+    assert torch._dynamo.config.suppress_errors is True  # set by auto's compile only: it must not stop a run
