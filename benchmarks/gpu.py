@@ -317,7 +317,7 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
                  "train.progress=false",
                  # the `train` row is the eager step; --compile-step adds `train_compiled`, which is
                  # what the default `auto` runs on a GPU for the systems whose units are not fused
-                 "train.compile_step=false"]
+                 "train.compile_step=false", f"train.cuda_graphs={args.cuda_graphs == 'on'}"]
     if args.threads:
         overrides.append(f"train.threads={args.threads}")
     row: Dict[str, Any] = {"system": name, "label": label, "config": config, "precision": precision,
@@ -330,6 +330,10 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
     batches = batches_forever(trainer.sampler)
     row["train"] = timed_updates(trainer, batches, device, args.warmup, args.steps, args.seconds, log)
     row["train"].update(memory(device))
+    graphs = getattr(trainer, "update_graphs", None)
+    if graphs is not None:  # train.cuda_graphs: shapes recorded (warm-up included) and replays
+        row["train"].update(graph_shapes=len(graphs.entries), graph_replays=graphs.replays)
+        log(f"    CUDA graphs: {len(graphs.entries)} batch shapes recorded, {graphs.replays} replays")
     if args.decode_sentences:
         from rnmt.search import step_graphs
 
@@ -618,6 +622,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--deferred-grads", choices=("on", "off"), default="on",
                    help="one weight-gradient accumulation per pass (rnmt/deferred_grads.py; on, the default) "
                    "or plain autograd's per-step products; the models open that scope on the CPU only")
+    p.add_argument("--cuda-graphs", choices=("on", "off"), default="off",
+                   help="train.cuda_graphs for every rnmt row: each update's forward and backward replayed "
+                   "from a CUDA graph per padded batch shape (rnmt/training/update_graphs.py)")
     p.add_argument("--step-graphs", action="store_true",
                    help="decode fp32 rows a second time with beam search's step replayed from CUDA graphs "
                    "(rnmt/search/step_graphs.py): `decode_graphs` beside `decode`")

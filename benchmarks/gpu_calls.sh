@@ -27,7 +27,9 @@
 #                                             # shape: RNNSearch-GRU, ATR, DTMT#4 eager against
 #                                             # replayed, with the replay's parameters checked against
 #                                             # eager training (benchmarks/graphed_update.py; about 2
-#                                             # min); then the GPU tests (about 2.5 min)
+#                                             # min); then train.cuda_graphs off and on for
+#                                             # RNNSearch-GRU and ATR beside fairseq (about 4 min);
+#                                             # then the GPU tests (about 2.5 min)
 #   bash benchmarks/gpu_calls.sh cpu-bf16     # the device's host CPU (a Xeon with AVX-512 bf16 and
 #                                             # AMX) for issue #33: peak RSS of bf16 against fp32
 #                                             # training on two of its cores (about 3 min);
@@ -58,7 +60,8 @@ run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md 
     }
     RNMT_KERNELS=0 timeout 300 python3 -m pytest -p no:cacheprovider --device "$device" -m on_device \
         tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py \
-        tests/integration/test_compile_step.py tests/integration/test_graphed_update.py 2>&1 \
+        tests/integration/test_compile_step.py tests/integration/test_graphed_update.py \
+        tests/integration/test_update_graphs.py 2>&1 \
         | tee "$OUT/tests-$1.log" | tail -15
 }
 
@@ -103,8 +106,19 @@ compile)
     if [ "${TESTS:-1}" = 1 ]; then run_tests "${TAG:-compile}"; fi
     ;;
 graphed)
+    # the upper bound: one batch shape, one graph (about 2 min)
     python3 benchmarks/graphed_update.py --device "$device" --commit "$commit" \
         --out "$OUT/graphed-update.json" 2>&1 | tee "$OUT/graphed-update.log"
+    # the trainer's own graphs (train.cuda_graphs, a graph per padded batch shape) against its eager
+    # updates and fairseq, the warm-up long enough to record most of an epoch's shapes (about 4 min)
+    bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
+    for graphs in off on; do
+        peers=$( [ "$graphs" = off ] && echo "--peers fairseq --peer-site /tmp/peers-site" )
+        # shellcheck disable=SC2086
+        gpu_bench --systems "${GRAPH_SYSTEMS:-rnnsearch-gru,atr}" --precisions fp32 --paper-systems "" $peers \
+            --cuda-graphs "$graphs" --warmup 600 --seconds 40 --steps 300 --decode-sentences 0 --budget-minutes 3 \
+            --tag "graphs-$graphs" --out "$OUT" 2>&1 | grep -v -i "warn" | tee -a "$OUT/graphs.log"
+    done
     if [ "${TESTS:-1}" = 1 ]; then run_tests graphed; fi
     ;;
 equal-length)

@@ -245,6 +245,9 @@ class TrainConfig:
     # torch.compile teacher forcing's decoder step (fewer kernel launches; meant for GPUs).
     # auto: on CUDA where the step's units are not fused kernels already (docs/gpu.md)
     compile_step: CompileStep = "auto"
+    # replay each update's forward and backward from CUDA graphs, one per padded batch shape
+    # (a GPU, fp32, one process; rnmt/training/update_graphs.py, docs/gpu.md)
+    cuda_graphs: bool = False
 
 
 @dataclass

@@ -36,6 +36,7 @@ MAY_CHANGE = (
     "train.keep_last", "train.keep_steps", "train.threads", "train.device", "train.progress", "train.max_nonfinite",
     "train.accumulate",  # with another number of processes, K keeps the batches per update
     "train.compile_step",  # the same function, its element-wise work fused
+    "train.cuda_graphs",  # the same function, replayed (padding changes nothing learnt)
     "train.lr",  # the peak of the schedule from the next update on (a diverging run, a lower rate)
     "train.ema_decay",  # what validation and checkpoints hold; the updates are the same
     "data.train",  # the paths only (not the weights): the corpora's content is checked by their cache keys

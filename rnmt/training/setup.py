@@ -210,7 +210,7 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         log(f"fine-tuning from {init.file.path} (step {init.file.meta.get('step')}): its weights "
             f"and vocabulary, a fresh optimiser and schedule")
     model.to(device)
-    _set_up_compile_step(model, tc.compile_step, cfg.model.arch, device, log)
+    _set_up_compile_step(model, tc.compile_step, cfg.model.arch, device, log, graphs=tc.cuda_graphs)
     if dist.rank > 0:
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
@@ -219,13 +219,13 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
 
 
 def _set_up_compile_step(model: TranslationModel, setting: Any, arch: str, device: torch.device,
-                         log: Log) -> None:
+                         log: Log, graphs: bool = False) -> None:
     """``train.compile_step``: true compiles, false does not, auto compiles on a GPU where
-    that was measured to pay (`auto_compile_declines`)."""
+    that was measured to pay (`auto_compile_declines`) and no CUDA graphs replay the update."""
     if setting is False:
         return
     if setting == "auto":
-        why_not = auto_compile_declines(model, device)
+        why_not = "train.cuda_graphs replays the update instead" if graphs else auto_compile_declines(model, device)
         if why_not is not None:
             if device.type == "cuda":
                 log(f"train.compile_step auto: the decoder step runs as written ({why_not})")

@@ -59,6 +59,7 @@ from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models.loading import read_checked
 from rnmt.search.translator import Translator
+from rnmt.training import update_graphs
 from rnmt.training.checkpoint import atomic_write_text, load_train_state, save_model, save_train_state
 from rnmt.training.distributed import DistContext
 from rnmt.training.loss import label_smoothed_nll
@@ -69,6 +70,7 @@ from rnmt.training.schedules import learning_rate
 from rnmt.training.setup import RANK_SEED_STRIDE, STATE_FILE, amp_dtype, resolve_amp, set_up_run
 from rnmt.training.signals import StopSignals
 from rnmt.training.state import Progress, TrainState
+from rnmt.training.update_graphs import UpdateGraphs
 from rnmt.training.validator import BEST_METRICS, Validator, improves
 from rnmt.training.weight_average import WeightAverage, load_weights
 
@@ -147,6 +149,18 @@ class Trainer:
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
             self.log(f"data parallel: {self.dist.world_size} processes ({self.dist.backend}), "
                      f"{tc.accumulate} batch(es) per process and update")
+        self.update_graphs = self._set_up_graphs() if tc.cuda_graphs else None
+
+    def _set_up_graphs(self) -> Optional[UpdateGraphs]:
+        """``train.cuda_graphs``: the graphs, or None (and a log line saying why)."""
+        why = update_graphs.declines(self.model, self.device, self.amp_dtype is not None, self.dist.enabled)
+        if why is not None:
+            self.log(f"train.cuda_graphs: the updates run eagerly ({why})")
+            return None
+        self.log(f"train.cuda_graphs: each update's forward and backward replayed from a CUDA graph per batch "
+                 f"shape (rows and lengths padded to multiples of {update_graphs.BUCKET})")
+        eps = self.cfg.train.label_smoothing
+        return UpdateGraphs(self.model, lambda logits, target, mask: label_smoothed_nll(logits, target, mask, eps))
 
     @property
     def step(self) -> int:
@@ -325,12 +339,15 @@ class Trainer:
         for k, batch in enumerate(collated):
             # Only the update's last backward synchronises gradients between processes.
             sync = k == len(collated) - 1 or not self.dist.enabled
-            with contextlib.nullcontext() if sync else self.train_model.no_sync():  # type: ignore[operator]
-                with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.bfloat16,
-                                    enabled=self.amp_dtype is not None):
-                    logits = self.train_model(batch.src, batch.src_mask, batch.tgt_in)
-                    loss, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, tc.label_smoothing)
-                (loss * world / ntokens).backward()
+            if self.update_graphs is not None:  # one process, fp32: no no_sync, no autocast
+                loss, nll = self.update_graphs(batch, world / ntokens)
+            else:
+                with contextlib.nullcontext() if sync else self.train_model.no_sync():  # type: ignore[operator]
+                    with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.bfloat16,
+                                        enabled=self.amp_dtype is not None):
+                        logits = self.train_model(batch.src, batch.src_mask, batch.tgt_in)
+                        loss, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, tc.label_smoothing)
+                    (loss * world / ntokens).backward()
             loss_total += loss.detach()
             nll_total += nll.detach()
         if self.dist.enabled:
@@ -342,13 +359,13 @@ class Trainer:
                                               tc.clip_norm if tc.clip_norm > 0 else float("inf"))
         loss_value = float(loss_total)
         if not (math.isfinite(loss_value) and bool(torch.isfinite(norm))):
-            self.optimizer.zero_grad(set_to_none=True)
+            self.optimizer.zero_grad(set_to_none=self.update_graphs is None)  # graphs keep .grad's addresses
             self.progress.nonfinite_total += 1
             self.nonfinite_run += 1
             return {"skipped": True, "loss": loss_value, "lr": lr, "ntokens": ntokens}
         self.nonfinite_run = 0
         self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(set_to_none=self.update_graphs is None)  # graphs keep .grad's addresses
         self.progress.step += 1
         if self.average is not None:
             self.average.update(self.progress.step)

@@ -1,0 +1,183 @@
+"""The teacher-forced forward and backward of a training update replayed from CUDA graphs.
+
+On a GPU a recurrent model's update is bound by the host launching small kernels one time
+step at a time: an RNNSearch-GRU update at the peer size launched about 3,300 kernels and
+kept an H200 busy 7% of the time (docs/performance.md, "On a GPU"). A CUDA graph records
+those kernels once and replays them with one launch. A graph reads and writes fixed
+addresses and has fixed shapes, so (``train.cuda_graphs: true``):
+
+* each batch is padded to a bucket shape (rows, source and target lengths rounded up to a
+  multiple of `BUCKET`), so that a few dozen graphs serve every batch of an epoch. The
+  padding changes nothing that is learnt: padded source positions are masked out of the
+  encoder and attention, padded target positions out of the loss, and a padded row is a
+  one-token source (``</s>``) whose target is all padding, so its loss and gradients are
+  zero (`pad_batch`; the tests compare gradients with the unpadded batch);
+* a shape seen for the first time runs eagerly (that is the batch's own update; it also
+  makes what a stream makes lazily, such as cuBLAS's workspace), then its graph is
+  recorded; later batches of that shape are copied into the graph's input buffers and
+  replayed. Recording runs no kernel, so the gradients are those of the eager run;
+* the backward accumulates into the parameters' ``.grad``, which therefore keep their
+  addresses between updates (the trainer zeroes them in place instead of freeing them);
+  the optimiser, clipping and the non-finite check stay outside the graphs, as does
+  anything that reads a value on the host;
+* every graph draws its memory from one pool: they never run at the same time and hand
+  nothing to each other (their only outputs, the loss sums, are kept apart), so the pool
+  holds about one update's activations, not one per shape.
+
+The GRU's fused CUDA step is kept; its cuDNN sequence calls, which read the sentence
+lengths to the host, are not (`gru_cuda.sequences`). Graphs need a CUDA device, fp32 (no
+autocast: its weight cast cache does not survive capture), one process, and a model whose
+step is one graph (``compilable_step``; the Cseq2seq re-reading is data-dependent).
+`declines` says why not otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Dict, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from rnmt.cells import gru_cuda
+from rnmt.data.collate import Batch
+from rnmt.data.vocab import EOS_ID, PAD_ID
+
+BUCKET = 8  # rows and lengths rounded up to a multiple of this
+Shape = Tuple[int, int, int]  # rows, source length, target length
+LossFn = Callable[[Tensor, Tensor, Tensor], Tuple[Tensor, Tensor]]  # (logits, target, mask) -> (loss, nll) sums
+INPUTS = ("src", "src_mask", "tgt_in", "tgt_out", "tgt_mask")
+
+
+def bucket_shape(rows: int, src_len: int, tgt_len: int, bucket: int = BUCKET) -> Shape:
+    def up(n: int) -> int:
+        return -(-n // bucket) * bucket
+
+    return up(rows), up(src_len), up(tgt_len)
+
+
+def pad_batch(batch: Batch, shape: Shape) -> Batch:
+    """``batch`` padded to ``shape`` (see the module docstring): the same real tokens, masks
+    False on every added position, added rows a one-token source and an all-padding target."""
+    rows, src_len, tgt_len = shape
+    b, s, t = batch.src.size(0), batch.src.size(1), batch.tgt_in.size(1)
+    if (b, s, t) == shape:
+        return batch
+
+    def grown(x: Tensor, length: int, fill) -> Tensor:
+        out = x.new_full((rows, length), fill)
+        out[:b, : x.size(1)] = x
+        return out
+
+    src = grown(batch.src, src_len, PAD_ID)
+    src_mask = grown(batch.src_mask, src_len, False)
+    src[b:, 0] = EOS_ID
+    src_mask[b:, 0] = True
+    src_lens = batch.src_lens.new_ones(rows)
+    src_lens[:b] = batch.src_lens
+    return replace(batch, src=src, src_mask=src_mask, src_lens=src_lens,
+                   tgt_in=grown(batch.tgt_in, tgt_len, PAD_ID), tgt_out=grown(batch.tgt_out, tgt_len, PAD_ID),
+                   tgt_mask=grown(batch.tgt_mask, tgt_len, False))
+
+
+def declines(model: torch.nn.Module, device: torch.device, amp: bool, distributed: bool) -> Optional[str]:
+    """Why ``train.cuda_graphs`` cannot replay this run's updates, or None."""
+    from rnmt.models.base import RecurrentTranslationModel
+
+    if device.type != "cuda":
+        return "CUDA graphs need a CUDA device"
+    if amp:
+        return "not under autocast (set train.amp: none)"
+    if distributed:
+        return "one process only (DDP's gradient hooks run outside a graph)"
+    if not isinstance(model, RecurrentTranslationModel) or not model.compilable_step:
+        return "the model's update is not one fixed graph (no step loop, or a data-dependent one)"
+    return None
+
+
+class _SideStream:
+    """One side stream per device for recording, as CUDA graphs ask, and one memory pool."""
+
+    streams: Dict[torch.device, torch.cuda.Stream] = {}
+    pool = None
+
+
+class CudaGraphRecorder:
+    """Runs ``fn`` eagerly on the side stream (its result is the batch's), then records it
+    into a graph drawing on the shared pool; ``replay`` runs the graph and returns the
+    recorded outputs."""
+
+    def __init__(self, fn: Callable[[], Tuple[Tensor, Tensor]]) -> None:
+        device = torch.device("cuda", torch.cuda.current_device())
+        stream = _SideStream.streams.get(device)
+        if stream is None:
+            stream = _SideStream.streams[device] = torch.cuda.Stream(device)
+        if _SideStream.pool is None:
+            _SideStream.pool = torch.cuda.graph_pool_handle()
+        stream.wait_stream(torch.cuda.current_stream())
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(stream):
+            self.first = fn()
+            self.graph.capture_begin(pool=_SideStream.pool)
+            try:
+                self.outputs = fn()
+            finally:
+                self.graph.capture_end()
+        torch.cuda.current_stream().wait_stream(stream)
+
+    def replay(self) -> Tuple[Tensor, Tensor]:
+        self.graph.replay()
+        return self.outputs
+
+
+class _Entry:
+    def __init__(self, padded: Batch, device: torch.device) -> None:
+        self.inputs = {k: getattr(padded, k).clone() for k in INPUTS}
+        self.scale = torch.zeros((), device=device)
+        self.graph = None
+
+
+class UpdateGraphs:
+    """The forward and backward of each (padded) batch, replayed from a graph per shape.
+
+    ``recorder`` makes a graph from a function of an entry's buffers (`CudaGraphRecorder`;
+    tests on the CPU pass one that runs the function again on every replay, which exercises
+    the same padding, buffers and bookkeeping).
+    """
+
+    def __init__(self, model: torch.nn.Module, loss_fn: LossFn,
+                 recorder: Callable[[Callable[[], Tuple[Tensor, Tensor]]], object] = CudaGraphRecorder) -> None:
+        self.model = model
+        self.loss_fn = loss_fn
+        self.recorder = recorder
+        self.entries: Dict[Shape, _Entry] = {}
+        self.replays = 0
+
+    def _forward_backward(self, entry: _Entry) -> Tuple[Tensor, Tensor]:
+        x = entry.inputs
+        with gru_cuda.sequences(False):
+            logits = self.model(x["src"], x["src_mask"], x["tgt_in"])
+            loss, nll = self.loss_fn(logits, x["tgt_out"], x["tgt_mask"])
+            (loss * entry.scale).backward()
+        return loss.detach(), nll.detach()
+
+    def __call__(self, batch: Batch, scale: float) -> Tuple[Tensor, Tensor]:
+        """Accumulate ``scale`` times the gradient of the batch's loss sum into ``.grad``;
+        return (loss sum, nll sum), valid until the next call."""
+        shape = bucket_shape(batch.src.size(0), batch.src.size(1), batch.tgt_in.size(1))
+        padded = pad_batch(batch, shape)
+        entry = self.entries.get(shape)
+        if entry is None:
+            for p in self.model.parameters():  # the graph accumulates into fixed addresses
+                if p.requires_grad and p.grad is None:
+                    p.grad = torch.zeros_like(p)
+            entry = _Entry(padded, padded.src.device)
+            entry.scale.fill_(scale)
+            entry.graph = self.recorder(lambda: self._forward_backward(entry))
+            self.entries[shape] = entry
+            return entry.graph.first  # type: ignore[attr-defined]
+        for k in INPUTS:
+            entry.inputs[k].copy_(getattr(padded, k))
+        entry.scale.fill_(scale)
+        self.replays += 1
+        return entry.graph.replay()  # type: ignore[attr-defined]

@@ -1,0 +1,214 @@
+"""`train.cuda_graphs`: a training update's forward and backward replayed from CUDA graphs.
+
+What the CPU can check: the bucket padding changes no loss and no gradient for any model
+that takes the graphs, and the graph bookkeeping (first sight eager, then replays into the
+same buffers, gradients accumulated in place) gives the eager gradients, with a stand-in
+recorder that runs the function again on every replay. On a GPU (`pytest --device cuda -m
+on_device`) a run trained from graphs ends where the eager one does.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rnmt import deferred_grads, kernels
+from rnmt.cells import gru_cuda
+from rnmt.data.collate import Batch
+from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rnmt.models.base import RecurrentTranslationModel
+from rnmt.training import update_graphs
+from rnmt.training.loss import label_smoothed_nll
+from rnmt.training.update_graphs import UpdateGraphs, bucket_shape, pad_batch
+from tests.integration.test_compile_step import PAPER_CONFIGS, SRC_V, TGT_V, tiny
+from tests.support import REPO
+
+
+def make_batch(seed: int, src_lens, tgt_lens) -> Batch:
+    """Random pairs with these lengths (source with its </s>, target without BOS/EOS)."""
+    g = torch.Generator().manual_seed(seed)
+    rows, s, t = len(src_lens), max(src_lens), max(tgt_lens) + 1
+    src = torch.full((rows, s), PAD_ID)
+    tgt_in = torch.full((rows, t), PAD_ID)
+    tgt_out = torch.full((rows, t), PAD_ID)
+    for r, (ls, lt) in enumerate(zip(src_lens, tgt_lens)):
+        src[r, : ls - 1] = torch.randint(4, SRC_V, (ls - 1,), generator=g)
+        src[r, ls - 1] = EOS_ID
+        words = torch.randint(4, TGT_V, (lt,), generator=g)
+        tgt_in[r, 0], tgt_in[r, 1: lt + 1] = BOS_ID, words
+        tgt_out[r, :lt], tgt_out[r, lt] = words, EOS_ID
+    mask = tgt_out != PAD_ID
+    return Batch(src=src, src_mask=src != PAD_ID, src_lens=torch.tensor(src_lens), tgt_in=tgt_in, tgt_out=tgt_out,
+                 tgt_mask=mask, indices=list(range(rows)), ntokens=int(mask.sum()))
+
+
+def loss_and_grads(model, batch: Batch):
+    model.zero_grad(set_to_none=True)
+    logits = model(batch.src, batch.src_mask, batch.tgt_in)
+    loss, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, 0.1)
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def test_bucket_shapes_round_up_to_multiples():
+    assert bucket_shape(1, 1, 1) == (8, 8, 8)
+    assert bucket_shape(8, 9, 16) == (8, 16, 16)
+    assert bucket_shape(33, 17, 40, bucket=16) == (48, 32, 48)
+
+
+def test_padding_keeps_the_real_tokens_and_adds_only_masked_positions_and_empty_rows():
+    batch = make_batch(0, [5, 3, 7], [4, 2, 6])
+    padded = pad_batch(batch, (8, 8, 8))
+    assert padded.src.shape == padded.src_mask.shape == (8, 8) and padded.tgt_in.shape == (8, 8)
+    for name in ("src", "src_mask", "tgt_in", "tgt_out", "tgt_mask"):
+        small = getattr(batch, name)
+        assert torch.equal(getattr(padded, name)[:3, : small.size(1)], small), name
+    assert not padded.src_mask[:3, 7:].any() and not padded.tgt_mask[:, 7:].any()
+    # added rows: a one-token source </s>, no target token (nothing in the loss)
+    assert (padded.src[3:, 0] == EOS_ID).all() and padded.src_mask[3:].sum() == 5
+    assert not padded.tgt_mask[3:].any() and (padded.tgt_out[3:] == PAD_ID).all()
+    assert padded.ntokens == batch.ntokens
+    assert pad_batch(batch, (3, 7, 7)) is batch  # already the shape
+
+
+GRAPHABLE = [p for p in PAPER_CONFIGS if p.parent.name != "cseq2seq" or p.stem in ("rnnsearch", "rnnsearch-minus")]
+
+
+@pytest.mark.parametrize("path", GRAPHABLE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_bucket_padding_changes_no_loss_and_no_gradient(path):
+    model = tiny(path).train()  # dropout 0: the padded batch draws no different masks
+    if not isinstance(model, RecurrentTranslationModel) or not model.compilable_step:
+        return  # declined by `update_graphs.declines`
+    batch = make_batch(1, [6, 4, 5], [3, 5, 2])
+    # the code a GPU runs (PyTorch expressions, plain autograd, no cuDNN sequence calls)
+    with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"), gru_cuda.sequences(False):
+        loss, grads = loss_and_grads(model, batch)
+        padded_loss, padded_grads = loss_and_grads(model, pad_batch(batch, bucket_shape(3, 6, 6)))
+    torch.testing.assert_close(padded_loss, loss, rtol=1e-5, atol=1e-5)
+    assert padded_grads.keys() == grads.keys()
+    for name in grads:
+        torch.testing.assert_close(padded_grads[name], grads[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+class Rerun:
+    """A stand-in for a CUDA graph: the function once at recording, then at every replay."""
+
+    recorded = 0
+
+    def __init__(self, fn) -> None:
+        Rerun.recorded += 1
+        self.fn = fn
+        self.first = fn()
+
+    def replay(self):
+        return self.fn()
+
+
+def test_graph_bookkeeping_accumulates_the_eager_gradients_in_place():
+    model = tiny(REPO / "configs" / "papers" / "atr" / "rnnsearch-atr.yaml").train()
+    batches = [make_batch(2, [6, 4, 5], [3, 5, 2]), make_batch(3, [5, 6], [4, 4]),  # one bucket
+               make_batch(4, [12, 3], [9, 2])]  # another
+    scales = [0.5, 0.25, 1.0]
+    expected = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
+    losses = []
+    for batch, scale in zip(batches, scales):
+        loss, grads = loss_and_grads(model, batch)
+        losses.append(loss)
+        for n, g in grads.items():
+            expected[n] += scale * g
+    model.zero_grad(set_to_none=True)
+    Rerun.recorded = 0
+    graphs = UpdateGraphs(model, lambda logits, t, m: label_smoothed_nll(logits, t, m, 0.1), recorder=Rerun)
+    grads_before = {}
+    for i, (batch, scale) in enumerate(zip(batches, scales)):
+        loss, nll = graphs(batch, scale)
+        torch.testing.assert_close(loss, losses[i], rtol=1e-5, atol=1e-5)
+        if i == 0:
+            grads_before = {n: p.grad for n, p in model.named_parameters()}
+    assert Rerun.recorded == 2 and graphs.replays == 1 and len(graphs.entries) == 2
+    for n, p in model.named_parameters():
+        assert p.grad is grads_before[n]  # the same tensors throughout: a graph's fixed addresses
+        torch.testing.assert_close(p.grad, expected[n], rtol=1e-4, atol=1e-6, msg=n)
+
+
+def test_graphs_decline_what_they_cannot_replay():
+    by_name = {f"{p.parent.name}/{p.stem}": p for p in PAPER_CONFIGS}
+    atr = tiny(by_name["atr/rnnsearch-atr"])
+    cuda = torch.device("cuda")
+    assert update_graphs.declines(atr, cuda, amp=False, distributed=False) is None
+    assert "CUDA device" in update_graphs.declines(atr, torch.device("cpu"), False, False)
+    assert "autocast" in update_graphs.declines(atr, cuda, True, False)
+    assert "one process" in update_graphs.declines(atr, cuda, False, True)
+    assert "not one fixed graph" in update_graphs.declines(tiny(by_name["cseq2seq/cseq2seq1-ls"]), cuda, False, False)
+    assert "not one fixed graph" in update_graphs.declines(tiny(by_name["survey/transformer-base"]), cuda, False, False)
+
+
+def test_a_cpu_run_asked_for_graphs_trains_eagerly_and_says_why(tmp_path, tiny_corpus):
+    import rnmt
+    from tests.support import tiny_config_tree
+
+    lines = []
+    summary = rnmt.train(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"]),
+                         ["train.max_steps=2", "train.validate_every=0", "train.cuda_graphs=true"],
+                         out=tmp_path / "run", log=lines.append)
+    assert summary["steps"] == 2
+    assert any("train.cuda_graphs: the updates run eagerly (CUDA graphs need a CUDA device)" in x for x in lines)
+
+
+@pytest.mark.on_device
+def test_a_run_trained_from_graphs_ends_where_the_eager_run_does(tmp_path, tiny_corpus, device):
+    if device.type == "cpu":
+        pytest.skip("CUDA graphs: run with --device cuda")
+    import rnmt
+    from rnmt.models import load_model
+    from tests.support import tiny_config_tree
+
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["model"].update(arch="atr-rnnsearch", cell="atr", dropout=0.0)  # no dropout: the same draws
+    tree["train"].update(device=str(device), validate_every=0, max_steps=12, amp="none", compile_step=False)
+    tree["data"]["batch_tokens"] = 300  # small batches: a dozen updates go through several shapes, some twice
+    lines = []
+    rnmt.train(tree, [], out=tmp_path / "eager", log=lambda *_: None)
+    rnmt.train(tree, ["train.cuda_graphs=true"], out=tmp_path / "graphs", log=lines.append)
+    assert any("replayed from a CUDA graph per batch shape" in x for x in lines)
+    eager = load_model(tmp_path / "eager" / "ckpt-12.safetensors").model.state_dict()
+    graphs = load_model(tmp_path / "graphs" / "ckpt-12.safetensors").model.state_dict()
+    for k in eager:  # padding changes the products' shapes, so their rounding: a loose tolerance
+        torch.testing.assert_close(graphs[k], eager[k], rtol=1e-3, atol=1e-4, msg=k)
+
+
+def test_the_trainer_with_graphs_trains_as_without(tmp_path, tiny_corpus):
+    """The trainer's side (scale per batch, gradients zeroed in place, accumulation over two
+    batches per update) with the stand-in recorder, against the eager trainer."""
+    from rnmt.config import config_from_dict
+    from rnmt.training.trainer import Trainer
+    from tests.support import tiny_config_tree
+
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["model"].update(arch="atr-rnnsearch", cell="atr", dropout=0.0)
+    tree["train"].update(validate_every=0, max_steps=5, accumulate=2)
+    tree["data"]["batch_tokens"] = 300
+    eager = Trainer(config_from_dict(tree), tmp_path / "eager", log=lambda *_: None)
+    eager.run()
+    replayed = Trainer(config_from_dict(tree), tmp_path / "graphs", log=lambda *_: None)
+    eps = replayed.cfg.train.label_smoothing
+    replayed.update_graphs = UpdateGraphs(replayed.model, lambda x, t, m: label_smoothed_nll(x, t, m, eps),
+                                          recorder=Rerun)
+    replayed.run()
+    assert replayed.update_graphs.replays > 0 and all(p.grad is not None for p in replayed.model.parameters())
+    for (name, a), b in zip(eager.model.state_dict().items(), replayed.model.state_dict().values()):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_graph_shapes_counts_the_distinct_buckets_of_each_epoch():
+    from types import SimpleNamespace
+
+    from tests.support import load_benchmark
+
+    graph_shapes = load_benchmark("graph_shapes")
+    epochs = {0: [[0, 1], [2]], 1: [[1, 2], [0]]}  # pairs' (src, tgt) lengths: (3, 2), (9, 4), (5, 12)
+    trainer = SimpleNamespace(corpus=SimpleNamespace(src_lens=[3, 9, 5], tgt_lens=[2, 4, 12]),
+                              sampler=SimpleNamespace(epoch_batches=lambda e: epochs[e]))
+    # epoch 1: (8, 16, 8), (8, 8, 16); epoch 2: (8, 16, 16), (8, 8, 8)
+    assert graph_shapes.count(trainer, 2, 8) == [(2, 2), (4, 4)]
+    assert graph_shapes.count(trainer, 2, 16) == [(2, 1), (4, 1)]
