@@ -212,3 +212,31 @@ def test_graph_shapes_counts_the_distinct_buckets_of_each_epoch():
     # epoch 1: (8, 16, 8), (8, 8, 16); epoch 2: (8, 16, 16), (8, 8, 8)
     assert graph_shapes.count(trainer, 2, 8) == [(2, 2), (4, 4)]
     assert graph_shapes.count(trainer, 2, 16) == [(2, 1), (4, 1)]
+
+
+@pytest.mark.parametrize("path", GRAPHABLE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_what_a_graph_records_reads_nothing_back_to_the_host(path):
+    """A graph cannot hold a host read (``.item()``, ``bool(tensor)``: each calls
+    ``aten::_local_scalar_dense``): the recorded forward and backward of every model that
+    takes the graphs, on the GPU's code path, has none."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class HostReads(TorchDispatchMode):
+        count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._local_scalar_dense.default:
+                HostReads.count += 1
+            return func(*args, **(kwargs or {}))
+
+    batch = pad_batch(make_batch(5, [6, 4, 5], [3, 5, 2]), (8, 8, 8))
+    for dropout in (0.0, 0.1):  # without dropout the GRU's fused paths apply, with it dropout's draws
+        model = tiny(path, dropout=dropout).train()
+        if update_graphs.declines(model, torch.device("cuda"), False, False) is not None:
+            return
+        graphs = UpdateGraphs(model, lambda x, t, m: label_smoothed_nll(x, t, m, 0.1), recorder=Rerun)
+        entry = update_graphs._Entry(batch, torch.device("cpu"))
+        entry.scale.fill_(0.5)
+        with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"), HostReads():
+            graphs._forward_backward(entry)
+        assert HostReads.count == 0, dropout
