@@ -72,6 +72,9 @@ class RNNSearchMinus(RecurrentTranslationModel):
     def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
         return {"emb": self.dropout(self.tgt_embed(tokens))}
 
+    def step_fused_on_cuda(self) -> bool:
+        return self.unit.fused_step_on_cuda()
+
     def transition(self, inputs: TensorDict, state: TensorDict, memory: TensorDict):
         s_prev = state["s"]
         query = self.unit.output(s_prev)  # attention and readout both read s_{j-1}

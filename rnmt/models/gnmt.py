@@ -76,6 +76,9 @@ class DeepRNNSearch(RecurrentTranslationModel):
         emb = self.dropout(self.tgt_embed(tokens))
         return {"emb": emb, "px1": self.unit1.project_inputs(emb)}
 
+    def step_fused_on_cuda(self) -> bool:
+        return all(cell.fused_step_on_cuda() for cell in (self.unit1, self.unit2, *self.decoder))
+
     def transition(self, inputs: TensorDict, state: TensorDict, memory: TensorDict):
         """Layer 1 is the conditional unit with attention; layer l >= 2 reads [x^{l-1}_j; c_j]."""
         s_tilde = self.unit1.step(inputs["px1"], state["s0"])

@@ -86,6 +86,9 @@ class LuongNMT(RecurrentTranslationModel):
     def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
         return {"emb": self.dropout(self.tgt_embed(tokens))}
 
+    def step_fused_on_cuda(self) -> bool:
+        return all(cell.fused_step_on_cuda() for cell in self.decoder)
+
     def transition(self, inputs: TensorDict, state: TensorDict, memory: TensorDict):
         x = torch.cat([inputs["emb"], state["attentional"]], -1)  # input feeding
         new: TensorDict = {}

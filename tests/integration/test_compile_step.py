@@ -123,6 +123,9 @@ def test_a_run_trains_and_resumes_with_the_compiled_step(tmp_path, tiny_corpus):
     ("cseq2seq/rnnsearch", 0.0, "fused"),  # dl4mt's GRU
     ("dtmt/shallow-rnmt", 0.0, None),  # GRU units, but with layer-normalised gates: not the fused cell
     ("atr/rnnsearch-gru", 0.1, None),  # candidate dropout in training: the GRU's step is not fused
+    ("atr/deep-rnnsearch", 0.0, "fused"),  # every decoder layer a GRU
+    ("survey/luong-general", 0.0, None),  # LSTM layers
+    ("cseq2seq/rnnsearch-minus", 0.0, "fused"),
     ("cseq2seq/cseq2seq1-ls", 0.0, "data-dependent"),
     ("survey/transformer-base", 0.0, "no step loop"),
 ])
