@@ -198,17 +198,18 @@ def test_auto_on_a_gpu_compiles_falls_back_to_eager_on_failure_and_says_so(monke
     from rnmt.training.setup import _set_up_compile_step
 
     monkeypatch.setattr(_triton, "has_triton", lambda: True)
-    monkeypatch.setattr(torch._dynamo.config, "suppress_errors", False)  # restored after the test
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    for name, setting, device, compiled, said in [
-        ("atr/rnnsearch-atr", "auto", cuda, True, "runs through torch.compile"),
-        ("atr/rnnsearch-gru", "auto", cuda, False, "fused GPU kernels already"),
-        ("atr/rnnsearch-atr", "auto", cpu, False, None),  # the CPU: nothing, not even a line
-        ("atr/rnnsearch-gru", True, cuda, True, "runs through torch.compile"),  # forced
-        ("atr/rnnsearch-atr", False, cuda, False, None),
-    ]:
-        model, lines = tiny(REPO / "configs" / "papers" / f"{name}.yaml").train(), []
-        _set_up_compile_step(model, setting, "arch", device, lines.append)
-        assert (model._compiled_transition is not None) is compiled, (name, setting, device)
-        assert (said is None and not lines) or (said is not None and said in lines[0]), lines
-    assert torch._dynamo.config.suppress_errors is True  # set by auto's compile only: it must not stop a run
+    with torch._dynamo.config.patch(suppress_errors=False):  # the process's setting restored after
+        for name, setting, device, compiled, said in [
+            ("atr/rnnsearch-gru", True, cuda, True, "runs through torch.compile"),  # forced
+            ("atr/rnnsearch-atr", False, cuda, False, None),
+            ("atr/rnnsearch-atr", "auto", cpu, False, None),  # the CPU: nothing, not even a line
+            ("atr/rnnsearch-gru", "auto", cuda, False, "fused GPU kernels already"),
+            ("atr/rnnsearch-atr", "auto", cuda, True, "runs through torch.compile"),
+        ]:
+            assert torch._dynamo.config.suppress_errors is False  # until auto compiles
+            model, lines = tiny(REPO / "configs" / "papers" / f"{name}.yaml").train(), []
+            _set_up_compile_step(model, setting, "arch", device, lines.append)
+            assert (model._compiled_transition is not None) is compiled, (name, setting, device)
+            assert (said is None and not lines) or (said is not None and said in lines[0]), lines
+        assert torch._dynamo.config.suppress_errors is True  # auto's compile: a failure must not stop a run
