@@ -300,7 +300,7 @@ def _coerce(value: Any, tp: Any, key: str, bounded: bool = False, noun: str = "c
     origin = typing.get_origin(tp)
     if origin is typing.Union:
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if value is None:
+        if value is None and len(args) < len(typing.get_args(tp)):  # Optional: null is a value
             return None
         if len(args) > 1:
             return _coerce(value, _union_member(value, args, key, noun), key, noun=noun)

@@ -160,8 +160,9 @@ def test_compile_step_names_its_values_when_given_another():
     from rnmt.config import load_config
     from rnmt.errors import UserError
 
-    with pytest.raises(UserError, match=r"'train.compile_step' must be true or false or 'auto', got 3"):
-        load_config(PAPER_CONFIGS[0], ["train.compile_step=3"])
+    for value in ("3", "null"):  # null is no setting either (it would have meant "compile")
+        with pytest.raises(UserError, match=r"'train.compile_step' must be true or false or 'auto', got"):
+            load_config(PAPER_CONFIGS[0], [f"train.compile_step={value}"])
 
 
 @pytest.mark.on_device
