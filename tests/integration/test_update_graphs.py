@@ -171,10 +171,16 @@ def test_a_run_trained_from_graphs_ends_where_the_eager_run_does(tmp_path, tiny_
     rnmt.train(tree, [], out=tmp_path / "eager", log=lambda *_: None)
     rnmt.train(tree, ["train.cuda_graphs=true"], out=tmp_path / "graphs", log=lines.append)
     assert any("replayed from a CUDA graph per batch shape" in x for x in lines)
+    from tests.integration.test_train import train_losses
+
+    a, b = train_losses(tmp_path / "eager"), train_losses(tmp_path / "graphs")
+    assert sorted(a) == sorted(b) == list(range(1, 13))
+    for step in a:  # padding changes the products' shapes, so their rounding: close, not equal
+        assert b[step] == pytest.approx(a[step], rel=1e-3), step
     eager = load_model(tmp_path / "eager" / "ckpt-12.safetensors").model.state_dict()
     graphs = load_model(tmp_path / "graphs" / "ckpt-12.safetensors").model.state_dict()
-    for k in eager:  # padding changes the products' shapes, so their rounding: a loose tolerance
-        torch.testing.assert_close(graphs[k], eager[k], rtol=1e-3, atol=1e-4, msg=k)
+    for k in eager:  # per tensor (Adam can turn a rounding-sized gradient into a step of lr)
+        assert float((graphs[k] - eager[k]).norm()) <= 1e-2 * float(eager[k].norm()) + 1e-6, k
 
 
 def test_the_trainer_with_graphs_trains_as_without(tmp_path, tiny_corpus):
