@@ -36,7 +36,8 @@
 #                                             # PEERS=1 adds rnmt fp32/bf16 against fairseq's
 #                                             # LSTM there (about 4 min more)
 #
-# Settings: PRECISIONS (same-call's rows, default fp32,bf16); PAPER=1 adds the papers' sizes
+# Settings: GRAPHED_ARGS (more options for graphed's benchmarks/graphed_update.py, e.g. toy sizes
+# for a DEVICE=cpu smoke test); PRECISIONS (same-call's rows, default fp32,bf16); PAPER=1 adds the papers' sizes
 # (PAPER_PRECISIONS, default fp32) after Cseq2seq-I; TESTS=0 leaves the GPU tests out of
 # same-call, TESTS=1 runs them beside bf16-parity (correctness only: nothing there is timed
 # against anything else). Two calls that fit one 15-minute lease with a start:
@@ -107,7 +108,8 @@ compile)
     ;;
 graphed)
     # the upper bound: one batch shape, one graph (about 2 min)
-    python3 benchmarks/graphed_update.py --device "$device" --commit "$commit" \
+    # shellcheck disable=SC2086
+    python3 benchmarks/graphed_update.py --device "$device" --commit "$commit" ${GRAPHED_ARGS:-} \
         --out "$OUT/graphed-update.json" 2>&1 | tee "$OUT/graphed-update.log"
     # the trainer's own graphs (train.cuda_graphs, a graph per padded batch shape) against its eager
     # updates and fairseq, the warm-up long enough to record most of an epoch's shapes (about 4 min)
