@@ -246,7 +246,7 @@ class TrainConfig:
     # auto: on CUDA where the step's units are not fused kernels already (docs/gpu.md)
     compile_step: CompileStep = "auto"
     # replay each update's forward and backward from CUDA graphs, one per padded batch shape
-    # (a GPU, fp32, one process; rnmt/training/update_graphs.py, docs/gpu.md)
+    # (a GPU, one process; rnmt/training/update_graphs.py, docs/gpu.md)
     cuda_graphs: bool = False
 
 

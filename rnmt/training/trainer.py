@@ -153,14 +153,15 @@ class Trainer:
 
     def _set_up_graphs(self) -> Optional[UpdateGraphs]:
         """``train.cuda_graphs``: the graphs, or None (and a log line saying why)."""
-        why = update_graphs.declines(self.model, self.device, self.amp_dtype is not None, self.dist.enabled)
+        why = update_graphs.declines(self.model, self.device, self.dist.enabled)
         if why is not None:
             self.log(f"train.cuda_graphs: the updates run eagerly ({why})")
             return None
         self.log(f"train.cuda_graphs: each update's forward and backward replayed from a CUDA graph per batch "
                  f"shape (rows and lengths padded to multiples of {update_graphs.BUCKET})")
         eps = self.cfg.train.label_smoothing
-        return UpdateGraphs(self.model, lambda logits, target, mask: label_smoothed_nll(logits, target, mask, eps))
+        return UpdateGraphs(self.model, lambda logits, target, mask: label_smoothed_nll(logits, target, mask, eps),
+                            amp_dtype=self.amp_dtype)
 
     @property
     def step(self) -> int:
@@ -339,7 +340,7 @@ class Trainer:
         for k, batch in enumerate(collated):
             # Only the update's last backward synchronises gradients between processes.
             sync = k == len(collated) - 1 or not self.dist.enabled
-            if self.update_graphs is not None:  # one process, fp32: no no_sync, no autocast
+            if self.update_graphs is not None:  # one process (no no_sync); autocast inside
                 loss, nll = self.update_graphs(batch, world / ntokens)
             else:
                 with contextlib.nullcontext() if sync else self.train_model.no_sync():  # type: ignore[operator]

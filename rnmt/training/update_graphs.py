@@ -25,10 +25,11 @@ addresses and has fixed shapes, so (``train.cuda_graphs: true``):
   holds about one update's activations, not one per shape.
 
 The GRU's fused CUDA step is kept; its cuDNN sequence calls, which read the sentence
-lengths to the host, are not (`gru_cuda.sequences`). Graphs need a CUDA device, fp32 (no
-autocast: its weight cast cache does not survive capture), one process, and a model whose
-step is one graph (``compilable_step``; the Cseq2seq re-reading is data-dependent).
-`declines` says why not otherwise.
+lengths to the host, are not (`gru_cuda.sequences`). Under bf16 autocast the weights are
+cast inside the graph at every use (autocast's cache of casts does not survive a capture,
+so it is off there). Graphs need a CUDA device, one process, and a model whose step is one
+graph (``compilable_step``; the Cseq2seq re-reading is data-dependent). `declines` says why
+not otherwise.
 """
 
 from __future__ import annotations
@@ -80,14 +81,12 @@ def pad_batch(batch: Batch, shape: Shape) -> Batch:
                    tgt_mask=grown(batch.tgt_mask, tgt_len, False))
 
 
-def declines(model: torch.nn.Module, device: torch.device, amp: bool, distributed: bool) -> Optional[str]:
+def declines(model: torch.nn.Module, device: torch.device, distributed: bool) -> Optional[str]:
     """Why ``train.cuda_graphs`` cannot replay this run's updates, or None."""
     from rnmt.models.base import RecurrentTranslationModel
 
     if device.type != "cuda":
         return "CUDA graphs need a CUDA device"
-    if amp:
-        return "not under autocast (set train.amp: none)"
     if distributed:
         return "one process only (DDP's gradient hooks run outside a graph)"
     if not isinstance(model, RecurrentTranslationModel) or not model.compilable_step:
@@ -145,10 +144,11 @@ class UpdateGraphs:
     the same padding, buffers and bookkeeping).
     """
 
-    def __init__(self, model: torch.nn.Module, loss_fn: LossFn,
+    def __init__(self, model: torch.nn.Module, loss_fn: LossFn, amp_dtype: Optional[torch.dtype] = None,
                  recorder: Callable[[Callable[[], Tuple[Tensor, Tensor]]], object] = CudaGraphRecorder) -> None:
         self.model = model
         self.loss_fn = loss_fn
+        self.amp_dtype = amp_dtype  # autocast's dtype, None for fp32
         self.recorder = recorder
         self.entries: Dict[Shape, _Entry] = {}
         self.replays = 0
@@ -156,8 +156,10 @@ class UpdateGraphs:
     def _forward_backward(self, entry: _Entry) -> Tuple[Tensor, Tensor]:
         x = entry.inputs
         with gru_cuda.sequences(False):
-            logits = self.model(x["src"], x["src_mask"], x["tgt_in"])
-            loss, nll = self.loss_fn(logits, x["tgt_out"], x["tgt_mask"])
+            with torch.autocast(x["src"].device.type, dtype=self.amp_dtype or torch.bfloat16,
+                                enabled=self.amp_dtype is not None, cache_enabled=False):
+                logits = self.model(x["src"], x["src_mask"], x["tgt_in"])
+                loss, nll = self.loss_fn(logits, x["tgt_out"], x["tgt_mask"])
             (loss * entry.scale).backward()
         return loss.detach(), nll.detach()
 

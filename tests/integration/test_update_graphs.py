@@ -135,12 +135,11 @@ def test_graphs_decline_what_they_cannot_replay():
     by_name = {f"{p.parent.name}/{p.stem}": p for p in PAPER_CONFIGS}
     atr = tiny(by_name["atr/rnnsearch-atr"])
     cuda = torch.device("cuda")
-    assert update_graphs.declines(atr, cuda, amp=False, distributed=False) is None
-    assert "CUDA device" in update_graphs.declines(atr, torch.device("cpu"), False, False)
-    assert "autocast" in update_graphs.declines(atr, cuda, True, False)
-    assert "one process" in update_graphs.declines(atr, cuda, False, True)
-    assert "not one fixed graph" in update_graphs.declines(tiny(by_name["cseq2seq/cseq2seq1-ls"]), cuda, False, False)
-    assert "not one fixed graph" in update_graphs.declines(tiny(by_name["survey/transformer-base"]), cuda, False, False)
+    assert update_graphs.declines(atr, cuda, distributed=False) is None
+    assert "CUDA device" in update_graphs.declines(atr, torch.device("cpu"), False)
+    assert "one process" in update_graphs.declines(atr, cuda, True)
+    assert "not one fixed graph" in update_graphs.declines(tiny(by_name["cseq2seq/cseq2seq1-ls"]), cuda, False)
+    assert "not one fixed graph" in update_graphs.declines(tiny(by_name["survey/transformer-base"]), cuda, False)
 
 
 def test_a_cpu_run_asked_for_graphs_trains_eagerly_and_says_why(tmp_path, tiny_corpus):
@@ -238,7 +237,7 @@ def test_what_a_graph_records_reads_nothing_back_to_the_host(path):
     batch = pad_batch(make_batch(5, [6, 4, 5], [3, 5, 2]), (8, 8, 8))
     for dropout in (0.0, 0.1):  # without dropout the GRU's fused paths apply, with it dropout's draws
         model = tiny(path, dropout=dropout).train()
-        if update_graphs.declines(model, torch.device("cuda"), False, False) is not None:
+        if update_graphs.declines(model, torch.device("cuda"), False) is not None:
             return
         graphs = UpdateGraphs(model, lambda x, t, m: label_smoothed_nll(x, t, m, 0.1), recorder=Rerun)
         entry = update_graphs._Entry(batch, torch.device("cpu"))
@@ -246,3 +245,20 @@ def test_what_a_graph_records_reads_nothing_back_to_the_host(path):
         with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"), HostReads():
             graphs._forward_backward(entry)
         assert HostReads.count == 0, dropout
+
+
+def test_graphs_run_the_update_under_the_runs_autocast():
+    """bf16 runs take the graphs too: the recorded forward runs under autocast (its cache of
+    weight casts off, which a capture cannot keep)."""
+    model = tiny(REPO / "configs" / "papers" / "atr" / "rnnsearch-atr.yaml").train()
+    seen = []
+
+    def loss_fn(logits, target, mask):
+        seen.append((logits.dtype, torch.is_autocast_enabled("cpu")))
+        return label_smoothed_nll(logits, target, mask, 0.1)
+
+    batch = make_batch(6, [6, 4, 5], [3, 5, 2])
+    UpdateGraphs(model, loss_fn, amp_dtype=torch.bfloat16, recorder=Rerun)(batch, 1.0)
+    UpdateGraphs(model, loss_fn, recorder=Rerun)(batch, 1.0)
+    assert seen == [(torch.bfloat16, True), (torch.float32, False)]
+    assert all(p.grad.dtype == torch.float32 for p in model.parameters())  # the weights' own dtype
