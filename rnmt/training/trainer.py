@@ -161,7 +161,7 @@ class Trainer:
                  f"shape (rows and lengths padded to multiples of {update_graphs.BUCKET})")
         eps = self.cfg.train.label_smoothing
         return UpdateGraphs(self.model, lambda logits, target, mask: label_smoothed_nll(logits, target, mask, eps),
-                            amp_dtype=self.amp_dtype)
+                            amp_dtype=self.amp_dtype, log=self.log)
 
     @property
     def step(self) -> int:

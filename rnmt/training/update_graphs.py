@@ -102,9 +102,10 @@ class _SideStream:
 
 
 class CudaGraphRecorder:
-    """Runs ``fn`` eagerly on the side stream (its result is the batch's), then records it
-    into a graph drawing on the shared pool; ``replay`` runs the graph and returns the
-    recorded outputs."""
+    """Runs ``fn`` eagerly on the side stream (its result, ``first``, is the batch's), then
+    records it into a graph drawing on the shared pool; ``replay`` runs the graph and returns
+    the recorded outputs. A recording that fails (an operation a graph cannot hold) leaves
+    ``error`` set, ``first`` still valid."""
 
     def __init__(self, fn: Callable[[], Tuple[Tensor, Tensor]]) -> None:
         device = torch.device("cuda", torch.cuda.current_device())
@@ -115,13 +116,19 @@ class CudaGraphRecorder:
             _SideStream.pool = torch.cuda.graph_pool_handle()
         stream.wait_stream(torch.cuda.current_stream())
         self.graph = torch.cuda.CUDAGraph()
+        self.error: Optional[str] = None
         with torch.cuda.stream(stream):
             self.first = fn()
             self.graph.capture_begin(pool=_SideStream.pool)
             try:
                 self.outputs = fn()
+            except RuntimeError as exc:
+                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             finally:
-                self.graph.capture_end()
+                try:
+                    self.graph.capture_end()
+                except RuntimeError as exc:  # after a failed capture, ending it fails too
+                    self.error = self.error or (str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         torch.cuda.current_stream().wait_stream(stream)
 
     def replay(self) -> Tuple[Tensor, Tensor]:
@@ -145,13 +152,16 @@ class UpdateGraphs:
     """
 
     def __init__(self, model: torch.nn.Module, loss_fn: LossFn, amp_dtype: Optional[torch.dtype] = None,
-                 recorder: Callable[[Callable[[], Tuple[Tensor, Tensor]]], object] = CudaGraphRecorder) -> None:
+                 recorder: Callable[[Callable[[], Tuple[Tensor, Tensor]]], object] = CudaGraphRecorder,
+                 log: Callable[[str], None] = lambda _: None) -> None:
         self.model = model
         self.loss_fn = loss_fn
         self.amp_dtype = amp_dtype  # autocast's dtype, None for fp32
         self.recorder = recorder
+        self.log = log
         self.entries: Dict[Shape, _Entry] = {}
         self.replays = 0
+        self.failed: Optional[str] = None  # why a recording failed (from then on every update runs eagerly)
 
     def _forward_backward(self, entry: _Entry) -> Tuple[Tensor, Tensor]:
         x = entry.inputs
@@ -166,6 +176,10 @@ class UpdateGraphs:
     def __call__(self, batch: Batch, scale: float) -> Tuple[Tensor, Tensor]:
         """Accumulate ``scale`` times the gradient of the batch's loss sum into ``.grad``;
         return (loss sum, nll sum), valid until the next call."""
+        if self.failed is not None:
+            entry = _Entry(batch, batch.src.device)
+            entry.scale.fill_(scale)
+            return self._forward_backward(entry)
         shape = bucket_shape(batch.src.size(0), batch.src.size(1), batch.tgt_in.size(1))
         padded = pad_batch(batch, shape)
         entry = self.entries.get(shape)
@@ -175,9 +189,14 @@ class UpdateGraphs:
                     p.grad = torch.zeros_like(p)
             entry = _Entry(padded, padded.src.device)
             entry.scale.fill_(scale)
-            entry.graph = self.recorder(lambda: self._forward_backward(entry))
-            self.entries[shape] = entry
-            return entry.graph.first  # type: ignore[attr-defined]
+            entry.graph = graph = self.recorder(lambda: self._forward_backward(entry))
+            if getattr(graph, "error", None) is not None:
+                self.failed = graph.error  # type: ignore[attr-defined]
+                self.entries.clear()  # their graphs and buffers go
+                self.log(f"train.cuda_graphs: recording failed ({self.failed}); the updates run eagerly from here")
+            else:
+                self.entries[shape] = entry
+            return graph.first  # type: ignore[attr-defined]
         for k in INPUTS:
             entry.inputs[k].copy_(getattr(padded, k))
         entry.scale.fill_(scale)

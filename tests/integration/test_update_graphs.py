@@ -262,3 +262,25 @@ def test_graphs_run_the_update_under_the_runs_autocast():
     UpdateGraphs(model, loss_fn, recorder=Rerun)(batch, 1.0)
     assert seen == [(torch.bfloat16, True), (torch.float32, False)]
     assert all(p.grad.dtype == torch.float32 for p in model.parameters())  # the weights' own dtype
+
+
+def test_a_failed_recording_leaves_the_update_eager_and_says_so():
+    class Fails(Rerun):
+        error = "operation not permitted when stream is capturing"
+
+    model = tiny(REPO / "configs" / "papers" / "atr" / "rnnsearch-atr.yaml").train()
+    batches = [make_batch(7, [6, 4, 5], [3, 5, 2]), make_batch(8, [5, 6, 3], [4, 4, 2])]  # one bucket
+    expected = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
+    for batch in batches:
+        _, grads = loss_and_grads(model, batch)
+        for n, g in grads.items():
+            expected[n] += g
+    model.zero_grad(set_to_none=True)
+    lines = []
+    graphs = UpdateGraphs(model, lambda x, t, m: label_smoothed_nll(x, t, m, 0.1), recorder=Fails, log=lines.append)
+    for batch in batches:
+        graphs(batch, 1.0)
+    assert graphs.failed == Fails.error and not graphs.entries and graphs.replays == 0
+    assert lines == [f"train.cuda_graphs: recording failed ({Fails.error}); the updates run eagerly from here"]
+    for n, p in model.named_parameters():  # the first batch's eager run and the second's, no more
+        torch.testing.assert_close(p.grad, expected[n], rtol=1e-4, atol=1e-6, msg=n)
