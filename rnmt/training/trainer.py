@@ -46,7 +46,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -55,6 +55,7 @@ from tqdm import tqdm
 from rnmt import memory
 from rnmt.config import Config
 from rnmt.data import TokenBatchSampler, collate
+from rnmt.data.collate import Batch
 from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models.loading import read_checked
@@ -340,15 +341,7 @@ class Trainer:
         for k, batch in enumerate(collated):
             # Only the update's last backward synchronises gradients between processes.
             sync = k == len(collated) - 1 or not self.dist.enabled
-            if self.update_graphs is not None:  # one process (no no_sync); autocast inside
-                loss, nll = self.update_graphs(batch, world / ntokens)
-            else:
-                with contextlib.nullcontext() if sync else self.train_model.no_sync():  # type: ignore[operator]
-                    with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.bfloat16,
-                                        enabled=self.amp_dtype is not None):
-                        logits = self.train_model(batch.src, batch.src_mask, batch.tgt_in)
-                        loss, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, tc.label_smoothing)
-                    (loss * world / ntokens).backward()
+            loss, nll = self._forward_backward(batch, world, ntokens, sync)
             loss_total += loss.detach()
             nll_total += nll.detach()
         if self.dist.enabled:
@@ -371,6 +364,19 @@ class Trainer:
         if self.average is not None:
             self.average.update(self.progress.step)
         return {"loss": loss_value / ntokens, "nll": float(nll_total) / ntokens, "lr": lr, "ntokens": ntokens}
+
+    def _forward_backward(self, batch: Batch, world: int, ntokens: int, sync: bool) -> Tuple[Tensor, Tensor]:
+        """The batch's loss and nll sums, with ``world / ntokens`` times the loss's gradient
+        added to ``.grad``: replayed from a CUDA graph (``train.cuda_graphs``) or run here."""
+        if self.update_graphs is not None:  # one process (no no_sync); autocast inside
+            return self.update_graphs(batch, world / ntokens)
+        with contextlib.nullcontext() if sync else self.train_model.no_sync():  # type: ignore[operator]
+            with torch.autocast(self.device.type, dtype=self.amp_dtype or torch.bfloat16,
+                                enabled=self.amp_dtype is not None):
+                logits = self.train_model(batch.src, batch.src_mask, batch.tgt_in)
+                loss, nll = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, self.cfg.train.label_smoothing)
+            (loss * world / ntokens).backward()
+        return loss, nll
 
     def run(self) -> Dict[str, Any]:
         with StopSignals(self.log) as signals:
