@@ -10,9 +10,9 @@ where a single graph serves every update:
 
 * ``eager``: the update as the trainer's GPU path runs it (the GRU through the fused CUDA
   cell and cuDNN, `rnmt/cells/gru_cuda.py`);
-* ``eager, GRU paths off``: the same with those paths off, which is what a graph can hold:
-  the cuDNN encoder reads the sentence lengths to the host, and a graph admits no host
-  synchronisation;
+* ``eager, no host reads``: the same with nothing read on the host (`rnmt.cells.host_reads`:
+  the step loop masks every step, the cuDNN encoder, which reads the sentence lengths,
+  gives way to the step loop), which is what a graph can hold;
 * ``graphed``: that update (forward, label-smoothed loss, backward, gradient clipping,
   capturable Adam) recorded once with ``torch.cuda.graph`` and replayed with a new batch's
   tokens copied into its input buffers.
@@ -25,7 +25,7 @@ one by replay, and reports the largest parameter difference.
 On the CPU (``--device cpu``) only the eager updates run, and ``host_syncs`` counts the host
 synchronisations (``aten::_local_scalar_dense``: ``.item()``, ``bool(tensor)``) in the part
 of the update a graph would hold that runs the same code on both devices (forward, loss,
-backward, clipping with the GRU paths off; the GPU's capturable Adam reads nothing back, the
+backward, clipping with no host reads; the GPU's capturable Adam reads nothing back, the
 CPU's Adam reads its step count): a graph can be recorded only where that count is 0. The
 synthetic batches (random tokens, source and target lengths drawn between half and all of
 the shape) need no corpus:
@@ -47,7 +47,6 @@ from typing import Any, Callable, Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -58,26 +57,14 @@ for path in (str(REPO), str(HERE)):
 from gpu import SYSTEMS, commit, machine, sync  # noqa: E402
 
 from rnmt import deferred_grads, kernels  # noqa: E402
-from rnmt.cells import gru_cuda  # noqa: E402
+from rnmt.cells import host_reads  # noqa: E402
 from rnmt.config import load_config  # noqa: E402
 from rnmt.data.vocab import PAD_ID  # noqa: E402
 from rnmt.models import build_model  # noqa: E402
 from rnmt.models.base import uniform_init_  # noqa: E402
+from rnmt.training.update_graphs import HostReads  # noqa: E402
 
 GRAPH_SYSTEMS = ("rnnsearch-gru", "atr", "dtmt4")  # cseq2seq1's re-reading steps a data-dependent number of rows
-
-
-class HostSyncs(TorchDispatchMode):
-    """Counts ``aten::_local_scalar_dense``, what every tensor-to-Python read calls."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func is torch.ops.aten._local_scalar_dense.default:
-            self.count += 1
-        return func(*args, **(kwargs or {}))
 
 
 def build(system: str, dims: List[int], vocab: int, dropout: bool, seed: int, device: torch.device):
@@ -188,13 +175,13 @@ def run_system(system: str, args, device: torch.device, log) -> Dict[str, Any]:
         row["eager"] = timed(update, batches, args.warmup, args.updates, device, tokens)
         log(f"[{system}] eager: {row['eager']['target_tokens_per_s']:,.0f} tok/s, "
             f"{row['eager']['ms_per_update_median']:.1f} ms/update")
-        with gru_cuda.use(False), kernels.use(False):
-            scan = HostSyncs()  # the capturable Adam of a GPU reads nothing back; the CPU's Adam does
+        with host_reads.forbidden(), kernels.use(False):
+            scan = HostReads()  # the capturable Adam of a GPU reads nothing back; the CPU's Adam does
             with scan:
                 make_update(model, None, cfg.train.clip_norm or 5.0, 0.1)(batches[0])
             row["host_syncs"] = scan.count
-            row["eager_gru_paths_off"] = timed(update, batches, args.warmup, args.updates, device, tokens)
-            log(f"[{system}] eager, GRU paths off: {row['eager_gru_paths_off']['target_tokens_per_s']:,.0f} tok/s; "
+            row["eager_no_host_reads"] = timed(update, batches, args.warmup, args.updates, device, tokens)
+            log(f"[{system}] eager, no host reads: {row['eager_no_host_reads']['target_tokens_per_s']:,.0f} tok/s; "
                 f"host syncs in the update: {scan.count}")
             if device.type == "cuda":
                 row.update(graphed_rows(system, update, batches, args, device, tokens, log))

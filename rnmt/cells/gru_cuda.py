@@ -44,6 +44,8 @@ import torch
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from rnmt.cells import host_reads
+
 _mode: Union[bool, str] = True  # True: on CUDA tensors; False: never; "everywhere": CPU too
 
 
@@ -59,22 +61,6 @@ def use(mode: Union[bool, str]) -> Iterator[None]:
         yield
     finally:
         _mode = before
-
-
-_sequences = True  # the cuDNN sequence calls (they read the sentence lengths to the host)
-
-
-@contextmanager
-def sequences(on: bool) -> Iterator[None]:
-    """Within the block the cuDNN sequence calls (encoder, re-reading) are taken (``on``, the
-    default) or left to the step loop, while the fused step stays: a CUDA graph of a training
-    update (`rnmt.training.update_graphs`) cannot hold their read of the lengths. Process-wide."""
-    global _sequences
-    before, _sequences = _sequences, bool(on)
-    try:
-        yield
-    finally:
-        _sequences = before
 
 
 def _device_ok(t: Tensor) -> bool:
@@ -140,7 +126,7 @@ def bidirectional_applies(fwd, bwd, x: Tensor) -> bool:
     """Both directions of a bidirectional layer are plain GRUs of one size on ``x``'s device."""
     from rnmt.cells.gru import GRU
 
-    return (_mode is not False and _sequences and _device_ok(x) and type(fwd) is GRU and type(bwd) is GRU
+    return (_mode is not False and host_reads.allowed() and _device_ok(x) and type(fwd) is GRU and type(bwd) is GRU
             and _unit_ok(fwd) and _unit_ok(bwd) and fwd.hidden_size == bwd.hidden_size
             and x.dim() == 3 and x.size(0) > 0 and x.size(1) > 0)
 
@@ -230,7 +216,7 @@ def source_applies(cell, px_src: Tensor) -> bool:
     """``cell`` is a plain GRU on ``px_src``'s device (the cyclic models' re-reading unit)."""
     from rnmt.cells.gru import GRU
 
-    return (_mode is not False and _sequences and _device_ok(px_src) and type(cell) is GRU and _unit_ok(cell)
+    return (_mode is not False and host_reads.allowed() and _device_ok(px_src) and type(cell) is GRU and _unit_ok(cell)
             and px_src.dim() == 3 and px_src.size(0) > 0 and px_src.size(1) > 0)
 
 

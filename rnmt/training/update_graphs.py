@@ -24,23 +24,26 @@ addresses and has fixed shapes, so (``train.cuda_graphs: true``):
   nothing to each other (their only outputs, the loss sums, are kept apart), so the pool
   holds about one update's activations, not one per shape.
 
-The GRU's fused CUDA step is kept; its cuDNN sequence calls, which read the sentence
-lengths to the host, are not (`gru_cuda.sequences`). Under bf16 autocast the weights are
-cast inside the graph at every use (autocast's cache of casts does not survive a capture,
-so it is off there). Graphs need a CUDA device, one process, and a model whose step is one
-graph (``compilable_step``; the Cseq2seq re-reading is data-dependent). `declines` says why
-not otherwise.
+Nothing inside reads a value on the host (`rnmt.cells.host_reads`): the step loop masks
+every step instead of asking which hold no padding, and the GRU's cuDNN sequence calls,
+which read the sentence lengths, give way to the step loop (its fused CUDA step is kept).
+Under bf16 autocast the weights are cast inside the graph at every use (autocast's cache of
+casts does not survive a capture, so it is off there). Graphs need a CUDA device, one
+process, and a model whose step is one graph (``compilable_step``; the Cseq2seq re-reading
+is data-dependent). `declines` says why not otherwise.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from rnmt.cells import gru_cuda
+from rnmt.cells import host_reads
 from rnmt.data.collate import Batch
 from rnmt.data.vocab import EOS_ID, PAD_ID
 
@@ -79,6 +82,61 @@ def pad_batch(batch: Batch, shape: Shape) -> Batch:
     return replace(batch, src=src, src_mask=src_mask, src_lens=src_lens,
                    tgt_in=grown(batch.tgt_in, tgt_len, PAD_ID), tgt_out=grown(batch.tgt_out, tgt_len, PAD_ID),
                    tgt_mask=grown(batch.tgt_mask, tgt_len, False))
+
+
+# What reads a tensor's value on the host (a CUDA graph's recording cannot): seen as Python
+# calls, since on the CPU several of them (tolist, cpu, numpy, equal) dispatch no operation
+HOST_READS = frozenset({"item", "tolist", "cpu", "numpy", "__bool__", "__int__", "__float__", "__index__",
+                        "equal", "nonzero", "masked_select", "unique", "unique_consecutive"})
+
+
+class HostReads(TorchFunctionMode):
+    """Counts, within the block, the host reads of tensor values: the calls of `HOST_READS`
+    and any ``aten::_local_scalar_dense`` another operation makes. Code that runs alike on
+    the CPU and a GPU, checked on the CPU, could be recorded into a CUDA graph when the count
+    is 0; ``where`` names the first few reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+        self.where: List[str] = []
+        self._reading = False  # inside a counted call: its own scalar read is not another
+        self._scalars = _ScalarReads(self)
+
+    def seen(self, name: str) -> None:
+        self.count += 1
+        if len(self.where) < 5:
+            self.where.append(name)
+
+    def __enter__(self):
+        self._scalars.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        self._scalars.__exit__(*exc)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", None)
+        if name not in HOST_READS or self._reading:
+            return func(*args, **(kwargs or {}))
+        self.seen(name)
+        self._reading = True
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            self._reading = False
+
+
+class _ScalarReads(TorchDispatchMode):
+    def __init__(self, owner: HostReads) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten._local_scalar_dense.default and not self.owner._reading:
+            self.owner.seen("aten::_local_scalar_dense")
+        return func(*args, **(kwargs or {}))
 
 
 def declines(model: torch.nn.Module, device: torch.device, distributed: bool) -> Optional[str]:
@@ -165,7 +223,7 @@ class UpdateGraphs:
 
     def _forward_backward(self, entry: _Entry) -> Tuple[Tensor, Tensor]:
         x = entry.inputs
-        with gru_cuda.sequences(False):
+        with host_reads.forbidden():
             with torch.autocast(x["src"].device.type, dtype=self.amp_dtype or torch.bfloat16,
                                 enabled=self.amp_dtype is not None, cache_enabled=False):
                 logits = self.model(x["src"], x["src_mask"], x["tgt_in"])

@@ -1,7 +1,7 @@
 """benchmarks/graphed_update.py: the training update a CUDA graph would hold.
 
 On the CPU what can be checked is the precondition of recording it: the update's forward,
-loss, backward and clipping (the GPU's code path, the GRU paths off) read nothing back to
+loss, backward and clipping (the GPU's code path, host reads forbidden) read nothing back to
 the host. On a GPU (`pytest --device cuda -m on_device`) the graph is recorded and replayed,
 and a model trained by replay must end where the eager one does.
 """
@@ -29,7 +29,7 @@ def test_the_update_a_graph_holds_reads_nothing_back_and_replays_the_eager_updat
     assert [row["system"] for row in payload["systems"]] == ["rnnsearch-gru", "atr", "dtmt4"]
     for row in payload["systems"]:
         assert row["host_syncs"] == 0, row["system"]  # else no graph could record the update
-        for variant in ("eager", "eager_gru_paths_off"):
+        for variant in ("eager", "eager_no_host_reads"):
             assert row[variant]["updates"] == 2 and row[variant]["target_tokens_per_s"] > 0
         if device.type == "cuda":
             assert "graph_error" not in row, row.get("graph_error")

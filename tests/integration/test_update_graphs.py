@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from rnmt import deferred_grads, kernels
-from rnmt.cells import gru_cuda
+from rnmt.cells import gru_cuda, host_reads
 from rnmt.data.collate import Batch
 from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rnmt.models.base import RecurrentTranslationModel
@@ -81,7 +81,7 @@ def test_bucket_padding_changes_no_loss_and_no_gradient(path):
         return  # declined by `update_graphs.declines`
     batch = make_batch(1, [6, 4, 5], [3, 5, 2])
     # the code a GPU runs (PyTorch expressions, plain autograd, no cuDNN sequence calls)
-    with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"), gru_cuda.sequences(False):
+    with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"), host_reads.forbidden():
         loss, grads = loss_and_grads(model, batch)
         padded_loss, padded_grads = loss_and_grads(model, pad_batch(batch, bucket_shape(3, 6, 6)))
     torch.testing.assert_close(padded_loss, loss, rtol=1e-5, atol=1e-5)
@@ -224,16 +224,6 @@ def test_what_a_graph_records_reads_nothing_back_to_the_host(path):
     """A graph cannot hold a host read (``.item()``, ``bool(tensor)``: each calls
     ``aten::_local_scalar_dense``): the recorded forward and backward of every model that
     takes the graphs, on the GPU's code path, has none."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class HostReads(TorchDispatchMode):
-        count = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if func is torch.ops.aten._local_scalar_dense.default:
-                HostReads.count += 1
-            return func(*args, **(kwargs or {}))
-
     batch = pad_batch(make_batch(5, [6, 4, 5], [3, 5, 2]), (8, 8, 8))
     for dropout in (0.0, 0.1):  # without dropout the GRU's fused paths apply, with it dropout's draws
         model = tiny(path, dropout=dropout).train()
@@ -242,9 +232,10 @@ def test_what_a_graph_records_reads_nothing_back_to_the_host(path):
         graphs = UpdateGraphs(model, lambda x, t, m: label_smoothed_nll(x, t, m, 0.1), recorder=Rerun)
         entry = update_graphs._Entry(batch, torch.device("cpu"))
         entry.scale.fill_(0.5)
-        with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"), HostReads():
+        reads = update_graphs.HostReads()
+        with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"), reads:
             graphs._forward_backward(entry)
-        assert HostReads.count == 0, dropout
+        assert reads.count == 0, (dropout, reads.where)
 
 
 def test_graphs_run_the_update_under_the_runs_autocast():
@@ -284,3 +275,32 @@ def test_a_failed_recording_leaves_the_update_eager_and_says_so():
     assert lines == [f"train.cuda_graphs: recording failed ({Fails.error}); the updates run eagerly from here"]
     for n, p in model.named_parameters():  # the first batch's eager run and the second's, no more
         torch.testing.assert_close(p.grad, expected[n], rtol=1e-4, atol=1e-6, msg=n)
+
+
+def test_host_reads_counts_the_reads_of_values_on_the_host():
+    x = torch.arange(4.0)
+    reads = update_graphs.HostReads()
+    with reads:
+        y = (x * 2).sum()
+        assert reads.count == 0
+        float(y), bool(x.any()), x.tolist(), x.cpu(), torch.equal(x, x), x.item() if x.numel() == 1 else None
+        torch.nn.functional.embedding(torch.tensor([1]), torch.ones(3, 2), max_norm=1.0)  # none: renorm in C++
+    assert reads.where == ["__float__", "__bool__", "tolist", "cpu", "equal"] and reads.count == 5
+    with reads:
+        torch.tensor([2.0]).item()  # counted once, not again for the scalar read inside
+    assert reads.count == 6
+
+
+@pytest.mark.parametrize("name", ["atr/rnnsearch-atr", "dtmt/dtmt4", "atr/rnnsearch-gru", "survey/luong-general"])
+def test_forbidding_host_reads_changes_no_value(name):
+    """The step loop's every-step masking (and the GRU's step loop instead of cuDNN's
+    sequence call, here its CPU stand-in) computes what the fast paths compute."""
+    model = tiny(REPO / "configs" / "papers" / f"{name}.yaml").train()
+    batch = make_batch(9, [6, 4, 5], [3, 5, 2])  # padding in both directions' walks
+    with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"):
+        loss, grads = loss_and_grads(model, batch)
+        with host_reads.forbidden():
+            loss_f, grads_f = loss_and_grads(model, batch)
+    torch.testing.assert_close(loss_f, loss, rtol=1e-6, atol=1e-6)
+    for n in grads:
+        torch.testing.assert_close(grads_f[n], grads[n], rtol=1e-5, atol=1e-7, msg=n)
