@@ -92,7 +92,7 @@ HOST_READS = frozenset({"item", "tolist", "cpu", "numpy", "__bool__", "__int__",
 
 class HostReads(TorchFunctionMode):
     """Counts, within the block, the host reads of tensor values: the calls of `HOST_READS`
-    and any ``aten::_local_scalar_dense`` another operation makes. Code that runs alike on
+    and the operations of `HOST_READING_OPS` that others make (boolean indexing's nonzero). Code that runs alike on
     the CPU and a GPU, checked on the CPU, could be recorded into a CUDA graph when the count
     is 0; ``where`` names the first few reads."""
 
@@ -128,15 +128,27 @@ class HostReads(TorchFunctionMode):
             self._reading = False
 
 
+# Operations whose CUDA kernels read a value on the host (a scalar, or an output's size)
+HOST_READING_OPS = ("_local_scalar_dense", "nonzero", "masked_select", "equal", "is_nonzero", "_unique",
+                    "_unique2", "unique_dim", "unique_consecutive")
+
+
 class _ScalarReads(TorchDispatchMode):
     def __init__(self, owner: HostReads) -> None:
         super().__init__()
         self.owner = owner
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func is torch.ops.aten._local_scalar_dense.default and not self.owner._reading:
-            self.owner.seen("aten::_local_scalar_dense")
+        name = func.overloadpacket.__name__
+        if not self.owner._reading and (name in HOST_READING_OPS or (name in ("index", "index_put", "index_put_")
+                                                                     and _bool_index(args))):
+            self.owner.seen(f"aten::{name}")
         return func(*args, **(kwargs or {}))
+
+
+def _bool_index(args) -> bool:
+    """A boolean mask among the indices (``x[mask]``): its nonzero sizes the output."""
+    return len(args) > 1 and any(isinstance(i, Tensor) and i.dtype == torch.bool for i in args[1] or ())
 
 
 def declines(model: torch.nn.Module, device: torch.device, distributed: bool) -> Optional[str]:
