@@ -179,7 +179,7 @@ def run_system(system: str, args, device: torch.device, log) -> Dict[str, Any]:
             scan = HostReads()  # the capturable Adam of a GPU reads nothing back; the CPU's Adam does
             with scan:
                 make_update(model, None, cfg.train.clip_norm or 5.0, 0.1)(batches[0])
-            row["host_syncs"] = scan.count
+            row["host_syncs"], row["host_syncs_where"] = scan.count, scan.where
             row["eager_no_host_reads"] = timed(update, batches, args.warmup, args.updates, device, tokens)
             log(f"[{system}] eager, no host reads: {row['eager_no_host_reads']['target_tokens_per_s']:,.0f} tok/s; "
                 f"host syncs in the update: {scan.count}")
