@@ -1,7 +1,8 @@
 """Training and decoding throughput of any config, measured the way users train.
 
 Training: real token batches from the config's corpus, full optimiser steps (forward,
-label-smoothed loss, backward, clipping, Adam); the first ``warmup`` steps are not timed.
+label-smoothed loss, backward, clipping, Adam) in the precision ``train.amp`` resolves to
+(``amp`` in the report); the first ``warmup`` steps are not timed.
 Throughput counts real target tokens (padding excluded) per second.
 
 Decoding: beam search over the first sentences of the dev set (or the training set when the
@@ -36,7 +37,10 @@ def peak_rss_mb() -> float:
 
 
 def train_throughput(model: TranslationModel, corpus, cfg: Config, steps: int, warmup: int,
-                     device: torch.device) -> Dict[str, float]:
+                     device: torch.device, amp_dtype: Optional[torch.dtype] = None) -> Dict[str, float]:
+    """Tokens/s of ``steps`` updates after ``warmup``, under autocast to ``amp_dtype`` if given
+    (`rnmt bench` passes the run's, as `train.amp` resolves it; the speed comparisons of
+    `rnmt reproduce` and the benchmarks time both systems in fp32)."""
     opt = torch.optim.Adam(model.parameters(), lr=cfg.train.lr)
     sampler = TokenBatchSampler(corpus.src_lens, corpus.tgt_lens, cfg.data.batch_tokens, seed=cfg.train.seed)
     batches = iter(sampler)
@@ -50,8 +54,9 @@ def train_throughput(model: TranslationModel, corpus, cfg: Config, steps: int, w
             indices = next(batches)
         batch = collate(corpus, indices, device)
         start = time.perf_counter()
-        logits = model(batch.src, batch.src_mask, batch.tgt_in)
-        loss, _ = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, cfg.train.label_smoothing)
+        with torch.autocast(device.type, dtype=amp_dtype or torch.bfloat16, enabled=amp_dtype is not None):
+            logits = model(batch.src, batch.src_mask, batch.tgt_in)
+            loss, _ = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, cfg.train.label_smoothing)
         (loss / batch.ntokens).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.clip_norm)
         opt.step()
@@ -89,8 +94,9 @@ def benchmark_config(cfg: Config, work_dir: Path, steps: int = 30, warmup: int =
     torch.manual_seed(cfg.train.seed)
     model = setup.model
     report: Dict[str, Any] = {"arch": cfg.model.arch, "cell": cfg.model.cell,
-                              "params": count_parameters(model)["total"], "threads": torch.get_num_threads()}
-    report.update(train_throughput(model, setup.corpus, cfg, steps, warmup, setup.device))
+                              "params": count_parameters(model)["total"], "threads": torch.get_num_threads(),
+                              "amp": "bf16" if setup.amp_dtype is not None else "fp32"}
+    report.update(train_throughput(model, setup.corpus, cfg, steps, warmup, setup.device, setup.amp_dtype))
     src_file = Path(f"{cfg.data.test}.{cfg.data.src}") if cfg.data.test else dev[0]
     sources = [line for line in src_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     sources = sources[:decode_sentences]

@@ -40,6 +40,25 @@ def test_bench_reports_training_and_decoding_throughput(tiny_corpus, tmp_path, c
     assert report["params"] > 0 and report["peak_rss_mb"] > 0
 
 
+@pytest.mark.parametrize("amp, dtype", [("bf16", "torch.bfloat16"), ("none", "torch.float32")])
+def test_bench_trains_in_the_precision_the_run_would(amp, dtype, tiny_corpus, tmp_path, capsys, monkeypatch):
+    import yaml
+
+    from rnmt.bench import throughput
+    from tests.support import tiny_config_tree
+
+    seen = []
+    real = throughput.label_smoothed_nll
+    monkeypatch.setattr(throughput, "label_smoothed_nll", lambda logits, *a: seen.append(str(logits.dtype))
+                        or real(logits, *a))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])))
+    assert main(["bench", str(cfg), "--set", f"train.amp={amp}", "--steps", "1", "--warmup", "0",
+                 "--decode-sentences", "1", "--threads", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"]["amp"] == ("bf16" if amp == "bf16" else "fp32")
+    assert seen == [dtype]
+
+
 # -- bad values: refused when the config loads, before anything is written -----------------
 
 def tiny_config_file(tiny_corpus, tmp_path, **train):
