@@ -1,8 +1,10 @@
 """Training and decoding throughput of any config, measured the way users train.
 
-Training: real token batches from the config's corpus, full optimiser steps (forward,
-label-smoothed loss, backward, clipping, Adam) in the precision ``train.amp`` resolves to
-(``amp`` in the report); the first ``warmup`` steps are not timed.
+Training: the run's own updates on real token batches from the config's corpus
+(`Trainer.train_step`: batch assembly, forward, label-smoothed loss, backward, clipping and
+the config's optimiser, in the precision ``train.amp`` resolves to, ``amp`` in the report,
+with the compiled step or CUDA graphs where the config asks); the first ``warmup`` steps
+are not timed.
 Throughput counts real target tokens (padding excluded) per second.
 
 Decoding: beam search over the first sentences of the dev set (or the training set when the
@@ -37,10 +39,10 @@ def peak_rss_mb() -> float:
 
 
 def train_throughput(model: TranslationModel, corpus, cfg: Config, steps: int, warmup: int,
-                     device: torch.device, amp_dtype: Optional[torch.dtype] = None) -> Dict[str, float]:
-    """Tokens/s of ``steps`` updates after ``warmup``, under autocast to ``amp_dtype`` if given
-    (`rnmt bench` passes the run's, as `train.amp` resolves it; the speed comparisons of
-    `rnmt reproduce` and the benchmarks time both systems in fp32)."""
+                     device: torch.device) -> Dict[str, float]:
+    """Tokens/s of ``steps`` plain fp32 Adam updates of ``model`` after ``warmup``: the same
+    update for every system, which is how `rnmt reproduce` and the benchmarks compare two
+    systems' speed (`update_throughput` times a run's own update)."""
     opt = torch.optim.Adam(model.parameters(), lr=cfg.train.lr)
     sampler = TokenBatchSampler(corpus.src_lens, corpus.tgt_lens, cfg.data.batch_tokens, seed=cfg.train.seed)
     batches = iter(sampler)
@@ -54,9 +56,8 @@ def train_throughput(model: TranslationModel, corpus, cfg: Config, steps: int, w
             indices = next(batches)
         batch = collate(corpus, indices, device)
         start = time.perf_counter()
-        with torch.autocast(device.type, dtype=amp_dtype or torch.bfloat16, enabled=amp_dtype is not None):
-            logits = model(batch.src, batch.src_mask, batch.tgt_in)
-            loss, _ = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, cfg.train.label_smoothing)
+        logits = model(batch.src, batch.src_mask, batch.tgt_in)
+        loss, _ = label_smoothed_nll(logits, batch.tgt_out, batch.tgt_mask, cfg.train.label_smoothing)
         (loss / batch.ntokens).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.train.clip_norm)
         opt.step()
@@ -68,6 +69,28 @@ def train_throughput(model: TranslationModel, corpus, cfg: Config, steps: int, w
             tokens += batch.ntokens
     return {"train_tokens_per_s": tokens / max(seconds, 1e-9), "train_steps": steps,
             "train_seconds": seconds}
+
+
+def update_throughput(trainer: Trainer, steps: int, warmup: int) -> Dict[str, float]:
+    """Tokens/s of ``steps`` of the run's own updates (`Trainer.train_step`: its precision,
+    optimiser, compiled step or CUDA graphs, batch assembly included) after ``warmup``."""
+    def batches():
+        while True:
+            yield from trainer.sampler
+            trainer.sampler.set_epoch(trainer.sampler.epoch + 1)
+
+    source = batches()
+    tokens, seconds = 0, 0.0
+    for i in range(warmup + steps):
+        indices = next(source)
+        start = time.perf_counter()
+        stats = trainer.train_step([indices])
+        if trainer.device.type == "cuda":
+            torch.cuda.synchronize()
+        if i >= warmup:
+            seconds += time.perf_counter() - start
+            tokens += int(stats["ntokens"])
+    return {"train_tokens_per_s": tokens / max(seconds, 1e-9), "train_steps": steps, "train_seconds": seconds}
 
 
 def decode_throughput(translator: Translator, sources: list, beam: int) -> Dict[str, float]:
@@ -96,7 +119,7 @@ def benchmark_config(cfg: Config, work_dir: Path, steps: int = 30, warmup: int =
     report: Dict[str, Any] = {"arch": cfg.model.arch, "cell": cfg.model.cell,
                               "params": count_parameters(model)["total"], "threads": torch.get_num_threads(),
                               "amp": "bf16" if setup.amp_dtype is not None else "fp32"}
-    report.update(train_throughput(model, setup.corpus, cfg, steps, warmup, setup.device, setup.amp_dtype))
+    report.update(update_throughput(setup, steps, warmup))
     src_file = Path(f"{cfg.data.test}.{cfg.data.src}") if cfg.data.test else dev[0]
     sources = [line for line in src_file.read_text(encoding="utf-8").splitlines() if line.strip()]
     sources = sources[:decode_sentences]

@@ -44,12 +44,12 @@ def test_bench_reports_training_and_decoding_throughput(tiny_corpus, tmp_path, c
 def test_bench_trains_in_the_precision_the_run_would(amp, dtype, tiny_corpus, tmp_path, capsys, monkeypatch):
     import yaml
 
-    from rnmt.bench import throughput
+    from rnmt.training import trainer
     from tests.support import tiny_config_tree
 
     seen = []
-    real = throughput.label_smoothed_nll
-    monkeypatch.setattr(throughput, "label_smoothed_nll", lambda logits, *a: seen.append(str(logits.dtype))
+    real = trainer.label_smoothed_nll
+    monkeypatch.setattr(trainer, "label_smoothed_nll", lambda logits, *a: seen.append(str(logits.dtype))
                         or real(logits, *a))
     cfg = tmp_path / "c.yaml"
     cfg.write_text(yaml.safe_dump(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])))
