@@ -128,7 +128,7 @@ def _converged_papers(papers, out_root: Path, seeds) -> tuple:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rnmt.reproduce import PAPERS, Settings, reproduce_paper
+    from rnmt.reproduce import PAPERS, Settings, reproduce_papers
 
     emb, hidden = _dims(args.dims)
     if args.updates is None:
@@ -161,6 +161,5 @@ def run(args: argparse.Namespace) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    for paper in papers:
-        reproduce_paper(paper, settings, Path(args.out), args.data, args.src, args.tgt, systems, log)
+    reproduce_papers(papers, settings, Path(args.out), args.data, args.src, args.tgt, systems, log)
     return 0

@@ -7,7 +7,8 @@ scored with sacrebleu, and ``results/<paper>/README.md`` puts them in a table sh
 the paper's, next to the orderings the paper reports. See docs/reproduce.md.
 """
 
-from rnmt.reproduce.run import Settings, reproduce_paper
+from rnmt.reproduce.run import Settings, reproduce_paper, reproduce_papers
 from rnmt.reproduce.spec import PAPERS, Claim, PaperSpec, SystemSpec, load_paper
 
-__all__ = ["PAPERS", "Claim", "PaperSpec", "SystemSpec", "load_paper", "Settings", "reproduce_paper"]
+__all__ = ["PAPERS", "Claim", "PaperSpec", "SystemSpec", "load_paper", "Settings", "reproduce_paper",
+           "reproduce_papers"]

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -222,18 +224,31 @@ def _worker_command(paper: str, run: Run, settings: Settings, out_root: Path, da
     return [sys.executable, "-m", "rnmt.reproduce.worker", json.dumps(payload)]
 
 
-def _run_side_by_side(paper: str, runs: Sequence[Run], settings: Settings, out_root: Path, data: Optional[str],
-                      src: Optional[str], tgt: Optional[str], command: str, runs_dir: Path,
-                      log: Callable[[str], None], after_each: Callable[[], None]) -> None:
+@dataclass
+class _Job:
+    """One run for the side-by-side pool, with its table's command, runs directory and
+    report rewrite (called after the run finishes)."""
+
+    paper: str
+    run: Run
+    command: str
+    runs_dir: Path
+    after_each: Callable[[], None]
+
+
+def _run_side_by_side(jobs: Sequence[_Job], settings: Settings, out_root: Path, data: Optional[str],
+                      src: Optional[str], tgt: Optional[str], log: Callable[[str], None]) -> None:
     """``settings.jobs`` worker processes, each training and decoding one run at a time
-    (two one-thread runs use two cores better than one two-thread run); each worker's
-    output goes to ``runs/<run>.log``. Raises when a run failed.
+    (two one-thread runs use two cores better than one two-thread run), taking the runs in
+    order across every table given, so that a core freed near the end of one table starts
+    the next table's first run; each worker's output goes to its table's ``runs/<run>.log``.
+    Raises when a run failed.
 
     SIGTERM, SIGINT or SIGHUP to this process stops the table as a sitting ends: it is passed
     on to every worker (each saves a checkpoint and exits), no further run starts, and a
     `UserError` says how to continue. Without this a killed parent would leave its workers
     training on, unseen, and a restart would start a second process on the same runs."""
-    queue = list(runs)
+    queue = list(jobs)
     lock = threading.Lock()
     failed: List[str] = []
     procs: Dict[str, subprocess.Popen] = {}
@@ -251,25 +266,26 @@ def _run_side_by_side(paper: str, runs: Sequence[Run], settings: Settings, out_r
             with lock:
                 if not queue or failed or stopped:
                     return
-                run = queue.pop(0)
+                job = queue.pop(0)
+                run, paper, key = job.run, job.paper, f"{job.paper}/{job.run.name}"
                 # under the lock: two threads' prints would otherwise interleave their newlines
-                log(f"[{paper}/{run.name}] started in its own process (log: runs/{run.name}.log)")
-            with open(runs_dir / f"{run.name}.log", "a", encoding="utf-8") as out:
-                proc = subprocess.Popen(_worker_command(paper, run, settings, out_root, data, src, tgt, command),
+                log(f"[{key}] started in its own process (log: runs/{run.name}.log)")
+            with open(job.runs_dir / f"{run.name}.log", "a", encoding="utf-8") as out:
+                proc = subprocess.Popen(_worker_command(paper, run, settings, out_root, data, src, tgt, job.command),
                                         stdout=out, stderr=subprocess.STDOUT)
-                procs[run.name] = proc
+                procs[key] = proc
                 if stopped:  # the signal came between the check above and the start
                     proc.send_signal(signal.SIGTERM)
                 code = proc.wait()
             with lock:
-                procs.pop(run.name, None)
+                procs.pop(key, None)
                 if stopped:
-                    log(f"[{paper}/{run.name}] stopped (exit {code}); its last checkpoint is kept")
+                    log(f"[{key}] stopped (exit {code}); its last checkpoint is kept")
                 elif code != 0:
-                    failed.append(f"{run.name} (exit {code}, see {runs_dir / (run.name + '.log')})")
+                    failed.append(f"{run.name} (exit {code}, see {job.runs_dir / (run.name + '.log')})")
                 else:
-                    log(f"[{paper}/{run.name}] finished")
-                    after_each()
+                    log(f"[{key}] finished")
+                    job.after_each()
 
     handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     previous = {}
@@ -315,57 +331,98 @@ def reproduce_paper(paper: str, settings: Settings, out_root: Path = Path("resul
                     src: Optional[str] = None, tgt: Optional[str] = None,
                     systems: Optional[Sequence[str]] = None, log: Callable[[str], None] = print) -> dict:
     """Run (or continue) one paper's reproduction and rewrite its README; returns results.json."""
+    return reproduce_papers([paper], settings, out_root, data, src, tgt, systems, log)[0]
+
+
+def reproduce_papers(papers: Sequence[str], settings: Settings, out_root: Path = Path("results"),
+                     data: Optional[str] = None, src: Optional[str] = None, tgt: Optional[str] = None,
+                     systems: Optional[Sequence[str]] = None, log: Callable[[str], None] = print) -> List[dict]:
+    """Run (or continue) the papers' reproductions, rewrite each README; returns each
+    results.json. With ``settings.jobs`` > 1 every table's runs share one pool of workers, in
+    the papers' order (`_run_side_by_side`); with one job they run one after the other."""
     if not settings.seeds:
         raise UserError("at least one seed is needed")
-    spec, out_root, results_dir, runs_dir, corpus = prepare(paper, settings, out_root, data, src, tgt, log)
-    # One command per table at a time: a second (a start repeated by mistake) is refused here,
-    # before it plans runs that the first is training.
-    table_lock = run_lock.hold(results_dir)
+    locks: List[run_lock.RunLock] = []
     try:
-        return _reproduce(spec, settings, out_root, results_dir, runs_dir, corpus, data, src, tgt, systems, log)
+        tables = []
+        for paper in papers:
+            spec, root, results_dir, runs_dir, corpus = prepare(paper, settings, out_root, data, src, tgt, log)
+            # One command per table at a time: a second (a start repeated by mistake) is refused
+            # here, before it plans runs that the first is training.
+            locks.append(run_lock.hold(results_dir))
+            tables.append(_Table.plan(spec, settings, root, results_dir, runs_dir, corpus, data is not None,
+                                      systems, log))
+        jobs = [_Job(t.spec.paper, r, t.command, t.runs_dir, partial(t.rewrite, log)) for t in tables for r in t.todo]
+        if settings.jobs > 1 and len(jobs) > 1:
+            _run_side_by_side(jobs, settings, Path(out_root).resolve(), data, src, tgt, log)
+        else:
+            for table in tables:
+                table.run_here(log)
+        return [table.finish(log) for table in tables]
     finally:
-        table_lock.release()
+        for held in locks:
+            held.release()
 
 
-def _reproduce(spec: PaperSpec, settings: Settings, out_root: Path, results_dir: Path, runs_dir: Path,
-               corpus: Corpus, data: Optional[str], src: Optional[str], tgt: Optional[str],
-               systems: Optional[Sequence[str]], log: Callable[[str], None]) -> dict:
-    chosen = spec.select(systems)
-    check_settings(results_dir, {"corpus": corpus.name, "src": corpus.src, "tgt": corpus.tgt,
-                                 "recipe": spec.recipe,
-                                 **{k: v for k, v in settings.to_dict().items()
-                                    if k not in ("threads", "jobs", "device", "bootstrap", "log_every")}})
-    from rnmt.device import pick_device
+@dataclass
+class _Table:
+    """One paper's table: what it trains, what is left to do, how its report is written."""
 
-    torch.set_num_threads(settings.threads)
-    command = command_line(spec.paper, settings, corpus, data is not None, systems)
-    runs = plan_runs(spec, chosen, settings.seeds)
-    todo = [r for r in runs if not (record_path(results_dir, r).is_file()
-                                    and hyp_path(results_dir, r, corpus.tgt).is_file())]
-    log(f"[{spec.paper}] corpus {corpus.describe()}")
-    log(f"[{spec.paper}] {len(runs)} runs of {len(chosen)} systems, {len(todo)} to do "
-        f"({', '.join(r.name for r in todo) or 'none'}); each trains "
-        + (f"until dev BLEU stops improving (patience {settings.patience}, at most {settings.updates} updates), "
-           if settings.converge else f"{settings.updates} updates, ") +
-        f"{settings.jobs} at a time on {settings.threads} thread(s) each")
-    vocab = shared_vocabulary(corpus, runs_dir, settings, log) if todo else runs_dir / "vocab" / "spm.model"
-    order = display_order(spec, chosen, results_dir, settings.seeds)
+    spec: PaperSpec
+    settings: Settings
+    results_dir: Path
+    runs_dir: Path
+    corpus: Corpus
+    command: str
+    order: List[SystemSpec]
+    todo: List[Run]
+    vocab: Path
 
-    def rewrite() -> None:
-        write_report(spec, order, corpus, results_dir, runs_dir, settings, command, log, gates=False)
+    @classmethod
+    def plan(cls, spec: PaperSpec, settings: Settings, out_root: Path, results_dir: Path, runs_dir: Path,
+             corpus: Corpus, data_given: bool, systems: Optional[Sequence[str]], log: Callable[[str], None]) -> _Table:
+        chosen = spec.select(systems)
+        check_settings(results_dir, {"corpus": corpus.name, "src": corpus.src, "tgt": corpus.tgt,
+                                     "recipe": spec.recipe,
+                                     **{k: v for k, v in settings.to_dict().items()
+                                        if k not in ("threads", "jobs", "device", "bootstrap", "log_every")}})
+        torch.set_num_threads(settings.threads)
+        command = command_line(spec.paper, settings, corpus, data_given, systems)
+        runs = plan_runs(spec, chosen, settings.seeds)
+        todo = [r for r in runs if not (record_path(results_dir, r).is_file()
+                                        and hyp_path(results_dir, r, corpus.tgt).is_file())]
+        log(f"[{spec.paper}] corpus {corpus.describe()}")
+        log(f"[{spec.paper}] {len(runs)} runs of {len(chosen)} systems, {len(todo)} to do "
+            f"({', '.join(r.name for r in todo) or 'none'}); each trains "
+            + (f"until dev BLEU stops improving (patience {settings.patience}, at most {settings.updates} updates), "
+               if settings.converge else f"{settings.updates} updates, ") +
+            f"{settings.jobs} at a time on {settings.threads} thread(s) each")
+        vocab = shared_vocabulary(corpus, runs_dir, settings, log) if todo else runs_dir / "vocab" / "spm.model"
+        order = display_order(spec, chosen, results_dir, settings.seeds)
+        return cls(spec, settings, results_dir, runs_dir, corpus, command, list(order), todo, vocab)
 
-    if settings.jobs > 1 and len(todo) > 1:
-        _run_side_by_side(spec.paper, todo, settings, out_root, data, src, tgt, command, runs_dir, log, rewrite)
-    else:
-        machine = describe_machine(pick_device(settings.device), settings.threads, settings.jobs)
-        provenance = {"commit": code_commit(), "command": command}
-        for r in todo:
-            prefixed = (lambda name: (lambda msg: log(f"[{spec.paper}/{name}] {msg}")))(r.name)
-            run_system(r, spec, corpus, vocab, runs_dir, results_dir, settings, machine, provenance, prefixed)
-            rewrite()
-    summary = write_report(spec, order, corpus, results_dir, runs_dir, settings, command, log)
-    log(f"[{spec.paper}] wrote {results_dir / 'README.md'}")
-    return summary
+    def rewrite(self, log: Callable[[str], None]) -> None:
+        """The README as it stands (between runs; the gates figure waits for the end)."""
+        write_report(self.spec, self.order, self.corpus, self.results_dir, self.runs_dir, self.settings,
+                     self.command, log, gates=False)
+
+    def run_here(self, log: Callable[[str], None]) -> None:
+        """The runs left, one after the other in this process."""
+        from rnmt.device import pick_device
+
+        machine = describe_machine(pick_device(self.settings.device), self.settings.threads, self.settings.jobs)
+        provenance = {"commit": code_commit(), "command": self.command}
+        for r in self.todo:
+            prefixed = (lambda name: (lambda msg: log(f"[{self.spec.paper}/{name}] {msg}")))(r.name)
+            run_system(r, self.spec, self.corpus, self.vocab, self.runs_dir, self.results_dir, self.settings,
+                       machine, provenance, prefixed)
+            self.rewrite(log)
+
+    def finish(self, log: Callable[[str], None]) -> dict:
+        summary = write_report(self.spec, self.order, self.corpus, self.results_dir, self.runs_dir, self.settings,
+                               self.command, log)
+        log(f"[{self.spec.paper}] wrote {self.results_dir / 'README.md'}")
+        return summary
 
 
 def run_one(paper: str, system: str, seed: int, settings: Settings, out_root: Path, data: Optional[str],

@@ -102,3 +102,34 @@ def test_a_second_command_on_a_table_in_work_is_refused(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_one_pool_serves_every_table_so_a_freed_core_starts_the_next_tables_run(tmp_path, monkeypatch):
+    """`reproduce all --jobs 2`: a worker freed near the end of one table takes the next
+    table's first run instead of idling until the table's last run ends (stand-in workers
+    that sleep, in place of training)."""
+    import sys
+    import time
+    from pathlib import Path
+
+    from rnmt.reproduce import run as reproduce_run
+    from rnmt.reproduce.system import Run
+
+    seconds = {"a1": 2.0, "a2": 0.2, "b1": 0.2}
+    monkeypatch.setattr(reproduce_run, "_worker_command", lambda paper, run, *rest: [
+        sys.executable, "-c", f"import time; time.sleep({seconds[run.name]})"])
+    finished = []
+
+    def job(paper, name):
+        return reproduce_run._Job(paper, Run(system=None, seed=1, name=name), "cmd", Path(tmp_path),
+                                  lambda: finished.append((paper, name, time.monotonic())))
+
+    log = MessageLog()
+    start = time.monotonic()
+    reproduce_run._run_side_by_side([job("a", "a1"), job("a", "a2"), job("b", "b1")],
+                                    tiny_reproduction_settings(jobs=2), tmp_path, None, None, None, log)
+    when = {name: t - start for _, name, t in finished}
+    assert [p for p, _, _ in finished] == ["a", "b", "a"]  # each table's report rewritten after its own run
+    assert when["b1"] < 1.5 < when["a1"]  # b1 ran while a1 was still training
+    assert sum("started in its own process" in m for m in log) == 3
+    assert any(m.startswith("[b/b1] finished") for m in log)
