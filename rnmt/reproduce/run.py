@@ -355,10 +355,12 @@ def reproduce_papers(papers: Sequence[str], settings: Settings, out_root: Path =
         jobs = [_Job(t.spec.paper, r, t.command, t.runs_dir, partial(t.rewrite, log)) for t in tables for r in t.todo]
         if settings.jobs > 1 and len(jobs) > 1:
             _run_side_by_side(jobs, settings, Path(out_root).resolve(), data, src, tgt, log)
-        else:
-            for table in tables:
-                table.run_here(log)
-        return [table.finish(log) for table in tables]
+            return [table.finish(log) for table in tables]
+        summaries = []
+        for table in tables:  # one after the other: each table's final report as soon as it is done
+            table.run_here(log)
+            summaries.append(table.finish(log))
+        return summaries
     finally:
         for held in locks:
             held.release()
