@@ -169,12 +169,6 @@ def make_trainer(config: str, overrides: List[str], work: Path):
     return Trainer(cfg, work, log=lambda *_: None)
 
 
-def batches_forever(sampler):
-    while True:
-        yield from sampler
-        sampler.set_epoch(sampler.epoch + 1)
-
-
 def timed_updates(trainer, batches, device: torch.device, warmup: int, steps: int, seconds: float,
                   log: Callable[[str], None]) -> Dict[str, Any]:
     """``warmup`` untimed updates (at most half of ``seconds``, at least one), then updates
@@ -327,7 +321,7 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
     trainer = make_trainer(config, overrides, work / f"{name}-{precision}")
     row["parameters"] = count_parameters(trainer.model)["total"]
     row["amp"] = "bf16" if trainer.amp_dtype is not None else "fp32"
-    batches = batches_forever(trainer.sampler)
+    batches = trainer.sampler.forever()
     row["train"] = timed_updates(trainer, batches, device, args.warmup, args.steps, args.seconds, log)
     row["train"].update(memory(device))
     graphs = getattr(trainer, "update_graphs", None)
@@ -418,7 +412,7 @@ def run_paper_system(name: str, precision: str, args, prepared: Path, work: Path
     else:
         sampler = trainer.sampler
     trainer.sampler = sampler
-    batches = batches_forever(sampler)
+    batches = sampler.forever()
     row["train"] = timed_updates(trainer, batches, device, args.paper_warmup, args.paper_steps, args.paper_seconds,
                                  log)
     row["train"].update(memory(device))

@@ -74,12 +74,7 @@ def train_throughput(model: TranslationModel, corpus, cfg: Config, steps: int, w
 def update_throughput(trainer: Trainer, steps: int, warmup: int) -> Dict[str, float]:
     """Tokens/s of ``steps`` of the run's own updates (`Trainer.train_step`: its precision,
     optimiser, compiled step or CUDA graphs, batch assembly included) after ``warmup``."""
-    def batches():
-        while True:
-            yield from trainer.sampler
-            trainer.sampler.set_epoch(trainer.sampler.epoch + 1)
-
-    source = batches()
+    source = trainer.sampler.forever()
     tokens, seconds = 0, 0.0
     for i in range(warmup + steps):
         indices = next(source)

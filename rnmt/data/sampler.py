@@ -242,6 +242,17 @@ class TokenBatchSampler:
             yield indices
         self.epoch, self.position = epoch + 1, 0
 
+    def forever(self) -> Iterator[List[int]]:
+        """This epoch's batches, then every later epoch's, without end (for timing updates):
+        iteration itself moves to the next epoch when one ends."""
+        while True:
+            drawn = False
+            for indices in self:
+                drawn = True
+                yield indices
+            if not drawn:
+                raise UserError(f"epoch {self.epoch - 1} has no batch: no training pair was drawn")
+
     def set_epoch(self, epoch: int) -> None:
         """Start iteration at the beginning of `epoch`."""
         self.epoch, self.position = int(epoch), 0

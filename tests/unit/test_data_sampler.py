@@ -119,3 +119,10 @@ def test_sharded_iteration_resumes_per_rank():
     resumed = sampler(rank=1, world_size=2)
     resumed.load_state_dict(s.state_dict())
     assert head + list(resumed) == list(sampler().batches(0, rank=1, world_size=2))
+def test_forever_runs_through_every_epoch_in_turn():
+    s = TokenBatchSampler([3] * 10, [3] * 10, 12, shuffle=True, seed=1)
+    epoch0, epoch1 = list(s.epoch_batches(0)), list(s.epoch_batches(1))
+    it = s.forever()
+    drawn = [next(it) for _ in range(len(epoch0) + len(epoch1) + 1)]
+    assert drawn[: len(epoch0)] == epoch0 and drawn[len(epoch0): -1] == epoch1  # no epoch skipped
+    assert drawn[-1] == list(s.epoch_batches(2))[0] and s.epoch == 2
