@@ -80,7 +80,7 @@ def fuses(cell) -> bool:
 
 def step_applies(cell, px: Tensor, state: Tensor) -> bool:
     """The fused CUDA step computes ``cell.step(px, state)`` here."""
-    return _mode is not False and _device_ok(state) and _unit_ok(cell)
+    return fuses(cell) and _device_ok(state)
 
 
 _SIGNS: Dict[Tuple[int, torch.device], Tensor] = {}

@@ -75,9 +75,18 @@ class TranslationModel(nn.Module):
         to its steps), computed with ``forward``'s all-positions products."""
         return torch.log_softmax(self(src, src_mask, tgt_in).float(), dim=-1)
 
+    compilable_step: bool = False  # teacher forcing's step is one fixed graph (no step loop here)
+
     def compile_step(self) -> bool:
         """Compile teacher forcing's per-position step (`RecurrentTranslationModel.compile_step`);
         False, compiling nothing, for a model without such a loop."""
+        return False
+
+    def step_fused_on_cuda(self) -> bool:
+        """Whether teacher forcing's step already runs its units as one fused kernel each on a
+        GPU, so that ``train.compile_step: auto`` leaves it eager: on an H200 compiling
+        RNNSearch-GRU's step (the fused GRU cell twice) halved its training rate, while ATR's,
+        DTMT#1's and DTMT#4's gained 1.2-1.3x (results/gpu/, docs/performance.md "On a GPU")."""
         return False
 
     def reports(self) -> Reports:
@@ -127,13 +136,6 @@ class RecurrentTranslationModel(TranslationModel):
             return False
         self._compiled_transition = torch.compile(self.transition, dynamic=True)
         return True
-
-    def step_fused_on_cuda(self) -> bool:
-        """Whether teacher forcing's step already runs its units as one fused kernel each on a
-        GPU, so that ``train.compile_step: auto`` leaves it eager: on an H200 compiling
-        RNNSearch-GRU's step (the fused GRU cell twice) halved its training rate, while ATR's,
-        DTMT#1's and DTMT#4's gained 1.2-1.3x (results/gpu/, docs/performance.md "On a GPU")."""
-        return False
 
     def target_inputs(self, tokens: Tensor, positions: Tensor) -> TensorDict:
         raise NotImplementedError

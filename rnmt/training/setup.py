@@ -31,7 +31,7 @@ from rnmt.device import pick_device, rank_device
 from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
-from rnmt.models.base import RecurrentTranslationModel, TranslationModel, uniform_init_
+from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.training import run_lock
 from rnmt.training.checkpoint import atomic_write_text, load_train_state
 from rnmt.training.distributed import DistContext, init_distributed
@@ -245,7 +245,7 @@ def auto_compile_declines(model: TranslationModel, device: torch.device) -> Opti
     GRU's, already one fused kernel each way, at half the rate: results/gpu/)."""
     if device.type != "cuda":
         return "not on a GPU: the CPU's step is matrix products and rnmt's C++ kernels"
-    if not isinstance(model, RecurrentTranslationModel) or not model.compilable_step:
+    if not model.compilable_step:
         return "no step loop, or a data-dependent one"
     if model.step_fused_on_cuda():
         return "its units' steps are fused GPU kernels already"

@@ -153,13 +153,11 @@ def _bool_index(args) -> bool:
 
 def declines(model: torch.nn.Module, device: torch.device, distributed: bool) -> Optional[str]:
     """Why ``train.cuda_graphs`` cannot replay this run's updates, or None."""
-    from rnmt.models.base import RecurrentTranslationModel
-
     if device.type != "cuda":
         return "CUDA graphs need a CUDA device"
     if distributed:
         return "one process only (DDP's gradient hooks run outside a graph)"
-    if not isinstance(model, RecurrentTranslationModel) or not model.compilable_step:
+    if not getattr(model, "compilable_step", False):
         return "the model's update is not one fixed graph (no step loop, or a data-dependent one)"
     return None
 
@@ -207,9 +205,11 @@ class CudaGraphRecorder:
 
 
 class _Entry:
-    def __init__(self, padded: Batch, device: torch.device) -> None:
-        self.inputs = {k: getattr(padded, k).clone() for k in INPUTS}
-        self.scale = torch.zeros((), device=device)
+    """A batch's input buffers and loss scale (a graph reads these addresses), and its graph."""
+
+    def __init__(self, batch: Batch, scale: float) -> None:
+        self.inputs = {k: getattr(batch, k).clone() for k in INPUTS}
+        self.scale = torch.full((), scale, device=batch.src.device)
         self.graph = None
 
 
@@ -247,9 +247,7 @@ class UpdateGraphs:
         """Accumulate ``scale`` times the gradient of the batch's loss sum into ``.grad``;
         return (loss sum, nll sum), valid until the next call."""
         if self.failed is not None:
-            entry = _Entry(batch, batch.src.device)
-            entry.scale.fill_(scale)
-            return self._forward_backward(entry)
+            return self._forward_backward(_Entry(batch, scale))
         shape = bucket_shape(batch.src.size(0), batch.src.size(1), batch.tgt_in.size(1))
         padded = pad_batch(batch, shape)
         entry = self.entries.get(shape)
@@ -257,8 +255,7 @@ class UpdateGraphs:
             for p in self.model.parameters():  # the graph accumulates into fixed addresses
                 if p.requires_grad and p.grad is None:
                     p.grad = torch.zeros_like(p)
-            entry = _Entry(padded, padded.src.device)
-            entry.scale.fill_(scale)
+            entry = _Entry(padded, scale)
             entry.graph = graph = self.recorder(lambda: self._forward_backward(entry))
             if getattr(graph, "error", None) is not None:
                 self.failed = graph.error  # type: ignore[attr-defined]

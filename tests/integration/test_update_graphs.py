@@ -230,8 +230,7 @@ def test_what_a_graph_records_reads_nothing_back_to_the_host(path):
         if update_graphs.declines(model, torch.device("cuda"), False) is not None:
             return
         graphs = UpdateGraphs(model, lambda x, t, m: label_smoothed_nll(x, t, m, 0.1), recorder=Rerun)
-        entry = update_graphs._Entry(batch, torch.device("cpu"))
-        entry.scale.fill_(0.5)
+        entry = update_graphs._Entry(batch, 0.5)
         reads = update_graphs.HostReads()
         with kernels.use(False), deferred_grads.enabled(False), gru_cuda.use("everywhere"), reads:
             graphs._forward_backward(entry)
