@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import torch
-
-from rnmt.errors import UserError
+from rnmt.commands import checks
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,10 +32,8 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.data import read_lines
     from rnmt.evaluation.textfiles import check_same_length
 
-    if args.batch_tokens < 1:
-        raise UserError(f"--batch-tokens must be at least 1, got {args.batch_tokens}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    checks.at_least(args, 1, "batch_tokens")
+    checks.use_threads(args.threads)
     src_lines, tgt_lines = read_lines(args.src), read_lines(args.tgt)
     check_same_length(args.src, src_lines, args.tgt, tgt_lines)
     model = load(args.model, args.device)

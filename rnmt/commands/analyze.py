@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-
+from rnmt.commands import checks
 from rnmt.errors import UserError
 
 
@@ -35,14 +34,9 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.evaluation.textfiles import check_same_length
     from rnmt.models import load_model
 
-    if args.max_sentences < 0:
-        raise UserError(f"--max-sentences must be at least 0, got {args.max_sentences}")
-    for name in ("beam", "batch_tokens"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    checks.at_least(args, 0, "max_sentences")
+    checks.at_least(args, 1, "beam", "batch_tokens")
+    checks.use_threads(args.threads)
     src_lines = read_lines(args.src)
     tgt_lines = None
     if args.tgt:

@@ -6,8 +6,7 @@ import argparse
 import json
 import tempfile
 
-import torch
-
+from rnmt.commands import checks
 from rnmt.config import load_config
 
 
@@ -29,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    torch.set_num_threads(args.threads)
+    checks.use_threads(args.threads)
     report = {}
     if args.config:
         from rnmt.bench.throughput import benchmark_config

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rnmt.commands import checks
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="YAML config file")
@@ -36,12 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.config import load_config
     from rnmt.errors import UserError
 
-    if args.steps < 1:
-        raise UserError(f"--steps must be at least 1, got {args.steps}")
-    if args.steps_per_epoch < 1:
-        raise UserError(f"--steps-per-epoch must be at least 1, got {args.steps_per_epoch}")
-    if args.replicas is not None and args.replicas < 1:
-        raise UserError(f"--replicas must be at least 1, got {args.replicas}")
+    checks.at_least(args, 1, "steps", "steps_per_epoch", "replicas")
     cfg = load_config(args.config, args.overrides)
     if args.replicas is not None:
         cfg.train.replicas = args.replicas

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from rnmt.commands import checks
 from rnmt.errors import UserError
 
 # The papers, 'all' of them, and rnmt's own protocols run the same way (bf16: precision parity).
@@ -139,10 +140,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--dev-sentences must be 0 (all) or more, got {args.dev_sentences}")
     if not args.converge and (args.patience, args.plateau_patience) != (4, 2):
         raise UserError("--patience and --plateau-patience belong to --converge")
-    for name in ("updates", "jobs", "vocab_size", "validate_every", "threads", "bootstrap", "patience",
-                 "plateau_patience"):
-        if getattr(args, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    checks.at_least(args, 1, "updates", "jobs", "vocab_size", "validate_every", "threads", "bootstrap", "patience",
+                    "plateau_patience")
     seeds = _seeds(args.seeds)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     papers = PAPERS if args.paper == "all" else (args.paper,)

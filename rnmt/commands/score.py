@@ -12,9 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import torch
-
-from rnmt.errors import UserError
+from rnmt.commands import checks
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,14 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.commands.translate_stream import AlignedLines, open_output
     from rnmt.data.streaming import LineSource
 
-    for name in ("batch_tokens", "chunk_lines"):
-        if getattr(args, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    checks.at_least(args, 1, "batch_tokens", "chunk_lines", "threads")
     source = LineSource(args.src)
     try:
         targets = AlignedLines(args.tgt, "--tgt", source.name, source.remaining_lines())
-        if args.threads:
-            torch.set_num_threads(args.threads)
+        checks.use_threads(args.threads)
         model = load(args.model, args.device)
         out = open_output(args.output)
         try:

@@ -11,6 +11,8 @@ import os
 import signal
 import sys
 
+from rnmt.commands import checks
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="YAML config file or built-in config name (quickstart, atr/rnnsearch-atr)")
@@ -31,10 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import train
-    from rnmt.errors import UserError
 
-    if args.accumulate is not None and args.accumulate < 1:
-        raise UserError(f"--accumulate must be at least 1, got {args.accumulate}")
+    checks.at_least(args, 1, "accumulate")
     overrides = list(args.overrides)
     if args.accumulate is not None:
         overrides.append(f"train.accumulate={args.accumulate}")

@@ -17,6 +17,7 @@ import sys
 
 import torch
 
+from rnmt.commands import checks
 from rnmt.errors import UserError
 from rnmt.search.limits import MAX_OUTPUT_TOKENS
 
@@ -75,11 +76,9 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.search.sampling import sampling_options
 
     # before the model loads, in option terms
-    for name, low in (("beam", 1), ("nbest", 1), ("batch_tokens", 1), ("chunk_lines", 1), ("max_output_tokens", 1),
-                      ("max_input_tokens", 2), ("no_repeat_ngram", 0)):
-        value = getattr(args, name)
-        if value is not None and value < low:
-            raise UserError(f"--{name.replace('_', '-')} must be at least {low}, got {value}")
+    checks.at_least(args, 1, "beam", "nbest", "batch_tokens", "chunk_lines", "max_output_tokens", "threads")
+    checks.at_least(args, 2, "max_input_tokens")
+    checks.at_least(args, 0, "no_repeat_ngram")
     for name in ("alpha", "max_len_ratio"):
         value = getattr(args, name)
         if value is not None and not 0 <= value < float("inf"):  # NaN fails too
@@ -89,8 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.constraints and args.sample:
         raise UserError("--constraints need a search: they do not combine with --sample")
     inputs = Inputs(args)  # a missing input or a prefix file of another length: before the model loads
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    checks.use_threads(args.threads)
     model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
     if args.int8:
         from rnmt import int8

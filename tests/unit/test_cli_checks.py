@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from rnmt.cli import main
 from tests.support import REPO, assert_one_line
 
@@ -41,3 +43,18 @@ def test_a_key_with_any_line_break_or_control_character_stays_on_one_line(capsys
         assert main(["params", "quickstart", "--set", f"model.options.{char}0=1"]) == 2
         err = capsys.readouterr().err
         assert_one_line(err, "model.options." + char.encode("unicode_escape").decode("ascii") + "0")
+
+
+@pytest.mark.parametrize("command", [
+    ["translate", "--model", "no-model"],
+    ["score", "--model", "no-model", "--src", "no-src", "--tgt", "no-tgt"],
+    ["align", "--model", "no-model", "--src", "no-src", "--tgt", "no-tgt"],
+    ["analyze", "--model", "no-model", "--src", "no-src", "--tgt", "no-tgt", "--out", "no-out"],
+    ["bench"],
+])
+@pytest.mark.parametrize("threads", ["0", "-1"])
+def test_threads_below_one_are_refused_in_one_line_before_any_file_is_read(capsys, command, threads):
+    # torch.set_num_threads(-1) raised a RuntimeError (a traceback, exit code 1), and 0 meant
+    # "torch's default" in four commands but was refused by `rnmt serve`
+    assert main([*command, "--threads", threads]) == 2
+    assert_one_line(capsys.readouterr().err, f"--threads must be at least 1, got {threads}")
