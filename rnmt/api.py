@@ -188,10 +188,11 @@ class Model:
         pieces) or ``update-gate`` (a cyclic model's per-source update gates). Without
         ``threshold`` each target word links to its best source word; with it, to every
         source word scoring at least ``threshold``. A blank side gives no links."""
-        from rnmt.analysis.align import word_alignment
+        from rnmt.analysis.align import check_threshold, word_alignment
 
         if source not in ("attention", "update-gate"):
             raise UserError(f"source must be attention or update-gate, got {source!r}")
+        check_threshold(threshold)
         _check_pairs(src, tgt)
         v = self.loaded
         keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]

@@ -27,12 +27,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rnmt.analysis.align import check_threshold
     from rnmt.analysis.words import format_pharaoh, word_index_of_pieces
     from rnmt.api import load
     from rnmt.data import read_lines
     from rnmt.evaluation.textfiles import check_same_length
 
     checks.at_least(args, 1, "batch_tokens")
+    check_threshold(args.threshold, "--threshold")
     checks.use_threads(args.threads)
     src_lines, tgt_lines = read_lines(args.src), read_lines(args.tgt)
     check_same_length(args.src, src_lines, args.tgt, tgt_lines)

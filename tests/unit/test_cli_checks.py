@@ -58,3 +58,21 @@ def test_threads_below_one_are_refused_in_one_line_before_any_file_is_read(capsy
     # "torch's default" in four commands but was refused by `rnmt serve`
     assert main([*command, "--threads", threads]) == 2
     assert_one_line(capsys.readouterr().err, f"--threads must be at least 1, got {threads}")
+
+
+@pytest.mark.parametrize("threshold", ["-0.1", "1.5", "nan", "inf"])
+def test_an_alignment_threshold_outside_0_1_is_refused_before_any_file_is_read(capsys, threshold):
+    # the scores it is compared with lie in [0, 1]: NaN or 1.5 linked nothing, -0.1 everything
+    assert main(["align", "--model", "no-model", "--src", "no-src", "--tgt", "no-tgt", "--threshold", threshold]) == 2
+    assert_one_line(capsys.readouterr().err, "--threshold must be a number in [0, 1]")
+
+
+def test_the_api_refuses_the_same_thresholds():
+    from rnmt.analysis.align import check_threshold
+    from rnmt.errors import UserError
+
+    for ok in (None, 0.0, 0.3, 1.0):
+        check_threshold(ok)
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(UserError, match="threshold must be a number in"):
+            check_threshold(bad)
