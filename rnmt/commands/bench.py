@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    checks.at_least(args, 1, "steps", "beam", "unit_batch", "unit_length", "unit_size")
+    checks.at_least(args, 0, "warmup", "decode_sentences")
     checks.use_threads(args.threads)
     report = {}
     if args.config:

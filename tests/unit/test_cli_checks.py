@@ -76,3 +76,10 @@ def test_the_api_refuses_the_same_thresholds():
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(UserError, match="threshold must be a number in"):
             check_threshold(bad)
+
+
+@pytest.mark.parametrize("option, value, low", [("--steps", "0", 1), ("--beam", "0", 1), ("--unit-size", "0", 1),
+                                               ("--warmup", "-1", 0), ("--decode-sentences", "-1", 0)])
+def test_bench_refuses_counts_out_of_range_before_building_anything(capsys, option, value, low):
+    assert main(["bench", "quickstart", option, value]) == 2
+    assert_one_line(capsys.readouterr().err, f"{option} must be at least {low}, got {value}")
