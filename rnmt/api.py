@@ -54,7 +54,7 @@ class Score:
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
 # beyond beam, nbest, alpha
 SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens",
-                  "no_repeat_ngram"}
+                  "no_repeat_ngram", "min_output_tokens"}
 SAMPLING_OPTIONS = {"sample", "topk", "topp", "temperature", "seed", "line_offset"}
 OUTPUT_OPTIONS = {"prefix", "token_scores", "constraints"}
 
@@ -90,7 +90,8 @@ class Model:
         ``max_input_tokens`` (a longer line is translated in pieces joined into one, with
         a `rnmt.errors.LongLineWarning`; default: the longest source whose output the cap
         does not cut), ``no_repeat_ngram`` (N: no output repeats an N-subword sequence;
-        `rnmt.search.repeats`). Blank lines give empty translations.
+        `rnmt.search.repeats`), ``min_output_tokens`` (N: no output ends before N subwords,
+        `rnmt.search.min_length`). Blank lines give empty translations.
 
         ``sample=True`` draws each word instead of searching (``nbest`` samples per line),
         with ``topk``, ``topp``, ``temperature`` and ``seed`` (the same seed gives the same

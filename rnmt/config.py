@@ -260,6 +260,7 @@ class SearchConfig:
     batch_tokens: Annotated[int, AT_LEAST_1] = 4000
     nbest: Annotated[int, AT_LEAST_1] = 1
     no_repeat_ngram: Annotated[int, NON_NEGATIVE] = 0  # block any n-gram of this many subwords repeating; 0: off
+    min_output_tokens: Annotated[int, NON_NEGATIVE] = 0  # no output ends before this many subwords; 0: off
 
 
 @dataclass

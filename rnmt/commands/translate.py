@@ -38,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-tokens", type=int, help="source tokens per decoding batch")
     p.add_argument("--no-repeat-ngram", type=int, metavar="N",
                    help="no output contains the same N subwords twice (default from the model's config; 0: off)")
+    p.add_argument("--min-output-tokens", type=int, metavar="N",
+                   help="no output ends before N subwords, so none is empty (default from the model's config; "
+                        "0: off)")
     p.add_argument("--max-output-tokens", type=int, default=MAX_OUTPUT_TOKENS, metavar="N",
                    help=f"longest output in subwords, whatever the source length (default {MAX_OUTPUT_TOKENS}, "
                         f"as rnmt serve)")
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     # before the model loads, in option terms
     checks.at_least(args, 1, "beam", "nbest", "batch_tokens", "chunk_lines", "max_output_tokens", "threads")
     checks.at_least(args, 2, "max_input_tokens")
-    checks.at_least(args, 0, "no_repeat_ngram")
+    checks.at_least(args, 0, "no_repeat_ngram", "min_output_tokens")
     for name in ("alpha", "max_len_ratio"):
         value = getattr(args, name)
         if value is not None and not 0 <= value < float("inf"):  # NaN fails too
@@ -102,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                    normalize=args.normalize, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
                    max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,
                    sample=args.sample, topk=args.topk, topp=args.topp, temperature=args.temperature,
-                   seed=args.seed, token_scores=args.scores, no_repeat_ngram=args.no_repeat_ngram)
+                   seed=args.seed, token_scores=args.scores, no_repeat_ngram=args.no_repeat_ngram,
+                   min_output_tokens=args.min_output_tokens)
     with step_graphs.use(args.cuda_graphs is not False):  # searches on CUDA without autocast only (step_graphs.applies)
         return translate_stream(model, inputs, args, options)

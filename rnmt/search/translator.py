@@ -22,6 +22,7 @@ from rnmt.models.base import TranslationModel
 from rnmt.search.beam import SearchHypothesis, beam_search, greedy_search
 from rnmt.search.constraints import constrained_beam_search, constraint_lengths, encode_constraints
 from rnmt.search.limits import ends_sentence, output_limits, split_source
+from rnmt.search.min_length import with_min_length
 from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
 from rnmt.search.repeats import with_repeats_blocked
 from rnmt.search.sampling import Sampling, sample_search
@@ -116,6 +117,7 @@ class Translator:
                     room = torch.tensor([p + c + 1 for p, c in zip(prefix_len, constraint_lengths(batch_constraints))],
                                         dtype=max_len.dtype, device=max_len.device)
                     max_len = torch.maximum(max_len, room)
+                model = with_min_length(model, opts.min_output_tokens, max_len)
                 model = with_repeats_blocked(model, opts.no_repeat_ngram, max_len)
                 if constrained:
                     nbest = constrained_beam_search(model, src, mask, max_len, batch_constraints,

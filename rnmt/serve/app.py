@@ -121,6 +121,7 @@ class TranslationService:
             results = self.translator.translate(lines, return_attention=options.return_alignment,
                                                 beam=options.beam, alpha=options.alpha, nbest=options.nbest,
                                                 no_repeat_ngram=options.no_repeat_ngram,
+                                                min_output_tokens=options.min_output_tokens,
                                                 max_output=self.max_output, should_stop=should_stop,
                                                 constraints=constraints)
         return [_result(line, nbest, options) for line, nbest in zip(lines, results)]
@@ -273,7 +274,7 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
         lines = body.lines()
         constrained = body.constraints is not None and any(body.phrases())
         options = SearchOptions(beam=body.beam, alpha=body.alpha, nbest=body.nbest,
-                                no_repeat_ngram=body.no_repeat_ngram,
+                                no_repeat_ngram=body.no_repeat_ngram, min_output_tokens=body.min_output_tokens,
                                 return_alignment=body.return_alignment, constrained=constrained)
         if not any(line.strip() for line in lines):  # nothing for the model to do
             items = [{"source": line, "text": "", "score": 0.0} for line in lines]
@@ -347,7 +348,8 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
             "hidden_size": cfg.model.hidden_size,
             "step": loaded.meta.get("step"), "dev_bleu": loaded.meta.get("dev_bleu"),
             "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "nbest": cfg.search.nbest,
-                       "no_repeat_ngram": cfg.search.no_repeat_ngram},
+                       "no_repeat_ngram": cfg.search.no_repeat_ngram,
+                       "min_output_tokens": cfg.search.min_output_tokens},
             "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
             "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
                        "max_chars": settings.max_chars, "max_beam": settings.max_beam,

@@ -37,6 +37,7 @@ class SearchOptions:
     alpha: Optional[float] = None
     nbest: Optional[int] = None
     no_repeat_ngram: Optional[int] = None
+    min_output_tokens: Optional[int] = None
     return_alignment: bool = False
     constrained: bool = False  # the constrained search costs more: such requests batch together
 

@@ -32,6 +32,8 @@ def make_translate_request(settings: ServeSettings) -> type:
                                      description="number of hypotheses per segment")
         no_repeat_ngram: Optional[int] = Field(None, ge=0, le=32,
                                                description="no output repeats a run of this many subwords (0: off)")
+        min_output_tokens: Optional[int] = Field(None, ge=0, le=settings.max_output_tokens,
+                                                 description="no output ends before this many subwords (0: off)")
         return_alignment: bool = Field(False, description="return the attention matrix of the best hypothesis")
         constraints: Optional[List[Union[Text, List[Text]]]] = Field(
             None, max_length=max(settings.max_constraints, settings.max_texts),

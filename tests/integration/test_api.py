@@ -75,6 +75,23 @@ def test_score_agrees_with_teacher_forcing(tiny_run):
     assert model.translate(["", "sea la luz"])[0] == ""
 
 
+def test_min_output_tokens_reaches_every_search(tiny_run, monkeypatch):
+    # the tiny model always runs to the length limit, so the searches' own behaviour is
+    # tested on a peaked model (tests/unit/test_min_length.py); here, that the option arrives
+    from rnmt.search import translator
+
+    seen = []
+    wrap = translator.with_min_length
+    monkeypatch.setattr(translator, "with_min_length", lambda m, n, max_len: seen.append(n) or wrap(m, n, max_len))
+    model = rnmt.load(tiny_run, device="cpu")
+    lines = ["sea la luz", "hola"]
+    for options in ({}, {"beam": 1}, {"sample": True, "seed": 3}, {"constraints": [["the"], []]}):
+        outputs = model.translate(lines, min_output_tokens=4, token_scores=True, **options)
+        assert seen.pop() == 4 and all(len(h.pieces) >= 4 + 1 for h in outputs), options  # pieces and </s>
+    model.translate(lines)
+    assert seen.pop() == 0  # the model's config: off
+
+
 def test_api_errors_are_user_errors(tiny_run):
     model = rnmt.load(tiny_run, device="cpu")
     with pytest.raises(rnmt.UserError, match="2 source sentences but 1 target"):
@@ -83,6 +100,8 @@ def test_api_errors_are_user_errors(tiny_run):
         model.translate(["a"], bem=3)
     with pytest.raises(rnmt.UserError, match="'beam' must be at least 1"):
         model.translate(["a"], beam=0)
+    with pytest.raises(rnmt.UserError, match="'min_output_tokens' must be"):
+        model.translate(["a"], min_output_tokens=-1)
     with pytest.raises(rnmt.UserError, match="no such file|not found"):
         rnmt.load(tiny_run / "missing.safetensors")
     with pytest.raises(rnmt.UserError, match="reference 1"):

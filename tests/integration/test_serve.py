@@ -96,6 +96,17 @@ def test_no_repeat_ngram_reaches_the_search(client, tiny_run):
     assert r.status_code == 200 and [t["text"] for t in r.json()["translations"]] == blocked
 
 
+def test_min_output_tokens_reaches_the_search(client, monkeypatch):
+    from rnmt.search import translator
+
+    seen = []
+    wrap = translator.with_min_length
+    monkeypatch.setattr(translator, "with_min_length", lambda m, n, max_len: seen.append(n) or wrap(m, n, max_len))
+    r = client.post("/translate", json={"texts": SENTENCES, "beam": 3, "min_output_tokens": 12})
+    assert r.status_code == 200 and seen == [12]
+    assert client.get("/model").json()["search"]["min_output_tokens"] == 0
+
+
 @pytest.mark.parametrize("body, status, message", [
     (b"{bad json", 422, "malformed JSON"),
     (b"[1, 2]", 422, "must be a JSON object"),
@@ -109,6 +120,8 @@ def test_no_repeat_ngram_reaches_the_search(client, tiny_run):
     (b'{"text": "a", "nbest": 9}', 422, "nbest:"),
     (b'{"text": "a", "alpha": -1}', 422, "alpha:"),
     (b'{"text": "a", "no_repeat_ngram": -1}', 422, "no_repeat_ngram:"),
+    (b'{"text": "a", "min_output_tokens": -1}', 422, "min_output_tokens:"),
+    (b'{"text": "a", "min_output_tokens": 100000}', 422, "min_output_tokens:"),
     (b'{"text": "a", "colour": "red"}', 422, "colour: Extra inputs are not permitted"),
     (b'{"text": "' + b"x" * 5000 + b'"}', 413, "request body too large"),
 ])
@@ -142,8 +155,8 @@ def test_openapi_schema_describes_the_api(client, spec):
     request = spec["components"]["schemas"][body_ref.rsplit("/", 1)[-1]]
     assert request["additionalProperties"] is False
     props = request["properties"]
-    assert set(props) == {"text", "texts", "beam", "alpha", "nbest", "no_repeat_ngram", "return_alignment",
-                          "constraints"}
+    assert set(props) == {"text", "texts", "beam", "alpha", "nbest", "no_repeat_ngram", "min_output_tokens",
+                          "return_alignment", "constraints"}
     texts = next(o for o in props["texts"]["anyOf"] if o.get("type") == "array")
     assert texts["maxItems"] == 8 and texts["items"]["maxLength"] == 200
     beam = next(o for o in props["beam"]["anyOf"] if o.get("type") == "integer")

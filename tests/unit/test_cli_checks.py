@@ -83,3 +83,8 @@ def test_the_api_refuses_the_same_thresholds():
 def test_bench_refuses_counts_out_of_range_before_building_anything(capsys, option, value, low):
     assert main(["bench", "quickstart", option, value]) == 2
     assert_one_line(capsys.readouterr().err, f"{option} must be at least {low}, got {value}")
+
+
+def test_a_negative_minimum_output_length_is_refused_before_the_model_loads(capsys):
+    assert main(["translate", "--model", "no-model", "--min-output-tokens", "-1"]) == 2
+    assert_one_line(capsys.readouterr().err, "--min-output-tokens must be at least 0, got -1")
