@@ -92,7 +92,7 @@ def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patien
 
     from rnmt.reproduce.run import results_name
     from rnmt.reproduce.spec import load_paper
-    from rnmt.reproduce.status import reproduction_status, status_table
+    from rnmt.reproduce.status import cost_line, reproduction_status, status_table
 
     for paper in papers:
         spec = load_paper(paper).for_protocol(converge)
@@ -107,6 +107,7 @@ def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patien
         rows = reproduction_status(spec, results_dir, systems, seeds)  # an unknown system fails here
         print(f"{results_dir}:")
         print("\n".join(status_table(rows, patience if converge else None)))
+        print(cost_line(rows))
         print()
     return 0
 

@@ -129,6 +129,18 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
     return rows
 
 
+def cost_line(rows: Sequence[RunStatus]) -> str:
+    """The table's cost so far: its updates, and the hours of one core they took at each run's
+    median time per update (pauses and shared cores do not count) beside the logged hours."""
+    done = sum(r.state == "finished" for r in rows)
+    timed = [r for r in rows if r.steps and r.seconds_per_update is not None]
+    updates = sum(r.steps or 0 for r in rows)
+    core_hours = sum(r.steps * r.seconds_per_update for r in timed) / 3600  # type: ignore[operator]
+    logged = sum(r.train_hours or 0.0 for r in rows)
+    return (f"{done} of {len(rows)} runs finished; {updates:,} updates, {core_hours:.1f} h of one core at each "
+            f"run's median s/update ({logged:.1f} training h logged, pauses and shared cores included)")
+
+
 def _fmt(value: Optional[float], spec: str) -> str:
     return "-" if value is None else format(value, spec)
 

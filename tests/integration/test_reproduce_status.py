@@ -4,7 +4,7 @@ import json
 
 from rnmt.cli import main
 from rnmt.reproduce.spec import load_paper
-from rnmt.reproduce.status import recent_seconds_per_update, reproduction_status, status_table
+from rnmt.reproduce.status import cost_line, recent_seconds_per_update, reproduction_status, status_table
 from rnmt.training.run_log import read_run_log
 
 
@@ -74,6 +74,10 @@ def test_runs_are_finished_in_progress_or_not_started(tmp_path):
     assert "| dtmt4.seed1 | in progress | 2,000 | 2 | 5.40 (1,000) | 2 of 4 | 1 | 1.00e-03 | 2.00 | 0.8 |" in table
     assert "| shallow-rnmt.seed1 | finished (early_stopping), test BLEU 35.18 | 14,000 | 21.44 | 28.50 (12,000) |" \
         in table
+    # 14,000 updates at 3.2 s and 2,000 at 2.0 s; the 50 of a run with one logging line have no rate
+    assert cost_line(list(rows.values())) == ("1 of 4 runs finished; 16,050 updates, 13.6 h of one core at each run's "
+                                              "median s/update (13.3 training h logged, pauses and shared cores "
+                                              "included)")
 
 
 def test_the_command_prints_the_table_with_the_settings_the_table_was_started_with(tmp_path, capsys):
