@@ -80,6 +80,16 @@ def test_type_translate_and_see_the_output_and_heatmap(tiny_run, tmp_path):
                                        "no_repeat_ngram": 1}).json()["translations"][0]
             assert page.locator("#output p.translation").all_text_contents() == [blocked["text"]]
 
+            # and so does the minimum output length field
+            assert page.input_value("#min-output") == "0"
+            page.fill("#min-output", "3")
+            page.click("#translate")
+            page.wait_for_function("document.body.dataset.state === 'done'", timeout=60_000)
+            longer = httpx.post(f"{url}/translate", timeout=30,
+                                json={"texts": [sentence], "beam": int(page.input_value("#beam")),
+                                      "no_repeat_ngram": 1, "min_output_tokens": 3}).json()["translations"][0]
+            assert page.locator("#output p.translation").all_text_contents() == [longer["text"]]
+
             origin = url.rstrip("/")
             assert all(u.startswith(origin) for u in requests), [u for u in requests if not u.startswith(origin)]
         finally:

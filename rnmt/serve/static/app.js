@@ -57,6 +57,8 @@ async function loadModel() {
     $("beam").value = info.search.beam;
     $("beam").max = info.limits.max_beam;
     $("no-repeat").value = info.search.no_repeat_ngram ?? 0;
+    $("min-output").value = info.search.min_output_tokens ?? 0;
+    $("min-output").max = info.limits.max_output_tokens;
     document.body.dataset.model = info.name;
   } catch (err) {
     box.className = "error";
@@ -122,6 +124,7 @@ async function translate() {
   while (texts.length > 1 && texts[texts.length - 1].trim() === "") texts.pop();
   const beam = parseInt($("beam").value, 10);
   const noRepeat = parseInt($("no-repeat").value, 10);
+  const minOutput = parseInt($("min-output").value, 10);
   button.disabled = true;
   status.className = "muted";
   status.textContent = "translating\u2026";
@@ -132,6 +135,7 @@ async function translate() {
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ texts, beam: Number.isFinite(beam) ? beam : undefined,
                              no_repeat_ngram: Number.isFinite(noRepeat) ? noRepeat : undefined,
+                             min_output_tokens: Number.isFinite(minOutput) ? minOutput : undefined,
                              return_alignment: true }),
     });
     clear(output);
