@@ -225,6 +225,9 @@ def test_the_converged_tables_train_the_systems_their_claims_need_by_default():
     assert names(dtmt.select(None)) == ["shallow-rnmt", "shallow-rnmt-lgru", "dtmt1-gru", "dtmt1", "dtmt4"]
     assert names(dtmt.for_protocol(True).select(None)) == ["shallow-rnmt", "dtmt4", "dtmt1", "shallow-rnmt-lgru"]
     assert names(dtmt.for_protocol(True).select(["dtmt4-carry2"])) == ["shallow-rnmt", "dtmt4-carry2"]
+    bf16 = dtmt.for_protocol(True).select(["shallow-rnmt-bf16"])  # the precision check: ShallowRNMT's config
+    assert names(bf16) == ["shallow-rnmt", "shallow-rnmt-bf16"] and bf16[1].config == bf16[0].config
+    assert bf16[1].recipe == {"train.amp": "bf16"}
     cseq = load_paper("cseq2seq").for_protocol(True)
     assert names(cseq.select(None)) == ["cseq2seq1-ls", "cseq2seq2", "rnnsearch"]  # the baseline is in it
     assert names(load_paper("atr").for_protocol(True).select(None)) == ["rnnsearch-gru", "rnnsearch-atr"]
