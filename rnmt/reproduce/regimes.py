@@ -15,18 +15,31 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 
-def learning_speed_claims(converged_dir: Path) -> Optional[List[dict]]:
-    """The claims of ``results/<paper>/results.json`` beside ``results/<paper>-converged/``,
-    or None when that table has not been run (or its file cannot be read)."""
+def _learning_speed_json(converged_dir: Path, file: str) -> Optional[dict]:
+    """``results/<paper>/<file>`` beside ``results/<paper>-converged/``, parsed, or None when
+    that table has not been run (or the file cannot be read)."""
     name = converged_dir.name
     if not name.endswith("-converged"):
         return None
-    path = converged_dir.parent / name[: -len("-converged")] / "results.json"
     try:
-        claims = json.loads(path.read_text(encoding="utf-8")).get("claims")
-    except (OSError, ValueError, AttributeError):
+        data = json.loads((converged_dir.parent / name[: -len("-converged")] / file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
+    return data if isinstance(data, dict) else None
+
+
+def learning_speed_claims(converged_dir: Path) -> Optional[List[dict]]:
+    """The claims of the learning-speed table's ``results.json``, or None."""
+    claims = (_learning_speed_json(converged_dir, "results.json") or {}).get("claims")
     return claims if isinstance(claims, list) else None
+
+
+def learning_speed_timings(converged_dir: Path) -> Optional[Dict[str, dict]]:
+    """The learning-speed table's side-by-side timings (its ``speed.json``), or None. A
+    converged table judges its speed claims by them: the time of an update does not depend
+    on how long a run trains (same models, batches and threads), and timing again at the end
+    of a converged table would run beside whatever the pool trains next."""
+    return _learning_speed_json(converged_dir, "speed.json")
 
 
 def verdict(claim: dict) -> str:

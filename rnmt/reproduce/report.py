@@ -450,8 +450,11 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
                   f"the interval lies within ±{MARGIN:g}; no significant difference alone is not enough. Speed "
                   "claims "
                   "are timed side by side (`speed.json`: both systems' models train the same batches in alternating "
-                  "rounds in one process) and need every round to agree; the table's tok/s and s/update are the "
-                  "runs' own, measured under whatever load the machine had.", "",
+                  "rounds in one process) and need every round to agree"
+                  + (f" (here the learning-speed table's timing, `../{spec.paper}/speed.json`: an update's time "
+                     "does not depend on how long a run trains)" if converge else "")
+                  + "; the table's tok/s and s/update are the runs' own, measured under whatever load the machine "
+                  "had.", "",
                   "What each verdict rests on (per seed: test BLEU, updates, s/update, dev perplexity):", ""]
         for c in claims:
             if c.get("runs"):

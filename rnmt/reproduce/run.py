@@ -169,7 +169,9 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
     first_hyps = {n: hyps[n][0] for n in names}
     p_values = report.baseline_p_values(names, spec.baseline, first_hyps, refs, settings.bootstrap) if names else {}
     speeds = None
-    if gates:  # the final report: time the speed claims' systems side by side (cached)
+    if settings.converge:  # the learning-speed table's timings (`regimes.learning_speed_timings` says why)
+        speeds = regimes.learning_speed_timings(results_dir)
+    elif gates:  # the final report: time the speed claims' systems side by side (cached)
         from rnmt.reproduce.speed import controlled_speeds
 
         first_runs = {}

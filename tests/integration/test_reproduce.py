@@ -179,9 +179,17 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     (out / "atr" / "results.json").write_text(json.dumps({"claims": [
         {"kind": first.kind, "a": first.a, "b": first.b, "text": first.text, "status": "reversed (measured)",
          "differences": [-1.5], "ci": [[-2.0, -1.0]]}]}))
+    # and its side-by-side timing, which the converged table judges its speed claims by
+    (out / "atr" / "speed.json").write_text(json.dumps({"rnnsearch-atr|rnnsearch-gru": {
+        "tokens_per_s_a": [120.0, 121.0, 119.0], "tokens_per_s_b": [100.0] * 3, "ratios": [1.2, 1.21, 1.19],
+        "ratio": 1.2, "rounds": 3}}))
     summary = reproduce_paper("atr", settings, out, str(corpus), systems=["rnnsearch-atr"], log=MessageLog())
     results = out / "atr-converged"
-    assert sorted(p.name for p in (out / "atr").iterdir()) == ["results.json"] and (results / "README.md").is_file()
+    assert sorted(p.name for p in (out / "atr").iterdir()) == ["results.json", "speed.json"]
+    assert (results / "README.md").is_file()
+    assert not (results / "speed.json").exists()  # nothing timed beside the pool's other runs
+    faster = next(c for c in summary["claims"] if c["kind"] == "faster" and c["b"] == "rnnsearch-gru")
+    assert faster["status"].startswith("held (1.20x") and faster["ci"] == [[1.19, 1.21]]
     record = json.loads((results / "rnnsearch-gru.json").read_text())
     assert record["recipe"]["train.schedule"] == "plateau" and record["recipe"]["train.patience"] == 1
     # patience 1: the first validation without a new best ends the run, long before the cap
@@ -197,6 +205,7 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     assert "updates to best" in readme and "early_stopping" in readme
     assert "- **Seeds**: 1 for every system (the convergence protocol)" in readme
     assert "Not finished yet" not in readme  # the converged list (GRU, ATR) is done; ATR+CA is in no converged plan
+    assert "here the learning-speed table's timing, `../atr/speed.json`" in readme
     row = next(line for line in readme.splitlines() if line.startswith(f"| {first.text} | reversed |"))
     assert "-1.50 [-2.00, -1.00]" in row
     assert summary["systems"]["rnnsearch-gru"][0]["stop_reason"] == "early_stopping"
