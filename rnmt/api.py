@@ -109,14 +109,14 @@ class Model:
         from rnmt.search.sampling import sampling_options
 
         single = isinstance(lines, str)
-        batch = [lines] if single else list(lines)
+        batch = [lines] if single else _strings(lines, "translate() takes a string or a list of strings")
         unknown = sorted(set(options) - SEARCH_OPTIONS - SAMPLING_OPTIONS - OUTPUT_OPTIONS)
         if unknown:
             known = sorted(SEARCH_OPTIONS | SAMPLING_OPTIONS | OUTPUT_OPTIONS)
             raise UserError(f"unknown translate option(s) {', '.join(unknown)}; "
                             f"known: beam, nbest, alpha, {', '.join(known)}")
-        if any(not isinstance(line, str) for line in batch):
-            raise UserError("translate() takes a string or a list of strings")
+        for flag in ("greedy", "sample", "token_scores"):
+            _flag(flag, options.get(flag, False))
         config_keys = {f.name for f in fields(SearchConfig)}  # the options the config checks
         given = {"beam": beam, "nbest": nbest, "alpha": alpha, **{k: v for k, v in options.items() if k in config_keys}}
         search = {k: check_value(SearchConfig, k, v) for k, v in given.items() if v is not None}
@@ -126,13 +126,19 @@ class Model:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
                 raise UserError(f"option '{name}' must be an integer of at least {low}, got {value!r}")
         greedy = bool(options.get("greedy", False))
+        if greedy and search.get("nbest", 1) > 1:
+            raise UserError(f"nbest={search['nbest']} needs beam search: greedy search gives one hypothesis")
         ratio = search.get("max_len_ratio", self.config.search.max_len_ratio)
         max_output = options.get("max_output_tokens") or MAX_OUTPUT_TOKENS
+        least = search.get("min_output_tokens", self.config.search.min_output_tokens)
+        if least >= max_output:  # max_output counts </s>
+            raise UserError(f"option 'min_output_tokens' ({least}) must be below max_output_tokens ({max_output}), "
+                            f"which counts the end of sentence")
         max_input = options.get("max_input_tokens") or default_input_limit(
             ratio, self.config.search.max_len_offset, max_output)
         sampling = sampling_options(bool(options.get("sample", False)), options.get("topk"), options.get("topp"),
                                     options.get("temperature"), options.get("seed"), beam, greedy)
-        first_line = int(options.get("line_offset", 0))
+        first_line = _count("line_offset", options.get("line_offset", 0), 0)
         prefixes = _prefix_list(options.get("prefix"), batch, single)
         constraints = _constraint_list(options.get("constraints"), batch, single)
         if constraints is not None and sampling is not None:
@@ -159,9 +165,8 @@ class Model:
     def _pair_ids(self, src: Sequence[str], tgt: Sequence[str],
                   batch_tokens: int) -> Tuple[List[List[int]], List[List[int]]]:
         """The pairs' subword ids, after checking them and the batch size."""
-        _check_pairs(src, tgt)
-        if batch_tokens < 1:
-            raise UserError(f"batch_tokens must be at least 1, got {batch_tokens}")
+        src, tgt = _check_pairs(src, tgt)
+        _count("batch_tokens", batch_tokens, 1)
         v = self.loaded
         return [v.src_vocab.encode(s) for s in src], [v.tgt_vocab.encode(t) for t in tgt]
 
@@ -194,7 +199,8 @@ class Model:
         if source not in ("attention", "update-gate"):
             raise UserError(f"source must be attention or update-gate, got {source!r}")
         check_threshold(threshold)
-        _check_pairs(src, tgt)
+        src, tgt = _check_pairs(src, tgt)
+        _count("batch_tokens", batch_tokens, 1)
         v = self.loaded
         keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
         decoded = self._forced([src[k] for k in keep], [tgt[k] for k in keep], batch_tokens)
@@ -218,9 +224,7 @@ def _prefix_list(prefix: Any, batch: List[str], single: bool) -> Optional[List[s
     if prefix is None:
         return None
     given = [prefix] if single and isinstance(prefix, str) else prefix
-    if isinstance(given, str) or not all(isinstance(p, str) for p in given):
-        raise UserError("prefix must be one string per line (a string when translating one line)")
-    given = list(given)
+    given = _strings(given, "prefix must be one string per line (a string when translating one line)")
     if len(given) != len(batch):
         raise UserError(f"{len(given)} prefixes for {len(batch)} lines")
     return given
@@ -247,11 +251,43 @@ def _constraint_list(constraints: Any, batch: List[str], single: bool) -> Option
     return out
 
 
-def _check_pairs(src: Sequence[str], tgt: Sequence[str]) -> None:
-    if isinstance(src, str) or isinstance(tgt, str):
-        raise UserError("score() and align() take lists of sentences")
+def _check_pairs(src: Sequence[str], tgt: Sequence[str]) -> Tuple[List[str], List[str]]:
+    src = _strings(src, "score() and align() take lists of sentences (strings)")
+    tgt = _strings(tgt, "score() and align() take lists of sentences (strings)")
     if len(src) != len(tgt):
         raise UserError(f"{len(src)} source sentences but {len(tgt)} target sentences")
+    return src, tgt
+
+
+def _strings(value: Any, message: str) -> List[str]:
+    """``value`` as a list of strings: a list or tuple of them, nothing else (a dict would
+    give its keys, a set an arbitrary order, a string its characters)."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise UserError(f"{message}, got {_kind(value)}")
+    return list(value)
+
+
+def _kind(value: Any) -> str:
+    """What was given instead, for a message: its type, or the odd element's of a list."""
+    if isinstance(value, (list, tuple)):
+        odd = [v for v in value if not isinstance(v, str)]
+        if odd:
+            return f"a {type(value).__name__} holding {type(odd[0]).__name__}"
+    return type(value).__name__
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A yes/no option: True or False only (a string such as "false" would count as yes)."""
+    if not isinstance(value, bool):
+        raise UserError(f"option '{name}' must be True or False, got {value!r}")
+    return value
+
+
+def _count(name: str, value: Any, low: int) -> int:
+    """An integer option of at least ``low`` (not a bool, a float or a string)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise UserError(f"option '{name}' must be an integer of at least {low}, got {value!r}")
+    return value
 
 
 def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: bool = False) -> Model:
@@ -265,7 +301,10 @@ def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: 
     from rnmt.int8 import decoding_device, quantize_for_decoding
     from rnmt.search.ensemble import load_ensemble
 
-    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    _flag("int8", int8)
+    paths = [path] if isinstance(path, (str, Path)) else path
+    if not isinstance(paths, (list, tuple)) or not all(isinstance(p, (str, Path)) for p in paths):
+        raise UserError(f"load() takes a path or a list of paths, got {_kind(path)}")
     if not paths:
         raise UserError("load() needs at least one model path")
     dev = decoding_device(device) if int8 else pick_device(device)
@@ -305,6 +344,11 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     from rnmt.training.resume import SOURCE_FILE, resumed_config, source_record
     from rnmt.training.trainer import Trainer
 
+    if not isinstance(config, (str, Path, dict)):
+        raise UserError(f"train() takes a config path, a built-in config name or a dict, got {_kind(config)}")
+    overrides = _strings(overrides, "overrides must be a list of 'key.path=value' strings")
+    for flag, value in (("resume", resume), ("corpus_changed_ok", corpus_changed_ok)):
+        _flag(flag, value)
     if isinstance(config, dict):
         if out is None:
             raise UserError("train() needs out= when the config is a dict")
@@ -347,15 +391,25 @@ def evaluate(hyps: Sequence[str], refs: Union[Sequence[str], Sequence[Sequence[s
              lowercase: bool = False, metrics: Sequence[str] = ("bleu", "chrf")) -> Dict[str, float]:
     """Corpus scores of ``hyps`` against one reference list or several: ``{"bleu": ..,
     "chrf": ..}`` (sacrebleu; ``metrics`` may add ``ter``)."""
-    from rnmt.evaluation.metrics import corpus_score
+    from rnmt.evaluation.metrics import METRICS, corpus_score
 
-    hyps = list(hyps)
+    hyps = _strings(hyps, "evaluate() takes a list of hypothesis strings")
     if not hyps:
         raise UserError("evaluate() needs at least one hypothesis")
-    given = list(refs)
     # One reference list (strings) or several (lists of strings).
-    streams: List[List[str]] = ([[str(r) for r in given]] if given and isinstance(given[0], str)
-                                else [[str(line) for line in r] for r in given])
+    shape = "evaluate() takes one list of reference strings or a list of such lists"
+    if isinstance(refs, (list, tuple)) and refs and all(isinstance(r, str) for r in refs):
+        streams = [list(refs)]
+    elif isinstance(refs, (list, tuple)) and refs and all(isinstance(r, (list, tuple)) for r in refs):
+        streams = [_strings(r, shape) for r in refs]
+    else:
+        empty = isinstance(refs, (list, tuple)) and not refs
+        raise UserError(f"{shape}, got {'no references' if empty else _kind(refs)}")
+    _flag("lowercase", lowercase)
+    metrics = _strings(metrics, "metrics must be a list of metric names")
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown or not metrics:
+        raise UserError(f"metrics must name at least one of {', '.join(METRICS)}, got {metrics!r}")
     for k, stream in enumerate(streams):
         if len(stream) != len(hyps):
             raise UserError(f"{len(hyps)} hypotheses but {len(stream)} lines in reference {k + 1}")

@@ -10,6 +10,7 @@ from typing import Optional
 
 import torch
 
+from rnmt.config import DEVICE_PATTERN
 from rnmt.errors import UserError
 
 
@@ -19,14 +20,15 @@ def pick_device(name: str) -> torch.device:
     Raises:
         UserError: for a name torch does not know, or ``cuda`` on a machine without one.
     """
+    # rnmt runs on the CPU and CUDA only: torch knows more names (meta, mps, xpu), which
+    # load but fail later with a traceback
+    if not isinstance(name, str) or not DEVICE_PATTERN.fullmatch(name):
+        raise UserError(f"device must be auto, cpu, cuda or cuda:N, got {name!r}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise UserError(f"train.device: unknown device '{name}'") from None
+    device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise UserError(f"train.device is '{name}' but no CUDA device is available")
+        raise UserError(f"device '{name}' asked for, but no CUDA device is available")
     return device
 
 

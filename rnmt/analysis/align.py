@@ -17,8 +17,9 @@ def check_threshold(threshold: Optional[float], name: str = "threshold") -> None
     """A link threshold is a number in [0, 1], the range of the scores it is compared with
     (attention summed over a word's pieces, gates averaged): outside it, or NaN, it would
     silently link every pair or none."""
-    if threshold is not None and not 0.0 <= threshold <= 1.0:
-        raise UserError(f"{name} must be a number in [0, 1], got {threshold}")
+    number = isinstance(threshold, (int, float)) and not isinstance(threshold, bool)
+    if threshold is not None and not (number and 0.0 <= threshold <= 1.0):
+        raise UserError(f"{name} must be a number in [0, 1], got {threshold!r}")
 
 
 def piece_matrix(fd: ForcedDecoding, source: str) -> np.ndarray:

@@ -8,6 +8,7 @@ import tempfile
 
 from rnmt.commands import checks
 from rnmt.config import load_config
+from rnmt.errors import UserError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
     checks.at_least(args, 1, "steps", "beam", "unit_batch", "unit_length", "unit_size")
     checks.at_least(args, 0, "warmup", "decode_sentences")
     checks.use_threads(args.threads)
+    if not args.config and not args.units:
+        raise UserError("rnmt bench needs a CONFIG to time, --units, or both")
     report = {}
     if args.config:
         from rnmt.bench.throughput import benchmark_config

@@ -82,6 +82,11 @@ def run(args: argparse.Namespace) -> int:
     checks.at_least(args, 1, "beam", "nbest", "batch_tokens", "chunk_lines", "max_output_tokens", "threads")
     checks.at_least(args, 2, "max_input_tokens")
     checks.at_least(args, 0, "no_repeat_ngram", "min_output_tokens")
+    if args.greedy and (args.nbest or 1) > 1:
+        raise UserError(f"--nbest {args.nbest} needs beam search: --greedy gives one hypothesis")
+    if args.min_output_tokens is not None and args.min_output_tokens >= args.max_output_tokens:
+        raise UserError(f"--min-output-tokens ({args.min_output_tokens}) must be below --max-output-tokens "
+                        f"({args.max_output_tokens}), which counts the end of sentence")
     for name in ("alpha", "max_len_ratio"):
         value = getattr(args, name)
         if value is not None and not 0 <= value < float("inf"):  # NaN fails too

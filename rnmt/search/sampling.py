@@ -43,6 +43,11 @@ def sampling_options(sample: bool, topk: Optional[int] = None, topp: Optional[fl
     """Check the sampling options as given (``dash="--"`` names them as command-line
     options in the messages); None when not sampling. Every mistake is a `UserError`."""
     given = {"topk": topk, "topp": topp, "temperature": temperature, "seed": seed}
+    for name, value in given.items():  # Python callers may pass anything
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if value is not None and (not number or name in ("topk", "seed") and not isinstance(value, int)):
+            kind = "an integer" if name in ("topk", "seed") else "a number"
+            raise UserError(f"{dash}{name} must be {kind}, got {value!r}")
     if not sample:
         named = [f"{dash}{name}" for name, value in given.items() if value is not None]
         if named:
@@ -106,7 +111,13 @@ def draw(log_probs: Tensor, sampling: Sampling, u: Tensor) -> Tensor:
     sorted vocabulary) rather than the whole unsorted row when they are given."""
     x = log_probs.float()
     if sampling.temperature != 1.0:
-        x = x / sampling.temperature
+        # Relative to each row's best word, which stays at 0, so that no temperature sends
+        # every word to -inf or NaN (-0.5 / 1e-30 overflows float32, 1e-46 is 0 there, -inf /
+        # inf is NaN): a tiny one leaves the best word, an infinite one a uniform draw among
+        # the words allowed.
+        top = x.max(dim=1, keepdim=True).values
+        scaled = ((x - top) / sampling.temperature).masked_fill(x == top, 0.0)
+        x = torch.where(torch.isfinite(x), scaled, x)
     ids: Optional[Tensor] = None
     if 0 < sampling.topk < x.size(1):
         x, ids = x.topk(sampling.topk, dim=1)
@@ -164,7 +175,7 @@ def sample_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
         if return_attention:
             step_attn = extras["attention"].unsqueeze(1)
             attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
-        ended |= tok == model.eos_id
+        ended |= (tok == model.eos_id) | (t + 1 >= row_max)  # the length limit ends a row whatever was drawn
         prev = tok
         t += 1
         done = ended.view(-1, n).all(1)

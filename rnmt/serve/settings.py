@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -40,20 +41,21 @@ class ServeSettings:
                      "max_incomplete_per_client"):
             if getattr(self, name) < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
-        if self.max_wait_ms < 0:
-            raise UserError(f"--max-wait-ms must not be negative, got {self.max_wait_ms}")
-        if self.request_timeout <= 0:
-            raise UserError(f"--timeout must be positive, got {self.request_timeout}")
-        if self.read_timeout <= 0:
-            raise UserError(f"--read-timeout must be positive, got {self.read_timeout}")
+        # finite, or a lone request waits for a batch that never fills (inf), a timeout never
+        # fires (NaN compares false with everything)
+        for option, value, low, positive in (("--max-wait-ms", self.max_wait_ms, 0, False),
+                                             ("--timeout", self.request_timeout, 0, True),
+                                             ("--read-timeout", self.read_timeout, 0, True),
+                                             ("--shutdown-grace", self.shutdown_grace, 0, False)):
+            if not (math.isfinite(value) and (value > low if positive else value >= low)):
+                bound = "above 0" if positive else "of at least 0"
+                raise UserError(f"{option} must be a finite number {bound}, got {value}")
         if self.threads is not None and self.threads < 1:
             raise UserError(f"--threads must be at least 1, got {self.threads}")
         if self.max_request_tokens > self.max_batch_tokens:
             # A request must fit in one batch: the batch budget is what bounds the model's work.
             raise UserError(f"--max-request-tokens ({self.max_request_tokens}) must not exceed "
                             f"--max-batch-tokens ({self.max_batch_tokens})")
-        if self.shutdown_grace < 0:
-            raise UserError(f"--shutdown-grace must not be negative, got {self.shutdown_grace}")
         if self.api_key is not None and not self.api_key.strip():
             raise UserError("--api-key must not be empty")
         return self

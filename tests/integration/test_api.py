@@ -92,6 +92,59 @@ def test_min_output_tokens_reaches_every_search(tiny_run, monkeypatch):
     assert seen.pop() == 0  # the model's config: off
 
 
+S, T = ["Y dijo Dios: sea la luz."], ["And God said, Let there be light."]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m.translate({"Hola.": 1}), "translate() takes a string or a list of strings, got dict"),
+    (lambda m: m.translate({"Hola."}), "got set"),
+    (lambda m: m.translate(None), "got NoneType"),
+    (lambda m: m.translate(S, greedy="false", beam=5), "option 'greedy' must be True or False, got 'false'"),
+    (lambda m: m.translate(S, sample="no"), "option 'sample' must be True or False"),
+    (lambda m: m.translate(S, token_scores="no"), "option 'token_scores' must be True or False"),
+    (lambda m: m.translate(S, greedy=True, nbest=3), "nbest=3 needs beam search"),
+    (lambda m: m.translate(S, sample=True, topk=2.5), "topk must be an integer, got 2.5"),
+    (lambda m: m.translate(S, sample=True, topk=True), "topk must be an integer, got True"),
+    (lambda m: m.translate(S, sample=True, seed="7"), "seed must be an integer"),
+    (lambda m: m.translate(S, sample=True, topp="0.5"), "topp must be a number"),
+    (lambda m: m.translate(S, sample=True, line_offset="x"), "option 'line_offset' must be an integer of at least 0"),
+    (lambda m: m.translate(S, prefix={"And": 1}), "prefix must be one string per line"),
+    (lambda m: m.translate(S, min_output_tokens=50, max_output_tokens=5), "must be below max_output_tokens (5)"),
+    (lambda m: m.score(S, T, batch_tokens=2.5), "option 'batch_tokens' must be an integer of at least 1, got 2.5"),
+    (lambda m: m.score([None], T), "got a list holding NoneType"),
+    (lambda m: m.score({"a": 1}, {"b": 2}), "got dict"),
+    (lambda m: m.align(S, T, threshold=True), "threshold must be a number in [0, 1], got True"),
+    (lambda m: m.align(S, T, batch_tokens="9"), "option 'batch_tokens' must be an integer"),
+])
+def test_api_arguments_of_the_wrong_kind_are_user_errors(tiny_run, call, message):
+    # found by a review: each was a TypeError from deep inside, or a silent wrong result
+    # (a dict's keys translated, greedy="false" taken as true, a set in arbitrary order)
+    model = rnmt.load(tiny_run, device="cpu")
+    with pytest.raises(rnmt.UserError, match=re.escape(message)):
+        call(model)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: rnmt.evaluate(["a", "b"], "ab"), "one list of reference strings or a list of such lists, got str"),
+    (lambda: rnmt.evaluate(["a", "b"], ["a", None]), "got a list holding NoneType"),
+    (lambda: rnmt.evaluate(["a", "b"], [["a", "b"], "ab"]), "got a list holding list"),
+    (lambda: rnmt.evaluate(["a"], []), "got no references"),
+    (lambda: rnmt.evaluate(["a"], 5), "got int"),
+    (lambda: rnmt.evaluate("ab", ["a", "b"]), "evaluate() takes a list of hypothesis strings, got str"),
+    (lambda: rnmt.evaluate(["a"], ["a"], metrics="bleu"), "metrics must be a list of metric names, got str"),
+    (lambda: rnmt.evaluate(["a"], ["a"], metrics=[]), "metrics must name at least one of bleu, chrf, ter"),
+    (lambda: rnmt.evaluate(["a"], ["a"], lowercase="no"), "option 'lowercase' must be True or False"),
+    (lambda: rnmt.load(None), "load() takes a path or a list of paths, got NoneType"),
+    (lambda: rnmt.load("x", device="meta"), "device must be auto, cpu, cuda or cuda:N, got 'meta'"),
+    (lambda: rnmt.load("x", int8="no"), "option 'int8' must be True or False"),
+    (lambda: rnmt.train(5), "train() takes a config path, a built-in config name or a dict, got int"),
+    (lambda: rnmt.train("quickstart", overrides="train.max_steps=5"), "overrides must be a list of 'key.path=value'"),
+])
+def test_module_functions_check_their_arguments(call, message):
+    with pytest.raises(rnmt.UserError, match=re.escape(message)):
+        call()
+
+
 def test_api_errors_are_user_errors(tiny_run):
     model = rnmt.load(tiny_run, device="cpu")
     with pytest.raises(rnmt.UserError, match="2 source sentences but 1 target"):

@@ -88,3 +88,42 @@ def test_bench_refuses_counts_out_of_range_before_building_anything(capsys, opti
 def test_a_negative_minimum_output_length_is_refused_before_the_model_loads(capsys):
     assert main(["translate", "--model", "no-model", "--min-output-tokens", "-1"]) == 2
     assert_one_line(capsys.readouterr().err, "--min-output-tokens must be at least 0, got -1")
+
+
+@pytest.mark.parametrize("option, value", [("--max-wait-ms", "inf"), ("--max-wait-ms", "nan"),
+                                           ("--timeout", "inf"), ("--timeout", "nan"),
+                                           ("--read-timeout", "inf"), ("--shutdown-grace", "nan")])
+def test_server_times_must_be_finite(option, value):
+    # inf: a lone request waited for a batch that never filled (504); NaN: no timeout ever fired
+    from rnmt.errors import UserError
+    from rnmt.serve.settings import ServeSettings
+
+    field = {"--max-wait-ms": "max_wait_ms", "--timeout": "request_timeout", "--read-timeout": "read_timeout",
+             "--shutdown-grace": "shutdown_grace"}[option]
+    with pytest.raises(UserError, match=f"{option} must be a finite number"):
+        ServeSettings(**{field: float(value)}).check()
+
+
+def test_greedy_search_with_an_nbest_list_is_refused(capsys):
+    assert main(["translate", "--model", "no-model", "--greedy", "--nbest", "3"]) == 2
+    assert_one_line(capsys.readouterr().err, "--nbest 3 needs beam search: --greedy gives one hypothesis")
+
+
+def test_a_minimum_output_length_at_the_maximum_is_refused(capsys):
+    assert main(["translate", "--model", "no-model", "--min-output-tokens", "5", "--max-output-tokens", "5"]) == 2
+    assert_one_line(capsys.readouterr().err, "--min-output-tokens (5) must be below --max-output-tokens (5)")
+
+
+def test_bench_with_nothing_to_time_says_so(capsys):
+    assert main(["bench"]) == 2
+    assert_one_line(capsys.readouterr().err, "rnmt bench needs a CONFIG to time, --units, or both")
+
+
+@pytest.mark.parametrize("device", ["meta", "mps", "CPU", "cuda:x", "gpu"])
+def test_devices_rnmt_does_not_run_on_are_refused_by_name(device):
+    # torch knows meta and mps: a model loaded there failed later with a traceback
+    from rnmt.device import pick_device
+    from rnmt.errors import UserError
+
+    with pytest.raises(UserError, match=f"device must be auto, cpu, cuda or cuda:N, got '{device}'"):
+        pick_device(device)

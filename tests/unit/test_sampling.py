@@ -36,6 +36,30 @@ def test_draws_follow_the_distribution_and_its_cuts():
     assert cold[0] > 0.8  # a low temperature sharpens towards the mode
 
 
+@pytest.mark.parametrize("temperature, expected", [
+    (float("inf"), [1 / 3, 1 / 3, 1 / 3, 0.0]), (1e300, [1 / 3, 1 / 3, 1 / 3, 0.0]),  # uniform over allowed words
+    (1e-46, [1.0, 0.0, 0.0, 0.0]), (1e-300, [1.0, 0.0, 0.0, 0.0]),  # the best word
+])
+def test_extreme_temperatures_give_their_limits_not_nan(temperature, expected):
+    # dividing the log-probabilities themselves gave NaN (inf) or all -inf (tiny): no word
+    # was ever drawn, not even the forced end of sentence, and the search never ended
+    rows = 30000
+    log_probs = torch.tensor([-0.6, -1.2, -2.0, float("-inf")]).expand(rows, -1)
+    u = uniforms(row_streams(5, range(rows), 1, torch.device("cpu")), 0)
+    freq = torch.bincount(draw(log_probs, Sampling(temperature=temperature), u), minlength=4).float() / rows
+    assert torch.allclose(freq, torch.tensor(expected), atol=0.015)
+
+
+@pytest.mark.parametrize("temperature", [float("inf"), 1e300, 1e-46])
+def test_sampling_at_any_temperature_ends_within_the_length_limit(temperature):
+    model = tiny_model(vocab=12, seed=3)
+    src = torch.tensor([[5, 6, 7, 8, 3], [4, 5, 3, 0, 0]])
+    max_len = torch.tensor([9, 7])
+    samples = sample_search(model, src, src != 0, max_len, Sampling(temperature=temperature), keys=[0, 1], n=3)
+    assert [len(s) for s in samples] == [3, 3]
+    assert all(len(h.tokens) < int(limit) for hyps, limit in zip(samples, max_len) for h in hyps)
+
+
 def test_topk_of_one_is_greedy_search():
     model = tiny_model(vocab=12, seed=3)
     src = torch.tensor([[5, 6, 7, 8, 3], [4, 5, 3, 0, 0], [8, 8, 8, 3, 0]])
