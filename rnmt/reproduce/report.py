@@ -325,6 +325,17 @@ def _millions(n: Optional[int]) -> str:
     return "-" if n is None else f"{n / 1e6:.2f}M"
 
 
+def updates_after_lowest_loss(record: dict) -> Optional[int]:
+    """Updates a run trained after its lowest dev loss (its first, among equals), from the
+    record's learning curve; None without one. Near 0, early stopping (on dev BLEU) ended a
+    run whose loss was still falling: it may have stopped short (docs/reproduce.md)."""
+    curve = [v for v in record.get("validations") or [] if v.get("dev_loss") is not None]
+    if not curve:
+        return None
+    lowest = min(curve, key=lambda v: v["dev_loss"])
+    return int(record.get("steps") or curve[-1]["step"]) - int(lowest["step"])
+
+
 def _per_seed(runs: List[dict], key: str, digits: int = 2) -> str:
     """The mean over seeds, with each seed's value when there are several."""
     values = [r.get(key) for r in runs]
@@ -393,7 +404,7 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
         header += ["greedy words/s", "paper train / test words/s"]
     header += ["epochs", "dev BLEU", "dev ppl", "rep. 4-grams %", "looping lines"]
     if converge:
-        header += ["updates to best", "epochs to best", "stopped by", "wall-clock h"]
+        header += ["updates to best", "epochs to best", "stopped by", "updates after lowest dev loss", "wall-clock h"]
     # A table filled in over several machines may mix precisions (train.amp: auto picks per
     # CPU): then each row says which its runs had.
     mixed = len({(r.get("machine") or {}).get("precision") for r in all_runs}) > 1
@@ -418,6 +429,8 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
             if converge:
                 cells += [_per_seed(runs, "updates_to_best", 0), _per_seed(runs, "epochs_to_best"),
                           " / ".join(str(r.get("stop_reason", "-")) for r in runs),
+                          _per_seed([{**r, "after_lowest": updates_after_lowest_loss(r)} for r in runs],
+                                    "after_lowest", 0),
                           _per_seed([{**r, "wall_h": (r.get("wall_minutes") or 0) / 60 or None} for r in runs],
                                     "wall_h", 1)]
             if mixed:
@@ -427,7 +440,10 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
               f"each; below {SIGNIFICANT} the difference is unlikely to be chance. len ratio: output length over "
               "reference length (BLEU's tokens). dev ppl: per-token perplexity of the validation sentences at the "
               "last validation. rep. 4-grams: the share of each line's 4-grams that repeat one seen earlier in the "
-              f"line; looping lines: lines with a 4-gram three times or more (the references: {ref_loops}).", ""]
+              f"line; looping lines: lines with a 4-gram three times or more (the references: {ref_loops})."
+              + (" updates after lowest dev loss: how long a run trained past its lowest dev loss; near 0, early "
+                 "stopping (which counts dev BLEU) ended a run whose loss was still falling, which may have "
+                 "stopped short." if converge else ""), ""]
     if claims:
         lines += ["## The paper's claims", "",
                   "| paper says | source | here (mean over seeds) | seeds | p (per seed) | difference [95% interval] "

@@ -203,6 +203,7 @@ def test_the_convergence_protocol_writes_its_own_directory_and_stops_on_a_platea
     readme = (results / "README.md").read_text()
     assert "(converged: every system trained until dev BLEU stopped improving)" in readme
     assert "updates to best" in readme and "early_stopping" in readme
+    assert "updates after lowest dev loss" in readme
     assert "- **Seeds**: 1 for every system (the convergence protocol)" in readme
     assert "Not finished yet" not in readme  # the converged list (GRU, ATR) is done; ATR+CA is in no converged plan
     assert "here the learning-speed table's timing, `../atr/speed.json`" in readme

@@ -37,3 +37,13 @@ def test_the_learning_speed_table_is_found_beside_the_converged_one():
     assert claims and any(c["a"] == "dtmt4" and c["b"] == "dtmt1" for c in claims)
     assert learning_speed_claims(REPO / "results" / "dtmt") is None  # not a converged directory
     assert learning_speed_claims(REPO / "results" / "nonesuch-converged") is None
+
+
+def test_updates_after_the_lowest_dev_loss_come_from_the_learning_curve():
+    from rnmt.reproduce.report import updates_after_lowest_loss
+
+    curve = [{"step": 500, "dev_loss": 3.0}, {"step": 1000, "dev_loss": 2.5}, {"step": 1500, "dev_loss": 2.5},
+             {"step": 2000, "dev_loss": 2.6}]
+    assert updates_after_lowest_loss({"steps": 2000, "validations": curve}) == 1000  # the first of equals
+    assert updates_after_lowest_loss({"steps": 1000, "validations": curve[:2]}) == 0  # still falling at the stop
+    assert updates_after_lowest_loss({"steps": 2000}) is None
