@@ -31,7 +31,7 @@ from rnmt.reproduce import regimes, report
 from rnmt.reproduce.corpus import Corpus, resolve_corpus
 from rnmt.reproduce.machine import describe_machine
 from rnmt.reproduce.spec import PaperSpec, SystemSpec, load_paper, repository_root
-from rnmt.reproduce.system import Run, Settings, hyp_path, plan_runs, record_path, run_system
+from rnmt.reproduce.system import Run, Settings, continues, hyp_path, plan_runs, record_path, run_system, stopped_short
 from rnmt.training import run_lock
 from rnmt.training.checkpoint import atomic_write_text
 
@@ -72,11 +72,28 @@ def ensure_gitignore(out_root: Path) -> None:
             fh.write("".join(f"{rules[rule]}\n{rule}\n" for rule in missing))
 
 
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def check_settings(results_dir: Path, current: Dict[str, object]) -> None:
+    """The settings a table was started with must not change, but for a converged table's
+    patience, which may be raised: the runs early stopping ended sooner then continue from
+    their last checkpoint, exactly as if they had been trained with it (`system.continues`)."""
     path = results_dir / "settings.json"
     if path.is_file():
         saved = json.loads(path.read_text(encoding="utf-8"))
         changed = [k for k in COMPARED if k in saved and saved[k] != current.get(k)]
+        if changed == ["patience"] and current.get("converge") and current["patience"] > saved["patience"]:
+            current = {**current, "patience_raised_from": sorted({*saved.get("patience_raised_from", []),
+                                                                  saved["patience"]})}
+            changed = []
+        if "patience_raised_from" in saved:  # the table's history stays
+            current = {"patience_raised_from": saved["patience_raised_from"], **current}
         if changed:
             detail = ", ".join(f"{k}: {saved[k]!r} then, {current.get(k)!r} now" for k in changed)
             raise UserError(f"{results_dir} holds systems run with other settings ({detail}); "
@@ -394,8 +411,14 @@ class _Table:
         command = command_line(spec.paper, settings, corpus, data_given, systems)
         runs = plan_runs(spec, chosen, settings.seeds)
         todo = [r for r in runs if not (record_path(results_dir, r).is_file()
-                                        and hyp_path(results_dir, r, corpus.tgt).is_file())]
+                                        and hyp_path(results_dir, r, corpus.tgt).is_file())
+                or continues(runs_dir / r.name, record_path(results_dir, r), settings)]
         log(f"[{spec.paper}] corpus {corpus.describe()}")
+        for r in runs:  # stopped sooner than the patience now, with no checkpoint here to continue from
+            record = record_path(results_dir, r)
+            if settings.converge and r not in todo and stopped_short(_read_json(record), settings.patience):
+                log(f"[{spec.paper}] {r.name}: early stopping ended it sooner than patience {settings.patience}, "
+                    f"but its checkpoint is not on this machine: its record stays as it is")
         log(f"[{spec.paper}] {len(runs)} runs of {len(chosen)} systems, {len(todo)} to do "
             f"({', '.join(r.name for r in todo) or 'none'}); each trains "
             + (f"until dev BLEU stops improving (patience {settings.patience}, at most {settings.updates} updates), "

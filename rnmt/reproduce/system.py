@@ -182,7 +182,9 @@ def train_run(run: Run, cfg: Config, run_dir: Path, log: Callable[[str], None]) 
         return json.loads(done.read_text(encoding="utf-8"))
     if (run_dir / STATE_FILE).is_file():
         # The run's own resolved config (vocabulary sizes filled in).
-        cfg = load_config(run_dir / "config.yaml", [f"train.threads={threads}", f"train.device={device}"],
+        # (and a converged table's patience: raising it continues runs early stopping ended)
+        patience = [] if cfg.train.patience is None else [f"train.patience={cfg.train.patience}"]
+        cfg = load_config(run_dir / "config.yaml", [f"train.threads={threads}", f"train.device={device}", *patience],
                           warn_deprecated=False)  # rnmt wrote it (maybe before a key moved)
         log(f"{run.name}: resuming the stopped training run")
         trainer = Trainer(cfg, run_dir, resume=True, log=log)
@@ -259,6 +261,33 @@ def hyp_path(results_dir: Path, run: Run, tgt: str) -> Path:
     return results_dir / "hyp" / f"{run.name}.{tgt}"
 
 
+def stopped_short(record: Dict[str, Any], patience: int) -> bool:
+    """Whether early stopping ended the run of ``record`` after fewer validations without a
+    better dev BLEU than ``patience``: with that patience it would have trained on. (A
+    better BLEU is a strictly higher one, the first of equals counting, as in training.)"""
+    if record.get("stop_reason") != "early_stopping":
+        return False
+    curve = [v.get("dev_bleu") for v in record.get("validations") or []]
+    if not curve or any(b is None for b in curve):
+        return False
+    best = curve.index(max(curve))
+    return len(curve) - 1 - best < patience
+
+
+def continues(run_dir: Path, record_file: Path, settings: Settings) -> bool:
+    """A finished converged run to continue from its last checkpoint because the table's
+    patience was raised since it stopped (and its checkpoint is on this machine)."""
+    from rnmt.training.trainer import STATE_FILE
+
+    if not settings.converge or not record_file.is_file() or not (run_dir / STATE_FILE).is_file():
+        return False
+    try:
+        record = json.loads(record_file.read_text(encoding="utf-8"))
+    except ValueError:
+        return False
+    return isinstance(record, dict) and stopped_short(record, settings.patience)
+
+
 def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, runs_dir: Path, results_dir: Path,
                settings: Settings, machine: Dict[str, Any], provenance: Dict[str, str],
                log: Callable[[str], None]) -> Optional[Dict[str, Any]]:
@@ -267,10 +296,14 @@ def run_system(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Path, run
     ``provenance``: the ``commit`` the code was at and the ``command`` that reproduces the
     table; both go into the record."""
     record_file, hyp_file = record_path(results_dir, run), hyp_path(results_dir, run, corpus.tgt)
-    if record_file.is_file() and hyp_file.is_file():
+    run_dir = runs_dir / run.name
+    if continues(run_dir, record_file, settings):
+        # The record stays until the continued run replaces it (a break in between resumes).
+        log(f"{run.name}: early stopping ended it sooner than patience {settings.patience}: continuing it")
+        (run_dir / TRAINED).unlink(missing_ok=True)
+    elif record_file.is_file() and hyp_file.is_file():
         log(f"{run.name}: finished earlier, skipped ({display_path(record_file)})")
         return json.loads(record_file.read_text(encoding="utf-8"))
-    run_dir = runs_dir / run.name
     cfg = miniature_config(run, spec, corpus, vocab_model, runs_dir / "cache", settings)
     summary = train_run(run, cfg, run_dir, log)
     metrics, hyps = evaluate_run(run, run_dir, corpus, settings.device, spec.greedy_speed, log)

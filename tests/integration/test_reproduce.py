@@ -252,3 +252,36 @@ def test_a_converged_list_naming_an_unknown_system_is_refused(tmp_path):
                                         encoding="utf-8")
     with pytest.raises(UserError, match="configs/reproduce/dtmt.yaml: converged names unknown system 'shalow-rnmt'"):
         load_paper("dtmt", tmp_path)
+
+
+def test_raising_a_converged_tables_patience_continues_the_runs_it_ended_sooner(tmp_path):
+    """Both + L-GRU runs of the DTMT table stopped with their dev loss still falling: a
+    table's patience may be raised, and the runs early stopping ended sooner continue from
+    their last checkpoint (exactly as if trained with it), their records replaced."""
+    corpus = tiny_reproduction_corpus(tmp_path)
+    out = tmp_path / "results"
+
+    def settings(patience):
+        return tiny_reproduction_settings(updates=40, converge=True, patience=patience, plateau_patience=1,
+                                          seeds=[1], dev_sentences=0)
+
+    reproduce_paper("atr", settings(1), out, str(corpus), log=MessageLog())
+    results = out / "atr-converged"
+    before = {name: json.loads((results / f"{name}.json").read_text()) for name in ("rnnsearch-gru", "rnnsearch-atr")}
+    assert all(r["stop_reason"] == "early_stopping" and r["recipe"]["train.patience"] == 1 for r in before.values())
+    with pytest.raises(UserError, match="other settings"):  # any other change is still refused
+        reproduce_paper("atr", tiny_reproduction_settings(updates=40, converge=True, patience=3, plateau_patience=2,
+                                                          seeds=[1], dev_sentences=0), out, str(corpus),
+                        log=MessageLog())
+    log = MessageLog()
+    reproduce_paper("atr", settings(3), out, str(corpus), log=log)
+    assert any("early stopping ended it sooner than patience 3: continuing it" in m for m in log)
+    for name, old in before.items():
+        new = json.loads((results / f"{name}.json").read_text())
+        assert new["recipe"]["train.patience"] == 3 and new["steps"] > old["steps"]
+        # the continued curve starts with the stopped run's own validations
+        assert new["validations"][:len(old["validations"])] == old["validations"]
+    saved = json.loads((results / "settings.json").read_text())
+    assert saved["patience"] == 3 and saved["patience_raised_from"] == [1]
+    with pytest.raises(UserError, match="other settings"):  # and lowering it again is refused
+        reproduce_paper("atr", settings(2), out, str(corpus), log=MessageLog())
