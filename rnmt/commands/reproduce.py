@@ -32,8 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--converge", action="store_true",
                    help="train every system until dev BLEU has not improved for --patience validations, the "
                         "learning rate halving on each plateau; results go to results/<paper>-converged/")
-    p.add_argument("--patience", type=int, default=4, metavar="N",
-                   help="--converge: validations without dev BLEU improvement that end a run (default 4)")
+    p.add_argument("--patience", type=int, default=8, metavar="N",
+                   help="--converge: validations without dev BLEU improvement that end a run (default 8; "
+                        "raising it on a table continues the runs it ended sooner)")
     p.add_argument("--plateau-patience", type=int, default=2, metavar="N",
                    help="--converge: validations without improvement before the rate decays (default 2)")
     p.add_argument("--seeds", default="1,2", metavar="S,S,...",
@@ -139,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         args.dev_sentences = 0 if args.converge else 200
     if args.dev_sentences < 0:
         raise UserError(f"--dev-sentences must be 0 (all) or more, got {args.dev_sentences}")
-    if not args.converge and (args.patience, args.plateau_patience) != (4, 2):
+    if not args.converge and (args.patience, args.plateau_patience) != (8, 2):
         raise UserError("--patience and --plateau-patience belong to --converge")
     checks.at_least(args, 1, "updates", "jobs", "vocab_size", "validate_every", "threads", "bootstrap", "patience",
                     "plateau_patience")

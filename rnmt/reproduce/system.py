@@ -54,7 +54,7 @@ class Settings:
     # improved for `patience` validations, its rate decaying once per `plateau_patience`
     # validations without improvement (train.schedule plateau), `updates` at most.
     converge: bool = False
-    patience: int = 4
+    patience: int = 8
     plateau_patience: int = 2
 
     def to_dict(self) -> Dict[str, Any]:
