@@ -105,7 +105,8 @@ def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patien
                 seeds, patience = settings.get("seeds") or seeds, settings.get("patience", patience)
             except ValueError:
                 raise UserError(f"{saved}: not valid JSON") from None
-        rows = reproduction_status(spec, results_dir, systems, seeds)  # an unknown system fails here
+        rows = reproduction_status(spec, results_dir, systems, seeds,
+                                   patience if converge else None)  # an unknown system fails here
         print(f"{results_dir}:")
         print("\n".join(status_table(rows, patience if converge else None)))
         print(cost_line(rows))

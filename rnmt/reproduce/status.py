@@ -93,8 +93,13 @@ def finished(name: str, record: Dict[str, object]) -> RunStatus:
 
 
 def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Sequence[str]],
-                        seeds: Sequence[int]) -> List[RunStatus]:
-    """One row per run the table plans for the chosen systems (the main table's by default)."""
+                        seeds: Sequence[int], patience: Optional[int] = None) -> List[RunStatus]:
+    """One row per run the table plans for the chosen systems (the main table's by default).
+    ``patience``: a converged table's; a finished run that early stopping ended sooner, with
+    its checkpoint here, is continuing (`rnmt.reproduce.system.continues`) and read from its log."""
+    from rnmt.reproduce.system import stopped_short
+    from rnmt.training.trainer import STATE_FILE
+
     now = time.time()
     rows = []
     for run in plan_runs(spec, spec.select(systems), seeds):
@@ -107,6 +112,9 @@ def reproduction_status(spec: PaperSpec, results_dir: Path, systems: Optional[Se
                 saved = None
             # a record that does not parse is reported from the run's log
             done = finished(run.name, saved) if isinstance(saved, dict) else None
+            if done is not None and patience is not None and stopped_short(saved, patience) \
+                    and (log_path.parent / STATE_FILE).is_file():
+                done = None  # continuing under the raised patience: its log says where it stands
             if done is not None:
                 # the record's mean counts paused hours; the log's median does not
                 for log in (log_path, kept_log):

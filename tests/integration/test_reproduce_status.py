@@ -144,3 +144,21 @@ def test_all_converge_continues_a_started_table_before_starting_another(tmp_path
     assert _converged_papers(PAPERS, tmp_path, [1, 2]) == ("atr", "cseq2seq", "dtmt")  # the survey has none
     write_log(tmp_path / "cseq2seq-converged" / "runs" / "rnnsearch.seed2" / "log.jsonl", [train_row(50, 100.0)])
     assert _converged_papers(PAPERS, tmp_path, [1, 2]) == ("cseq2seq", "atr", "dtmt")
+
+
+def test_a_run_continuing_under_a_raised_patience_is_read_from_its_log(tmp_path):
+    spec = load_paper("dtmt")
+    results = tmp_path / "dtmt-converged"
+    results.mkdir()
+    curve = [{"step": 500, "dev_bleu": 5.0}, {"step": 1000, "dev_bleu": 4.0}]  # one validation since the best
+    (results / "shallow-rnmt.seed1.json").write_text(json.dumps(
+        {"steps": 1000, "stop_reason": "early_stopping", "validations": curve, "test_bleu": 9.0}), encoding="utf-8")
+    run_dir = results / "runs" / "shallow-rnmt.seed1"
+    write_log(run_dir / "log.jsonl", [train_row(1000, 100.0), train_row(1100, 110.0), dev_row(1000, 4.0)])
+    rows = {r.name: r for r in reproduction_status(spec, results, ["shallow-rnmt"], [1, 2], patience=4)}
+    assert rows["shallow-rnmt.seed1"].state == "finished"  # no checkpoint here to continue from
+    (run_dir / "train_state.pt").write_bytes(b"")
+    rows = {r.name: r for r in reproduction_status(spec, results, ["shallow-rnmt"], [1, 2], patience=4)}
+    assert rows["shallow-rnmt.seed1"].state == "in progress" and rows["shallow-rnmt.seed1"].steps == 1100
+    rows = {r.name: r for r in reproduction_status(spec, results, ["shallow-rnmt"], [1, 2], patience=1)}
+    assert rows["shallow-rnmt.seed1"].state == "finished"  # under patience 1 it had stopped for good
