@@ -14,6 +14,8 @@ import sys
 
 from rnmt.commands import checks
 
+MAX_STEPS = 2_000_000  # every update's rate is computed and kept: 10**12 ran out of memory
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("config", help="YAML config file")
@@ -39,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.errors import UserError
 
     checks.at_least(args, 1, "steps", "steps_per_epoch", "replicas")
+    if args.steps > MAX_STEPS:
+        raise UserError(f"--steps must be at most {MAX_STEPS:,} (a rate is computed for every update), "
+                        f"got {args.steps:,}")
     cfg = load_config(args.config, args.overrides)
     if args.replicas is not None:
         cfg.train.replicas = args.replicas

@@ -127,3 +127,8 @@ def test_devices_rnmt_does_not_run_on_are_refused_by_name(device):
 
     with pytest.raises(UserError, match=f"device must be auto, cpu, cuda or cuda:N, got '{device}'"):
         pick_device(device)
+
+
+def test_an_absurd_schedule_length_is_refused_before_anything_is_computed(capsys):
+    assert main(["lr-schedule", "quickstart", "--steps", str(10 ** 12)]) == 2
+    assert_one_line(capsys.readouterr().err, "--steps must be at most 2,000,000")
