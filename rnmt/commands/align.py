@@ -13,7 +13,7 @@ from rnmt.commands import checks
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="training output directory or checkpoint file")
+    p.add_argument("--model", required=True, action=checks.Once, help="training output directory or checkpoint file")
     p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one per line")
     p.add_argument("--tgt", required=True, metavar="FILE", help="target sentences, line-aligned with --src")
     p.add_argument("--from", dest="source", choices=["attention", "update-gate"], default="attention",
@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.data import read_lines
     from rnmt.evaluation.textfiles import check_same_length
 
+    checks.given_once(args)
     checks.at_least(args, 1, "batch_tokens")
     check_threshold(args.threshold, "--threshold")
     checks.use_threads(args.threads)

@@ -13,7 +13,7 @@ from rnmt.errors import UserError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="training output directory or checkpoint file")
+    p.add_argument("--model", required=True, action=checks.Once, help="training output directory or checkpoint file")
     p.add_argument("--src", required=True, metavar="FILE", help="source sentences, one per line")
     p.add_argument("--tgt", metavar="FILE",
                    help="target sentences to force-decode (default: the model's own translations)")
@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.evaluation.textfiles import check_same_length
     from rnmt.models import load_model
 
+    checks.given_once(args)
     checks.at_least(args, 0, "max_sentences")
     checks.at_least(args, 1, "beam", "batch_tokens")
     checks.use_threads(args.threads)

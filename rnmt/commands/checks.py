@@ -28,3 +28,21 @@ def use_threads(threads: Optional[int]) -> None:
     if threads < 1:
         raise UserError(f"--threads must be at least 1, got {threads}")
     torch.set_num_threads(threads)
+
+
+class Once(argparse.Action):
+    """An option given at most once. argparse keeps the last of repeated values silently (a
+    second ``--model`` replaced the first); this keeps which option was repeated, and
+    `given_once` refuses it in one line (argparse's own error would print the usage too)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            namespace.given_twice = option_string
+        setattr(namespace, self.dest, values)
+
+
+def given_once(args: argparse.Namespace) -> None:
+    """Refuse an option of action `Once` that was given more than once."""
+    repeated = getattr(args, "given_twice", None)
+    if repeated:
+        raise UserError(f"{repeated} given twice: this command reads one")

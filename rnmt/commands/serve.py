@@ -12,13 +12,14 @@ import sys
 
 import torch
 
+from rnmt.commands import checks
 from rnmt.errors import UserError
 from rnmt.search.limits import MAX_OUTPUT_TOKENS
 from rnmt.serve.settings import ServeSettings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="training output directory or checkpoint file")
+    p.add_argument("--model", required=True, action=checks.Once, help="training output directory or checkpoint file")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
@@ -133,6 +134,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    checks.given_once(args)
     try:
         from rnmt.serve.app import create_app
         from rnmt.serve.protocol import server_config

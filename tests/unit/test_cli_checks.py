@@ -132,3 +132,11 @@ def test_devices_rnmt_does_not_run_on_are_refused_by_name(device):
 def test_an_absurd_schedule_length_is_refused_before_anything_is_computed(capsys):
     assert main(["lr-schedule", "quickstart", "--steps", str(10 ** 12)]) == 2
     assert_one_line(capsys.readouterr().err, "--steps must be at most 2,000,000")
+
+
+@pytest.mark.parametrize("command", [["align", "--src", "s", "--tgt", "t"], ["analyze", "--src", "s", "--out", "o"],
+                                     ["serve"]])
+def test_a_second_model_is_refused_where_one_is_read(capsys, command):
+    # argparse kept the last --model silently; translate and score take several (an ensemble)
+    assert main([command[0], "--model", "a", "--model", "b", *command[1:]]) == 2
+    assert_one_line(capsys.readouterr().err, "--model given twice: this command reads one")
