@@ -41,12 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", type=int, default=0, metavar="N",
                         help="paired bootstrap with N samples: 95%% confidence intervals and "
                              "p-values against the first system")
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+    parser.add_argument("--seed", type=int,
                         help=f"bootstrap random seed, a positive integer (default {DEFAULT_SEED})")
     parser.add_argument("--by-length", metavar="SRC_FILE", dest="by_length",
                         help="source file: also report BLEU by source length in words")
-    parser.add_argument("--buckets", default=",".join(map(str, by_length.DEFAULT_BOUNDARIES)),
-                        help="length boundaries for --by-length (default %(default)s)")
+    parser.add_argument("--buckets",
+                        help="length boundaries for --by-length (default "
+                             f"{','.join(map(str, by_length.DEFAULT_BOUNDARIES))})")
     parser.add_argument("--out", metavar="DIR",
                         help="directory for the --by-length tables and plots")
     parser.add_argument("--sentences", metavar="FILE",
@@ -65,7 +66,14 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--out is only used with --by-length SRC_FILE")
     if args.width < 0:
         raise UserError(f"--width must be non-negative, got {args.width}")
-    boundaries = by_length.parse_boundaries(args.buckets) if args.by_length else []
+    # options of an extra that was not asked for would be ignored without a word
+    if args.seed is not None and not args.bootstrap:
+        raise UserError("--seed is the bootstrap's: it needs --bootstrap N")
+    if args.buckets is not None and not args.by_length:
+        raise UserError("--buckets are --by-length's boundaries: they need --by-length SRC_FILE")
+    args.seed = DEFAULT_SEED if args.seed is None else args.seed
+    buckets = args.buckets or ",".join(map(str, by_length.DEFAULT_BOUNDARIES))
+    boundaries = by_length.parse_boundaries(buckets) if args.by_length else []
 
     systems, references = read_systems_and_references(args.hyp, args.ref)
     names = list(systems)

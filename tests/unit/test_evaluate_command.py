@@ -57,6 +57,8 @@ def test_json_has_first_system_scores_on_top_and_every_system_listed(capsys):
     (["--bootstrap", "-3"], "--bootstrap must be a positive"),
     (["--by-length", SRC], "needs --out"),
     (["--buckets", "0,20,10", "--by-length", SRC, "--out", "x"], "increasing"),
+    (["--seed", "7"], "--seed is the bootstrap's: it needs --bootstrap N"),  # was ignored without a word
+    (["--buckets", "0,10"], "--buckets are --by-length's boundaries"),  # likewise, not even parsed
 ])
 def test_bad_options_are_user_errors(argv, message):
     with pytest.raises(UserError, match=message):
