@@ -38,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
     checks.at_least(args, 0, "max_sentences")
     checks.at_least(args, 1, "beam", "batch_tokens")
     checks.use_threads(args.threads)
+    if args.tgt and (args.beam is not None or args.greedy):  # they would be ignored without a word
+        raise UserError("--beam and --greedy choose how to translate; with --tgt the given targets are "
+                        "force-decoded instead")
     src_lines = read_lines(args.src)
     tgt_lines = None
     if args.tgt:

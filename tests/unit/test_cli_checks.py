@@ -140,3 +140,8 @@ def test_a_second_model_is_refused_where_one_is_read(capsys, command):
     # argparse kept the last --model silently; translate and score take several (an ensemble)
     assert main([command[0], "--model", "a", "--model", "b", *command[1:]]) == 2
     assert_one_line(capsys.readouterr().err, "--model given twice: this command reads one")
+
+
+def test_search_options_with_forced_targets_are_refused(capsys):
+    assert main(["analyze", "--model", "m", "--src", "s", "--tgt", "t", "--out", "o", "--beam", "7"]) == 2
+    assert_one_line(capsys.readouterr().err, "with --tgt the given targets are force-decoded instead")
