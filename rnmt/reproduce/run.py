@@ -93,7 +93,7 @@ def check_settings(results_dir: Path, current: Dict[str, object]) -> None:
                                                                   saved["patience"]})}
             changed = []
         if "patience_raised_from" in saved:  # the table's history stays
-            current = {"patience_raised_from": saved["patience_raised_from"], **current}
+            current = {**current, "patience_raised_from": saved["patience_raised_from"]}
         if changed:
             detail = ", ".join(f"{k}: {saved[k]!r} then, {current.get(k)!r} now" for k in changed)
             raise UserError(f"{results_dir} holds systems run with other settings ({detail}); "
