@@ -122,9 +122,8 @@ class Model:
         search = {k: check_value(SearchConfig, k, v) for k, v in given.items() if v is not None}
         limits = {"max_output_tokens": 1, "max_input_tokens": 2}  # an input needs a subword and </s>
         for name, low in limits.items():
-            value = options.get(name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
-                raise UserError(f"option '{name}' must be an integer of at least {low}, got {value!r}")
+            if options.get(name) is not None:
+                _count(name, options[name], low)
         greedy = bool(options.get("greedy", False))
         if greedy and search.get("nbest", 1) > 1:
             raise UserError(f"nbest={search['nbest']} needs beam search: greedy search gives one hypothesis")

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.search.sampling import sampling_options
 
     # before the model loads, in option terms
-    checks.at_least(args, 1, "beam", "nbest", "batch_tokens", "chunk_lines", "max_output_tokens", "threads")
+    checks.at_least(args, 1, "beam", "nbest", "batch_tokens", "chunk_lines", "max_output_tokens")
     checks.at_least(args, 2, "max_input_tokens")
     checks.at_least(args, 0, "no_repeat_ngram", "min_output_tokens")
     if args.greedy and (args.nbest or 1) > 1:
@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
                      dash="--")  # checked here for the option names; the API checks again
     if args.constraints and args.sample:
         raise UserError("--constraints need a search: they do not combine with --sample")
-    inputs = Inputs(args)  # a missing input or a prefix file of another length: before the model loads
     checks.use_threads(args.threads)
+    inputs = Inputs(args)  # a missing input or a prefix file of another length: before the model loads
     model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
     if args.int8:
         from rnmt import int8
