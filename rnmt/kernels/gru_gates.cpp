@@ -53,7 +53,11 @@ void sweep(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tenso
       const float* __restrict__ p = pp + n * ps;
       const float* __restrict__ u = rp + n * rs;
       const float* __restrict__ h = hp + n * hs;
-      const float* __restrict__ m = mp != nullptr ? mp + n * d : nullptr;
+      // Without a mask m points at h, readable and never read: a null m made the vectorised
+      // loop load it under an all-false mask at address 0, which the CPU completes through a
+      // fault-suppression assist on every vector (ten times the sweep's arithmetic on a Zen 5;
+      // benchmarks/gates_kernel.py). The same holds for every optional operand below.
+      const float* __restrict__ m = mp != nullptr ? mp + n * d : h;
       float* __restrict__ o = op + n * d;
       float* __restrict__ g = Save ? gp + n * 4 * d : nullptr;
 #pragma omp simd
@@ -67,7 +71,7 @@ void sweep(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tenso
           g[2 * d + j] = c;
           g[3 * d + j] = u[2 * d + j];
         }
-        o[j] = h[j] + z * ((m != nullptr ? m[j] : 1.f) * c - h[j]);
+        o[j] = h[j] + z * ((mp != nullptr ? m[j] : 1.f) * c - h[j]);
       }
     }
   });
@@ -124,14 +128,14 @@ std::vector<torch::Tensor> gru_gates_backward(const torch::Tensor& grad, const t
       const float* __restrict__ dn = dp + n * d;
       const float* __restrict__ h = hp + n * hs;
       const float* __restrict__ s = sp + n * 4 * d;
-      const float* __restrict__ m = mp != nullptr ? mp + n * d : nullptr;
+      const float* __restrict__ m = mp != nullptr ? mp + n * d : h;  // never null: see sweep
       float* __restrict__ gp = gpp + n * 3 * d;
       float* __restrict__ gu = gup + n * 3 * d;
       float* __restrict__ gh = ghp + n * d;
 #pragma omp simd
       for (int64_t j = 0; j < d; ++j) {
         const float r = s[j], z = s[d + j], c = s[2 * d + j];
-        const float keep = m != nullptr ? m[j] : 1.f;
+        const float keep = mp != nullptr ? m[j] : 1.f;
         const float cd = c * keep;  // the candidate as the interpolation saw it
         const float dz = dn[j] * (cd - h[j]) * z * (1.f - z);
         const float dc = dn[j] * z * keep * (1.f - c * c);  // through tanh: d(p_h + r u_h)

@@ -58,7 +58,8 @@ Layout check(const c10::optional<torch::Tensor>& px, const torch::Tensor& rec, c
   TORCH_CHECK(gates == 2 || gates == 3, "ln_gates: 2 or 3 gates");
   TORCH_CHECK(rec.dim() == 2 && state.dim() == 2, "ln_gates: expected 2-d tensors");
   Layout l{state.size(0), state.size(1), gates, px.has_value(), linear};
-  TORCH_CHECK(!linear || l.has_input, "ln_gates: the linear term needs the projected input");
+  // (the linear term's gate is the third: with two, its reads and writes would leave the rows)
+  TORCH_CHECK(!linear || (l.has_input && gates == 3), "ln_gates: the linear term needs the projected input and 3 gates");
   TORCH_CHECK(rec.size(0) == l.N && rec.size(1) == (gates + 1) * l.d, "ln_gates: recurrent product shape");
   TORCH_CHECK(rec.scalar_type() == torch::kFloat && state.scalar_type() == torch::kFloat, "ln_gates: float32 only");
   TORCH_CHECK(rec.stride(1) == 1 && state.stride(1) == 1, "ln_gates: rows must be dense");
@@ -109,8 +110,8 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
   const float inv_keep = static_cast<float>(1.0 / keep);
   at::parallel_for(0, N, 8, [=](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
-      const float* __restrict__ p = pp != nullptr ? pp + n * ps : nullptr;
       const float* __restrict__ u = up + n * us;
+      const float* __restrict__ p = pp != nullptr ? pp + n * ps : u;  // never null (gru_gates.cpp, sweep)
       const float* __restrict__ h = hp + n * hs;
       float* __restrict__ xhat = sp + n * W;
       float* __restrict__ s = xhat + G * d;
@@ -123,7 +124,7 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
         float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
         for (int64_t j = 0; j < d; ++j) {
-          x[j] = u[k * d + j] + (p != nullptr ? p[k * d + j] : 0.f);
+          x[j] = u[k * d + j] + (pp != nullptr ? p[k * d + j] : 0.f);
           sum += x[j];
         }
         const float mean = sum / d;
@@ -149,7 +150,7 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
       for (int64_t j = 0; j < d; ++j) {
         const float r = s[j], z = s[d + j];
         uh[j] = u[G * d + j] + bh[j];
-        float cand = tanh_rational((p != nullptr ? p[G * d + j] : 0.f) + r * uh[j]);
+        float cand = tanh_rational((pp != nullptr ? p[G * d + j] : 0.f) + r * uh[j]);
         c[j] = cand;
         if (linear) cand += s[2 * d + j] * p[(G + 1) * d + j];
         const float m = drop ? dropout_scale(key, row + static_cast<uint32_t>(j), threshold, inv_keep) : 1.f;
@@ -171,6 +172,7 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
   const int64_t per_group = group_rows > 0 ? group_rows : N;
   const bool has_input = px.has_value();
   const Layout L{N, d, G, has_input, linear};
+  TORCH_CHECK(!linear || (has_input && G == 3), "ln_gates: the linear term needs the projected input and 3 gates");
   TORCH_CHECK(grad.sizes() == state.sizes() && saved.size(0) == N && saved.size(1) == L.saved_width() &&
               saved.is_contiguous() && rstd.is_contiguous() && state.stride(1) == 1,
               "ln_gates: backward shapes");
@@ -189,6 +191,8 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
   const float* const rp = rstd.data_ptr<float>();
   const float* const gp = gain.data_ptr<float>();
   float* const gpp = has_input ? grad_p.data_ptr<float>() : nullptr;
+  auto spare_row = torch::empty({has_input ? 0 : (G + 1) * d}, state.options());
+  float* const spare = has_input ? nullptr : spare_row.data_ptr<float>();
   float* const gup = grad_u.data_ptr<float>();
   float* const ghp = grad_h.data_ptr<float>();
   float* const ggp = grad_gain.data_ptr<float>();
@@ -200,13 +204,13 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
   at::parallel_for(0, N, 8, [=](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const float* __restrict__ dn = dp + n * d;
-      const float* __restrict__ p = pp != nullptr ? pp + n * ps : nullptr;
       const float* __restrict__ h = hp + n * hs;
       const float* __restrict__ xhat = sp + n * W;
+      const float* __restrict__ p = pp != nullptr ? pp + n * ps : xhat;  // never null, as in the forward
       const float* __restrict__ s = xhat + G * d;
       const float* __restrict__ c = s + G * d;
       const float* __restrict__ uh = c + d;
-      float* __restrict__ gpr = gpp != nullptr ? gpp + n * P : nullptr;
+      float* __restrict__ gpr = gpp != nullptr ? gpp + n * P : spare;  // never written without input
       float* __restrict__ gu = gup + n * (G + 1) * d;
       float* __restrict__ gh = ghp + n * d;
       float* __restrict__ gg = ggp + n * G * d;
@@ -229,7 +233,7 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
           gpr[(G + 1) * d + j] = dcand * l;
         }
         gu[G * d + j] = dc * r;
-        if (gpr != nullptr) gpr[G * d + j] = dc;
+        if (gpp != nullptr) gpr[G * d + j] = dc;
       }
       // Through each gate's LN: da = rstd * (dx^ - mean(dx^) - x^ mean(dx^ x^)), dx^ = dy * g.
       for (int64_t k = 0; k < G; ++k) {
@@ -249,7 +253,7 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
           const float da = r * (dy[j] * g[j] - mean - x[j] * mean_dot);
           gg[k * d + j] = dy[j] * x[j];
           gu[k * d + j] = da;
-          if (gpr != nullptr) gpr[k * d + j] = da;
+          if (gpp != nullptr) gpr[k * d + j] = da;
         }
       }
     }

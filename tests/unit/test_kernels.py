@@ -221,6 +221,33 @@ def test_fused_gru_inference_step_matches_the_pytorch_step():
     torch.testing.assert_close(fused, reference, atol=1e-6, rtol=1e-6)
 
 
+@needs_kernel
+def test_gru_sweeps_without_a_mask_equal_those_with_a_mask_of_ones():
+    # The unmasked sweeps read no mask (a null one once cost a fault-suppression assist per
+    # vector, benchmarks/gates_kernel.py); their results must be the masked sweeps' exactly.
+    ext = kernels.extension()
+    torch.manual_seed(5)
+    px, rec, state, grad = torch.randn(9, 48), torch.randn(9, 48), torch.randn(9, 16), torch.randn(9, 16)
+    ones = torch.ones(9, 16)
+    assert torch.equal(ext.gru_gates_inference(px, rec, state, None), ext.gru_gates_inference(px, rec, state, ones))
+    new, saved = ext.gru_gates_forward(px, rec, state, None)
+    new_ones, saved_ones = ext.gru_gates_forward(px, rec, state, ones)
+    assert torch.equal(new, new_ones) and torch.equal(saved, saved_ones)
+    for plain, masked in zip(ext.gru_gates_backward(grad, state, saved, None),
+                             ext.gru_gates_backward(grad, state, saved, ones)):
+        assert torch.equal(plain, masked)
+
+
+@needs_kernel
+def test_layer_norm_sweep_refuses_a_linear_term_without_three_gates():
+    ext = kernels.extension()
+    d = 4
+    px, rec, state = torch.randn(3, 4 * d), torch.randn(3, 3 * d), torch.randn(3, d)
+    gain, offset, bias = torch.ones(2 * d), torch.zeros(2 * d), torch.zeros(d)
+    with pytest.raises(RuntimeError, match="linear term needs the projected input and 3 gates"):
+        ext.ln_gates_forward(px, rec, state, gain, offset, bias, 2, True, 1.0, 0, 0)
+
+
 def test_fused_gru_step_is_left_out_where_it_does_not_apply():
     from rnmt import cells
 
