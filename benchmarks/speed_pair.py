@@ -1,0 +1,80 @@
+"""Time two systems' training side by side, as `rnmt reproduce` times a paper's speed claims.
+
+    python benchmarks/speed_pair.py A/config.yaml B/config.yaml --out speed.json
+    python benchmarks/speed_pair.py atr/config.yaml gru/config.yaml --b-set model.cell=lstm --name-b rnnsearch-lstm
+
+Both configs' models (fresh weights) train the same batches in alternating rounds, A then
+B, in one process on the same threads (`rnmt.reproduce.speed.measure_pair`); each round
+gives one ratio of target tokens/s, and the median is the claim's figure. ``--a-set`` /
+``--b-set`` override a config's keys (``KEY=VALUE``, as ``rnmt train --set``), e.g. to time
+a unit that has no run of its own. The result names the commit and the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+
+import yaml  # noqa: E402
+
+from rnmt.config import load_config  # noqa: E402
+from rnmt.device import pick_device  # noqa: E402
+from rnmt.reproduce.machine import describe_machine  # noqa: E402
+from rnmt.reproduce.run import code_commit  # noqa: E402
+from rnmt.reproduce.speed import ROUNDS, STEPS, WARMUP, measure_pair  # noqa: E402
+
+
+def resolved(path: Path, overrides: list, into: Path) -> Path:
+    """``path`` with ``overrides`` applied (checked as `rnmt train --set` checks them)."""
+    if not overrides:
+        return path
+    cfg = load_config(path, overrides)
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for item in overrides:
+        key, _ = item.split("=", 1)
+        section, name = key.split(".", 1)
+        raw.setdefault(section, {})[name] = getattr(getattr(cfg, section), name)
+    into.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    return into
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("config_a", type=Path)
+    parser.add_argument("config_b", type=Path)
+    parser.add_argument("--a-set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--b-set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--name-a", help="the key's first name (default: the config's model.arch and cell)")
+    parser.add_argument("--name-b")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--steps", type=int, default=STEPS)
+    parser.add_argument("--warmup", type=int, default=WARMUP)
+    parser.add_argument("--out", type=Path, help="add the measurement to this JSON file (created if missing)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        path_a = resolved(args.config_a, args.a_set, work / "a.yaml")
+        path_b = resolved(args.config_b, args.b_set, work / "b.yaml")
+        names = []
+        for given, path in ((args.name_a, path_a), (args.name_b, path_b)):
+            model = load_config(path).model
+            names.append(given or f"{model.arch}-{model.cell}")
+        result = measure_pair(path_a, path_b, work, args.threads, args.rounds, args.steps, args.warmup)
+    result.update(commit=code_commit(), machine=describe_machine(pick_device("cpu"), args.threads, 1),
+                  command=" ".join(["python", "benchmarks/speed_pair.py", *sys.argv[1:]]))
+    key = "|".join(names)
+    print(f"{key}: {', '.join(f'{r:.3f}' for r in result['ratios'])}, median {result['ratio']:.3f}")
+    if args.out:
+        known = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
+        known[key] = result
+        args.out.write_text(json.dumps(known, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
