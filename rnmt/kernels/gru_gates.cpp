@@ -56,7 +56,7 @@ void sweep(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tenso
       // Without a mask m points at h, readable and never read: a null m made the vectorised
       // loop load it under an all-false mask at address 0, which the CPU completes through a
       // fault-suppression assist on every vector (ten times the sweep's arithmetic on a Zen 5;
-      // benchmarks/gates_kernel.py). The same holds for every optional operand below.
+      // benchmarks/gates_kernel.py). ln_gates.cpp points its optional operands likewise.
       const float* __restrict__ m = mp != nullptr ? mp + n * d : h;
       float* __restrict__ o = op + n * d;
       float* __restrict__ g = Save ? gp + n * 4 * d : nullptr;
