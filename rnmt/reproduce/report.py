@@ -472,8 +472,10 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
                   + "; the table's tok/s and s/update are the runs' own, measured under whatever load the machine "
                   "had.", "",
                   "What each verdict rests on (per seed: test BLEU, updates, s/update, dev perplexity):", ""]
+        shown = set()
         for c in claims:
-            if c.get("runs"):
+            if c.get("runs") and (c["a"], c["b"]) not in shown:  # two claims on one pair (quality, speed): once
+                shown.add((c["a"], c["b"]))
                 a, b = spec.system(c["a"]).label, spec.system(c["b"]).label
                 parts = [f"seed {r['a']['seed']}: {a} {_num(r['a']['test_bleu'])} BLEU, {_num(r['a']['steps'])} "
                          f"updates, {_num(r['a']['seconds_per_update'], 3)} s, ppl {_num(r['a']['dev_ppl'], 1)}; "

@@ -39,3 +39,20 @@ def test_one_precision_has_no_column_and_a_mix_names_each_rows_runs():
     assert columns[-1] == "precision"
     assert next(r for r in rows if r.startswith("| ShallowRNMT (GRU) |")).endswith("| fp32 / fp32 |")
     assert next(r for r in rows if r.startswith("| DTMT#4 (L-GRU + T-GRUs) |")).endswith("| bf16 / bf16 |")
+
+
+def test_a_pair_with_two_claims_is_listed_once_under_what_the_verdicts_rest_on():
+    results = REPO / "results" / "atr-converged"
+    summary = json.loads((results / "results.json").read_text(encoding="utf-8"))
+    pairs = [(c["a"], c["b"]) for c in summary["claims"] if c.get("runs")]
+    assert pairs.count(("rnnsearch-atr", "rnnsearch-gru")) == 2  # ATR about as good as GRU, and faster
+    spec = load_paper("atr").for_protocol(True)
+    settings = json.loads((results / "settings.json").read_text(encoding="utf-8"))
+    settings.update(bootstrap=1000)
+    records = {name: [json.loads((results / f"{name}.seed{s}.json").read_text(encoding="utf-8")) for s in (1, 2)]
+               for name in ("rnnsearch-gru", "rnnsearch-atr")}
+    corpus = Corpus("corpus", "es", "en", Path("t"), Path("d"), Path("s"), 3, 2, 1)
+    readme = render_readme(spec, spec.select(["rnnsearch-gru", "rnnsearch-atr"]), records, {}, summary["claims"],
+                           corpus, settings, "rnmt reproduce atr --converge", None, None, [])
+    rests_on = [line for line in readme.splitlines() if line.startswith("- RNNSearch+ATR vs RNNSearch+GRU: ")]
+    assert len(rests_on) == 1
