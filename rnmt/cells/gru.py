@@ -77,9 +77,9 @@ class GRU(Cell):
         if not return_gates and self._fused_applies(px, state):
             # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
             # in training one autograd node with a one-sweep backward; in fp32 under bf16
-            # autocast too (`rnmt.precision`).
+            # autocast too (`rnmt.precision`), reading the bf16 products as they are.
             rec = self.recurrent_product(state, self._recurrent_bias())
-            return self._fused_gates(precision.fp32(px), precision.fp32(rec), precision.fp32(state))
+            return self._fused_gates(px, rec, precision.fp32(state))
         if not return_gates and gru_cuda.step_applies(self, px, state):
             # on a GPU: PyTorch's fused CUDA cell, one kernel each way (rnmt/cells/gru_cuda.py);
             # after the CPU kernel's test, so a CPU step pays nothing for it
@@ -143,8 +143,7 @@ class GRU(Cell):
 
         def step(px: Tensor, state: Tensor) -> Tensor:
             rec = pair_product(state, weight, bias)
-            new = self._fused_gates(precision.fp32(px.reshape(-1, 3 * d)), precision.fp32(rec.reshape(-1, 3 * d)),
-                                    precision.fp32(state.reshape(-1, d)))
+            new = self._fused_gates(px.reshape(-1, 3 * d), rec.reshape(-1, 3 * d), precision.fp32(state.reshape(-1, d)))
             return new.view(state.shape)
 
         return step

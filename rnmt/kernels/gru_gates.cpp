@@ -10,6 +10,9 @@
 #include <ATen/Parallel.h>
 #include <torch/types.h>
 
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "fast_math.h"
@@ -19,14 +22,29 @@ using rnmt_kernels::tanh_rational;
 
 namespace {
 
+// The projected input and the recurrent product may come as bf16 (the products' dtype under
+// CPU bf16 autocast): read here and widened exactly, instead of a cast to a float32 copy of
+// each before every step (and that cast's node in the backward).
+inline float widen(float x) { return x; }
+inline float widen(c10::BFloat16 x) {
+  const uint32_t bits = static_cast<uint32_t>(x.x) << 16;
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+bool float_or_bf16(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kBFloat16;
+}
+
 int64_t check_step(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
                    const c10::optional<torch::Tensor>& mask) {
   TORCH_CHECK(px.dim() == 2 && rec.dim() == 2 && state.dim() == 2, "gru_gates: expected 2-d tensors");
   const int64_t N = state.size(0), d = state.size(1);
   TORCH_CHECK(px.size(0) == N && rec.size(0) == N && px.size(1) == 3 * d && rec.size(1) == 3 * d,
               "gru_gates: shapes do not match");
-  TORCH_CHECK(px.scalar_type() == torch::kFloat && rec.scalar_type() == torch::kFloat &&
-              state.scalar_type() == torch::kFloat, "gru_gates: float32 only");
+  TORCH_CHECK(float_or_bf16(px) && float_or_bf16(rec) && state.scalar_type() == torch::kFloat,
+              "gru_gates: float32 state, float32 or bfloat16 projections");
   // Rows may be strided (a time step of a [B, T, 3d] projection); each row must be dense.
   TORCH_CHECK(px.stride(1) == 1 && rec.stride(1) == 1 && state.stride(1) == 1, "gru_gates: rows must be dense");
   if (mask.has_value()) {
@@ -36,45 +54,75 @@ int64_t check_step(const torch::Tensor& px, const torch::Tensor& rec, const torc
   return d;
 }
 
-// The sweep itself; with Save, it also keeps [r z h~ u_h] per row in ``saved`` ([N, 4d]).
+// One row of the sweep: h' into o and, with Save, [r z h~ u_h] into g. ``masked``: m is the
+// dropout mask's row; otherwise m is any readable row, never read (a null m made the
+// vectorised loop load it under an all-false mask at address 0, which the CPU completes
+// through a fault-suppression assist on every vector: ten times the sweep's arithmetic on a
+// Zen 5, benchmarks/gates_kernel.py; ln_gates.cpp points its optional operands likewise).
 template <bool Save>
-void sweep(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
-           const c10::optional<torch::Tensor>& mask, torch::Tensor& out, torch::Tensor* saved) {
+inline void step_row(const float* __restrict__ p, const float* __restrict__ u, const float* __restrict__ h,
+                     const float* __restrict__ m, bool masked, float* __restrict__ o, float* __restrict__ g,
+                     int64_t d) {
+#pragma omp simd
+  for (int64_t j = 0; j < d; ++j) {
+    const float r = sigmoid_rational(p[j] + u[j]);
+    const float z = sigmoid_rational(p[d + j] + u[d + j]);
+    const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
+    if (Save) {
+      g[j] = r;
+      g[d + j] = z;
+      g[2 * d + j] = c;
+      g[3 * d + j] = u[2 * d + j];
+    }
+    o[j] = h[j] + z * ((masked ? m[j] : 1.f) * c - h[j]);
+  }
+}
+
+// A row of px or rec as float32: itself, or widened into ``buffer`` when it is bf16 (exactly,
+// so the arithmetic and its rounding are those of a float32 input, on every size and CPU).
+inline const float* as_float_row(const float* row, float*, int64_t) { return row; }
+inline const float* as_float_row(const c10::BFloat16* row, float* buffer, int64_t width) {
+#pragma omp simd
+  for (int64_t j = 0; j < width; ++j) buffer[j] = widen(row[j]);
+  return buffer;
+}
+
+// The sweep itself; with Save, it also keeps [r z h~ u_h] per row in ``saved`` ([N, 4d]).
+// P and R: the element types of px and rec (float or c10::BFloat16).
+template <bool Save, typename P, typename R>
+void sweep_typed(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
+                 const c10::optional<torch::Tensor>& mask, torch::Tensor& out, torch::Tensor* saved) {
   const int64_t N = state.size(0), d = state.size(1);
-  const float* const pp = px.data_ptr<float>();
-  const float* const rp = rec.data_ptr<float>();
+  const P* const pp = px.data_ptr<P>();
+  const R* const rp = rec.data_ptr<R>();
   const float* const hp = state.data_ptr<float>();
   const float* const mp = mask.has_value() ? mask->data_ptr<float>() : nullptr;
   float* const op = out.data_ptr<float>();
   float* const gp = Save ? saved->data_ptr<float>() : nullptr;
   const int64_t ps = px.stride(0), rs = rec.stride(0), hs = state.stride(0);
   at::parallel_for(0, N, 16, [=](int64_t begin, int64_t end) {
+    std::vector<float> p_row(std::is_same_v<P, float> ? 0 : 3 * d), u_row(std::is_same_v<R, float> ? 0 : 3 * d);
     for (int64_t n = begin; n < end; ++n) {
-      const float* __restrict__ p = pp + n * ps;
-      const float* __restrict__ u = rp + n * rs;
-      const float* __restrict__ h = hp + n * hs;
-      // Without a mask m points at h, readable and never read: a null m made the vectorised
-      // loop load it under an all-false mask at address 0, which the CPU completes through a
-      // fault-suppression assist on every vector (ten times the sweep's arithmetic on a Zen 5;
-      // benchmarks/gates_kernel.py). ln_gates.cpp points its optional operands likewise.
-      const float* __restrict__ m = mp != nullptr ? mp + n * d : h;
-      float* __restrict__ o = op + n * d;
-      float* __restrict__ g = Save ? gp + n * 4 * d : nullptr;
-#pragma omp simd
-      for (int64_t j = 0; j < d; ++j) {
-        const float r = sigmoid_rational(p[j] + u[j]);
-        const float z = sigmoid_rational(p[d + j] + u[d + j]);
-        const float c = tanh_rational(p[2 * d + j] + r * u[2 * d + j]);
-        if (Save) {
-          g[j] = r;
-          g[d + j] = z;
-          g[2 * d + j] = c;
-          g[3 * d + j] = u[2 * d + j];
-        }
-        o[j] = h[j] + z * ((mp != nullptr ? m[j] : 1.f) * c - h[j]);
-      }
+      const float* h = hp + n * hs;
+      step_row<Save>(as_float_row(pp + n * ps, p_row.data(), 3 * d), as_float_row(rp + n * rs, u_row.data(), 3 * d),
+                     h, mp != nullptr ? mp + n * d : h, mp != nullptr, op + n * d, Save ? gp + n * 4 * d : nullptr, d);
     }
   });
+}
+
+template <bool Save>
+void sweep(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
+           const c10::optional<torch::Tensor>& mask, torch::Tensor& out, torch::Tensor* saved) {
+  const bool p16 = px.scalar_type() == torch::kBFloat16, r16 = rec.scalar_type() == torch::kBFloat16;
+  if (p16 && r16) {
+    sweep_typed<Save, c10::BFloat16, c10::BFloat16>(px, rec, state, mask, out, saved);
+  } else if (p16) {
+    sweep_typed<Save, c10::BFloat16, float>(px, rec, state, mask, out, saved);
+  } else if (r16) {
+    sweep_typed<Save, float, c10::BFloat16>(px, rec, state, mask, out, saved);
+  } else {
+    sweep_typed<Save, float, float>(px, rec, state, mask, out, saved);
+  }
 }
 
 }  // namespace
@@ -105,6 +153,8 @@ std::vector<torch::Tensor> gru_gates_forward(const torch::Tensor& px, const torc
 // Gradients of gru_gates_forward: of the projected input p ([N, 3d]), of the recurrent
 // product u ([N, 3d]; equal to p's on the r and z columns, times r on the h~ columns) and
 // of the previous state through the interpolation only (its path through u is autograd's).
+// float32 whatever the forward's p and u were: autograd casts each to its input's dtype, as
+// the backward of a cast to float32 did.
 std::vector<torch::Tensor> gru_gates_backward(const torch::Tensor& grad, const torch::Tensor& state,
                                               const torch::Tensor& saved, const c10::optional<torch::Tensor>& mask) {
   const int64_t N = state.size(0), d = state.size(1);

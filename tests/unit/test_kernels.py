@@ -239,6 +239,33 @@ def test_gru_sweeps_without_a_mask_equal_those_with_a_mask_of_ones():
 
 
 @needs_kernel
+def test_gru_sweeps_read_bf16_projections_as_their_exact_float32_values():
+    # Under CPU bf16 autocast the products come as bf16; the sweeps read them directly, with
+    # the same results as on their float32 copies, and autograd hands back bf16 gradients
+    # that are the float32 ones rounded (what the cast's backward gave before).
+    from rnmt.cells.gru import _FusedGates
+
+    ext = kernels.extension()
+    torch.manual_seed(6)
+    px16, rec16 = torch.randn(7, 7, 48).bfloat16()[:, 3], torch.randn(7, 48).bfloat16()  # px: strided rows
+    state, grad = torch.randn(7, 16), torch.randn(7, 16)
+    for p, r in ((px16, rec16), (px16, rec16.float()), (px16.float(), rec16)):
+        assert torch.equal(ext.gru_gates_inference(p, r, state, None),
+                           ext.gru_gates_inference(p.float(), r.float(), state, None))
+        new, saved = ext.gru_gates_forward(p, r, state, None)
+        new32, saved32 = ext.gru_gates_forward(p.float(), r.float(), state, None)
+        assert torch.equal(new, new32) and torch.equal(saved, saved32)
+    px, rec = px16.clone().requires_grad_(), rec16.clone().requires_grad_()
+    _FusedGates.apply(px, rec, state, None).backward(grad)
+    px32, rec32 = px16.float().requires_grad_(), rec16.float().requires_grad_()
+    _FusedGates.apply(px32, rec32, state, None).backward(grad)
+    assert px.grad.dtype == rec.grad.dtype == torch.bfloat16
+    assert torch.equal(px.grad, px32.grad.bfloat16()) and torch.equal(rec.grad, rec32.grad.bfloat16())
+    with pytest.raises(RuntimeError, match="float32 or bfloat16 projections"):
+        ext.gru_gates_inference(px16.half(), rec16, state, None)
+
+
+@needs_kernel
 def test_layer_norm_sweep_refuses_a_linear_term_without_three_gates():
     ext = kernels.extension()
     d = 4
