@@ -40,7 +40,12 @@ def load_build(path: Path) -> ModuleType:
 
 
 def time_us(call: Callable[[], object], repeats: int, rounds: int) -> float:
-    """Median over ``rounds`` of the mean microseconds per call over ``repeats`` calls."""
+    """Median over ``rounds`` of the mean microseconds per call over ``repeats`` calls; NaN
+    for a call the build does not support (an older build given bf16 products)."""
+    try:
+        call()
+    except RuntimeError:
+        return float("nan")
     for _ in range(max(10, repeats // 20)):
         call()
     means = []
@@ -64,6 +69,11 @@ def sweeps(ext: ModuleType, rows: int, d: int) -> Dict[str, Callable[[], object]
         _, saved = ext.gru_gates_forward(px, rec, h, m)
         calls[f"GRU forward, {label}"] = lambda m=m: ext.gru_gates_forward(px, rec, h, m)
         calls[f"GRU backward, {label}"] = lambda m=m, saved=saved: ext.gru_gates_backward(grad, h, saved, m)
+    # bf16 products, as CPU bf16 autocast gives them (read directly since 270aabd)
+    px16, rec16 = px.bfloat16(), rec.bfloat16()
+    calls["GRU forward, bf16 products, no mask"] = lambda: ext.gru_gates_forward(px16, rec16, h, None)
+    calls["GRU forward, bf16 products cast to float32 first"] = (
+        lambda: ext.gru_gates_forward(px16.float(), rec16.float(), h, None))
     # T-GRU (2 gates, no input), L-GRU (3 gates, input and linear term); keep < 1 is dropout
     for name, gates, has_input, linear in (("T-GRU", 2, False, False), ("L-GRU", 3, True, True)):
         p = r(rows, (gates + 1 + linear) * d) if has_input else None
@@ -103,7 +113,8 @@ def main() -> None:
     print("|---|" + "---:|" * len(names))
     units = args.rows * args.size
     for key in rows[names[-1]]:
-        cells = [f"{rows[n][key]:.1f} ({rows[n][key] * 1e3 / units:.2f})" for n in names]
+        cells = [f"{rows[n][key]:.1f} ({rows[n][key] * 1e3 / units:.2f})" if rows[n][key] == rows[n][key] else "-"
+                 for n in names]
         print(f"| {key} | " + " | ".join(cells) + " |")
 
 

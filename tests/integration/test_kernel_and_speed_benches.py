@@ -18,14 +18,14 @@ def test_gates_kernel_times_every_sweep_with_and_without_its_mask(capsys, monkey
     from rnmt import kernels
 
     calls = bench.sweeps(kernels.extension(), rows=3, d=8)
-    assert len(calls) == 12  # GRU forward/backward and two layer-normalised units, each two ways
+    assert len(calls) == 14  # GRU and two layer-normalised units, forward/backward, each two ways; bf16 GRU
     for call in calls.values():
         call()  # each entry runs on its own inputs
     monkeypatch.setattr(sys, "argv", ["gates_kernel.py", "--rows", "3", "--size", "8", "--repeats", "2",
                                       "--rounds", "1"])
     bench.main()
     table = capsys.readouterr().out.splitlines()
-    assert sum(line.startswith("| GRU forward") for line in table) == 2
+    assert sum(line.startswith("| GRU forward") for line in table) == 4  # no mask, mask, bf16 read and cast
     assert all(line.count("(") == 1 for line in table if line.startswith("| ") and "sweep" not in line)
 
 
