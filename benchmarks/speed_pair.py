@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import yaml  # noqa: E402
 
-from rnmt.config import load_config  # noqa: E402
+from rnmt.config import _set_path, load_config, parse_overrides  # noqa: E402
 from rnmt.device import pick_device  # noqa: E402
 from rnmt.reproduce.machine import describe_machine  # noqa: E402
 from rnmt.reproduce.run import code_commit  # noqa: E402
@@ -33,12 +33,10 @@ def resolved(path: Path, overrides: list, into: Path) -> Path:
     """``path`` with ``overrides`` applied (checked as `rnmt train --set` checks them)."""
     if not overrides:
         return path
-    cfg = load_config(path, overrides)
+    load_config(path, overrides)  # refuses unknown keys and bad values, as `rnmt train --set` does
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    for item in overrides:
-        key, _ = item.split("=", 1)
-        section, name = key.split(".", 1)
-        raw.setdefault(section, {})[name] = getattr(getattr(cfg, section), name)
+    for key, value in parse_overrides(overrides):  # nested keys too (model.options.context=last)
+        _set_path(raw, key, value)
     into.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     return into
 
