@@ -435,7 +435,9 @@ def train_corpora(cfg: Config) -> List[TrainCorpus]:
     return [TrainCorpus(train)] if isinstance(train, str) else list(train)
 
 
-def _set_path(tree: Dict[str, Any], dotted: str, value: Any) -> None:
+def set_path(tree: Dict[str, Any], dotted: str, value: Any) -> None:
+    """``tree["a"]["b"] = value`` for ``dotted = "a.b"``, making missing sections; a part that
+    is set but is not a section is a `UserError` naming the key."""
     parts = dotted.split(".")
     node = tree
     for part in parts[:-1]:
@@ -515,6 +517,16 @@ def upgrade_override_key(key: str, warn: bool = True) -> str:
     return key
 
 
+def apply_overrides(tree: Dict[str, Any], overrides: Sequence[str], warn_deprecated: bool = True) -> Dict[str, Any]:
+    """A config's sections as read (``tree``, changed in place) with ``--set`` overrides
+    (``["model.options.context=last", ...]``, YAML-typed values) applied, moved keys in either
+    form landing where the config reads them; the result is not checked (`config_from_dict`
+    checks it)."""
+    for key, value in parse_overrides(overrides):
+        set_path(tree, upgrade_override_key(key, warn_deprecated), value)
+    return upgrade_model_keys(tree, warn_deprecated)  # a whole model section given with --set
+
+
 def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source: str = "config",
                      warn_deprecated: bool = True) -> Config:
     """Build and check a config from its sections as read and ``--set`` overrides. Keys in
@@ -523,9 +535,7 @@ def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source
     if not isinstance(tree or {}, dict):
         raise UserError(f"{source}: the top level must be a mapping")
     tree = upgrade_model_keys(copy.deepcopy(dict(tree or {})), warn_deprecated)  # the caller's dict is kept
-    for key, value in parse_overrides(overrides):
-        _set_path(tree, upgrade_override_key(key, warn_deprecated), value)
-    tree = upgrade_model_keys(tree, warn_deprecated)  # a whole model section given with --set
+    tree = apply_overrides(tree, overrides, warn_deprecated)
     cfg = _build(Config, tree)
     _check_together(cfg)
     return cfg

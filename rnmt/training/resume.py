@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import yaml
 
-from rnmt.config import Config, config_from_dict, load_config, upgrade_model_keys
+from rnmt.config import Config, config_from_dict, load_config, set_path, upgrade_model_keys
 from rnmt.errors import UserError
 
 SOURCE_FILE = "config.source.yaml"  # the config file as the run last read it, before --set
@@ -95,13 +95,6 @@ def check_resume_config(saved: Config, new: Config, source: str) -> List[str]:
     return [f"{key}: {old!r} -> {cur!r}" for key, old, cur in changes]
 
 
-def _set_path(tree: Dict[str, Any], dotted: str, value: Any) -> None:
-    *sections, key = dotted.split(".")
-    for name in sections:
-        tree = tree.setdefault(name, {})
-    tree[key] = value
-
-
 def resumed_config(run_dir: Path, given: Dict[str, Any], overrides: Sequence[str],
                    given_name: str) -> Tuple[Config, Optional[str]]:
     """The config a resumed run trains with, and a note for the log (or None).
@@ -130,7 +123,7 @@ def resumed_config(run_dir: Path, given: Dict[str, Any], overrides: Sequence[str
             raise UserError(f"cannot resume with {key} changed in {given_name} ({run.get(key)!r} in the run, "
                             f"now {cur!r}): it would change the updates of the run; undo the edit, or start "
                             f"a new run with --out (docs/reliability.md lists the keys that may change)")
-        _set_path(saved, key, cur)
+        set_path(saved, key, cur)
     return config_from_dict(saved, overrides, source=given_name), None
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from rnmt.config import config_from_dict, load_config
+from rnmt.config import apply_overrides, config_from_dict, load_config
 from rnmt.errors import UserError
 
 
@@ -29,6 +29,16 @@ def test_set_overrides_use_yaml_values():
     cfg = config_from_dict({}, ["train.max_steps=7", "model.cell=atr", "data.dev=null", "train.lr=5e-4"])
     assert cfg.train.max_steps == 7 and cfg.model.cell == "atr" and cfg.data.dev is None
     assert cfg.train.lr == pytest.approx(5e-4)
+
+
+def test_apply_overrides_sets_nested_and_moved_keys_in_the_tree():
+    tree = {"model": {"arch": "cseq2seq1", "options": {"context": "mean"}}}
+    out = apply_overrides(tree, ["model.options.context=last", "train.max_steps=7", "model.attention=general"],
+                          warn_deprecated=False)
+    assert out["model"]["options"] == {"context": "last", "attention": "general"}  # model.attention moved there
+    assert out["train"] == {"max_steps": 7}
+    with pytest.raises(UserError, match="is not a section"):
+        apply_overrides({"train": {"max_steps": 3}}, ["train.max_steps.x=1"])
 
 
 def test_bad_override_is_a_user_error():
