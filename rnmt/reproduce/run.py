@@ -245,8 +245,9 @@ def _worker_command(paper: str, run: Run, settings: Settings, out_root: Path, da
 
 @dataclass
 class _Job:
-    """One run for the side-by-side pool, with its table's command, runs directory and
-    report rewrite (called after the run finishes)."""
+    """One run for the side-by-side pool, with its table's command, runs directory and what
+    the table does when the run has finished (`_Table.run_finished`: the README rewritten, or
+    the final report after the table's last run)."""
 
     paper: str
     run: Run
@@ -371,10 +372,11 @@ def reproduce_papers(papers: Sequence[str], settings: Settings, out_root: Path =
             locks.append(run_lock.hold(results_dir))
             tables.append(_Table.plan(spec, settings, root, results_dir, runs_dir, corpus, data is not None,
                                       systems, log))
-        jobs = [_Job(t.spec.paper, r, t.command, t.runs_dir, partial(t.rewrite, log)) for t in tables for r in t.todo]
+        jobs = [_Job(t.spec.paper, r, t.command, t.runs_dir, partial(t.run_finished, log))
+                for t in tables for r in t.todo]
         if settings.jobs > 1 and len(jobs) > 1:
             _run_side_by_side(jobs, settings, Path(out_root).resolve(), data, src, tgt, log)
-            return [table.finish(log) for table in tables]
+            return [table.summary if table.summary is not None else table.finish(log) for table in tables]
         summaries = []
         for table in tables:  # one after the other: each table's final report as soon as it is done
             table.run_here(log)
@@ -398,6 +400,8 @@ class _Table:
     order: List[SystemSpec]
     todo: List[Run]
     vocab: Path
+    finished: int = 0  # runs of ``todo`` the side-by-side pool has finished
+    summary: Optional[dict] = None  # results.json, once `finish` has written the final report
 
     @classmethod
     def plan(cls, spec: PaperSpec, settings: Settings, out_root: Path, results_dir: Path, runs_dir: Path,
@@ -432,6 +436,18 @@ class _Table:
         """The README as it stands (between runs; the gates figure waits for the end)."""
         write_report(self.spec, self.order, self.corpus, self.results_dir, self.runs_dir, self.settings,
                      self.command, log, gates=False)
+
+    def run_finished(self, log: Callable[[str], None]) -> None:
+        """After each run of the side-by-side pool: the README as it stands; a converged
+        table's final report as soon as its last run is done, while the pool trains the other
+        tables' runs (such a campaign takes many sittings). A learning-speed table's final
+        report times its speed claims' systems (`rnmt.reproduce.speed`), so it waits for the
+        pool to end and the machine to be quiet; a converged table times nothing."""
+        self.finished += 1
+        if self.finished == len(self.todo) and self.settings.converge:
+            self.summary = self.finish(log)
+        else:
+            self.rewrite(log)
 
     def run_here(self, log: Callable[[str], None]) -> None:
         """The runs left, one after the other in this process."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rnmt.reproduce import reproduce_paper
 from tests.support import MessageLog, tiny_reproduction_corpus, tiny_reproduction_settings
 
@@ -133,3 +135,39 @@ def test_one_pool_serves_every_table_so_a_freed_core_starts_the_next_tables_run(
     assert when["b1"] < 1.5 < when["a1"]  # b1 ran while a1 was still training
     assert sum("started in its own process" in m for m in log) == 3
     assert any(m.startswith("[b/b1] finished") for m in log)
+
+
+@pytest.mark.parametrize("converge", [True, False])
+def test_a_converged_table_gets_its_final_report_when_its_last_run_ends(tmp_path, monkeypatch, converge):
+    """`reproduce all --converge --jobs 2`: the first table's final report (its verdicts,
+    figures) is written while the pool still trains the next table, and once per table. A
+    learning-speed table's report times systems, so it waits for the pool to end (stand-in
+    workers that sleep, in place of training)."""
+    import sys
+    import time
+
+    from rnmt.reproduce import run as reproduce_run
+    from rnmt.reproduce.run import reproduce_papers
+
+    corpus = tiny_reproduction_corpus(tmp_path)
+    monkeypatch.setattr(reproduce_run, "_worker_command", lambda paper, run, *rest: [
+        sys.executable, "-c", f"import time; time.sleep({0.05 if paper == 'atr' else 0.6})"])
+    events = []
+    monkeypatch.setattr(reproduce_run._Table, "rewrite", lambda self, log: events.append(("rewrite", self.spec.paper)))
+
+    def finish(self, log):
+        events.append(("finish", self.spec.paper, time.monotonic()))
+        return {"paper": self.spec.paper}
+
+    monkeypatch.setattr(reproduce_run._Table, "finish", finish)
+    summaries = reproduce_papers(["atr", "cseq2seq"], tiny_reproduction_settings(seeds=[1], jobs=2, converge=converge),
+                                 tmp_path / "out", str(corpus), log=MessageLog())
+    ended = time.monotonic()
+    assert [s["paper"] for s in summaries] == ["atr", "cseq2seq"]
+    finishes = [e for e in events if e[0] == "finish"]
+    assert [e[1] for e in finishes] == ["atr", "cseq2seq"]  # once each
+    if converge:
+        assert finishes[0][2] < ended - 1.0  # atr's report came while cseq2seq's runs trained on
+    else:
+        assert finishes[0][2] > ended - 0.5  # after the pool: nothing else runs while it times
+    assert ("rewrite", "cseq2seq") in events and events[-1][:2] == ("finish", "cseq2seq")
