@@ -211,16 +211,7 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
     settings = (settings or ServeSettings()).check()
     service = TranslationService(loaded, device)
     service.max_output = settings.max_output_tokens
-
-    def thread_init() -> None:
-        if settings.threads:
-            torch.set_num_threads(settings.threads)
-
-    batcher = DynamicBatcher(service.translate, batching=settings.batching,
-                             max_wait_ms=settings.max_wait_ms if settings.batching else 0.0,
-                             max_batch_tokens=settings.max_batch_tokens,
-                             max_batch_sentences=settings.max_batch_sentences if settings.batching else 1,
-                             thread_init=thread_init, max_queue=settings.max_queue)
+    batcher = _batcher(service, settings)
     started = time.monotonic()
 
     @asynccontextmanager
@@ -238,6 +229,65 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
     app.state.service = service
     app.state.batcher = batcher
     app.state.settings = settings
+    _add_guards(app, settings)
+    _add_error_handlers(app)
+    TranslateRequest = make_translate_request(settings)
+
+    @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True,
+              responses=ERRORS, summary="Translate one or more segments")
+    async def translate(body: TranslateRequest, request: Request):  # type: ignore[valid-type]
+        t0 = time.perf_counter()
+        lines = body.lines()
+        if not any(line.strip() for line in lines):  # nothing for the model to do
+            return {"translations": _blank_items(lines, body), "elapsed_ms": _elapsed_ms(t0)}
+        cost = service.cost(lines)
+        constrained = body.constraints is not None and any(body.phrases())
+        phrases = body.phrases() if constrained else None
+        refused = _refusal(service, settings, cost, phrases)
+        if refused is not None:
+            return refused
+        options = SearchOptions(beam=body.beam, alpha=body.alpha, nbest=body.nbest,
+                                no_repeat_ngram=body.no_repeat_ngram, min_output_tokens=body.min_output_tokens,
+                                return_alignment=body.return_alignment, constrained=constrained)
+        items = await _translated(request, batcher, settings, lines, options, cost, phrases)
+        if isinstance(items, Response):
+            return items
+        return {"translations": items, "elapsed_ms": _elapsed_ms(t0)}
+
+    @app.get("/health", response_model=Health, summary="Liveness and queue state",
+             responses={503: {"model": Health, "description": "the translation worker is stopped or stopping"}})
+    async def health():
+        status = "stopping" if batcher.closing else "ok" if batcher.running else "stopped"
+        body = {"status": status, "uptime_s": round(time.monotonic() - started, 3),
+                "pending": batcher.pending, "batching": {"enabled": settings.batching, **batcher.stats.as_dict()}}
+        return body if status == "ok" else JSONResponse(body, status_code=503)
+
+    @app.get("/model", response_model=ModelInfo, summary="The model being served")
+    async def model_info():
+        return _model_info(loaded, service, settings, batcher)
+
+    @app.get("/", include_in_schema=False)
+    async def index():
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _batcher(service: TranslationService, settings: ServeSettings) -> DynamicBatcher:
+    """The one model thread and its queue; without batching, one request per batch."""
+    def thread_init() -> None:
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+
+    return DynamicBatcher(service.translate, batching=settings.batching,
+                          max_wait_ms=settings.max_wait_ms if settings.batching else 0.0,
+                          max_batch_tokens=settings.max_batch_tokens,
+                          max_batch_sentences=settings.max_batch_sentences if settings.batching else 1,
+                          thread_init=thread_init, max_queue=settings.max_queue)
+
+
+def _add_guards(app: FastAPI, settings: ServeSettings) -> None:
     # Added last runs first: host check, API key, the whole body read, then the in-progress limit.
     app.add_middleware(ConcurrencyLimit, limit=settings.max_connections)
     app.add_middleware(BodyReader, limit=settings.max_body_bytes)
@@ -245,8 +295,10 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
         app.add_middleware(BearerToken, key=settings.api_key)
     if settings.allowed_hosts:
         app.add_middleware(TrustedHosts, hosts=settings.allowed_hosts)
-    TranslateRequest = make_translate_request(settings)
 
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every error as a JSON object with a one-line ``error``."""
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = jsonable_encoder(exc.errors(), custom_encoder={Exception: str})
@@ -261,114 +313,112 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        first = str(exc).splitlines()[0][:200] if str(exc) else ""
-        return JSONResponse({"error": f"internal error: {type(exc).__name__}: {first}"}, status_code=500)
+        return JSONResponse({"error": f"internal error: {_first_line(exc)}"}, status_code=500)
 
-    def unavailable(message: str) -> JSONResponse:
-        return JSONResponse({"error": message}, status_code=503, headers={"Retry-After": RETRY_AFTER})
 
-    @app.post("/translate", response_model=TranslateResponse, response_model_exclude_none=True,
-              responses=ERRORS, summary="Translate one or more segments")
-    async def translate(body: TranslateRequest, request: Request):  # type: ignore[valid-type]
-        t0 = time.perf_counter()
-        lines = body.lines()
-        constrained = body.constraints is not None and any(body.phrases())
-        options = SearchOptions(beam=body.beam, alpha=body.alpha, nbest=body.nbest,
-                                no_repeat_ngram=body.no_repeat_ngram, min_output_tokens=body.min_output_tokens,
-                                return_alignment=body.return_alignment, constrained=constrained)
-        if not any(line.strip() for line in lines):  # nothing for the model to do
-            items = [{"source": line, "text": "", "score": 0.0} for line in lines]
-            if body.return_alignment:
-                for item in items:
-                    item["alignment"] = {"src_tokens": [], "tgt_tokens": [], "attention": []}
-            if (body.nbest or 1) > 1:
-                for item in items:
-                    item["nbest"] = [{"text": "", "score": 0.0}]
-            return {"translations": items, "elapsed_ms": round((time.perf_counter() - t0) * 1000, 3)}
-        cost = service.cost(lines)
-        if cost > settings.max_request_tokens:
-            return JSONResponse({"error": f"request too large: {cost} source subwords (end-of-sentence marks "
-                                          f"included), the limit is {settings.max_request_tokens} per request; "
-                                          f"split it into several requests",
-                                 "detail": {"subwords": cost, "limit_subwords": settings.max_request_tokens}},
-                                status_code=413)
-        phrases = body.phrases() if constrained else None
-        if phrases is not None:
-            limit = min(settings.max_constraint_tokens, settings.max_output_tokens - 1)
-            problem = service.constraint_problem(phrases, limit)
-            if problem is not None:
-                return JSONResponse({"error": f"constraints: {problem}",
-                                     "detail": {"limit_constraints": settings.max_constraints,
-                                                "limit_constraint_subwords": limit}}, status_code=422)
-        try:
-            future = batcher.submit(lines, options, cost=cost, timeout=settings.request_timeout,
-                                    constraints=phrases)
-        except QueueFull as exc:
-            return unavailable(f"the server is busy: {exc}; retry later")
-        except ShuttingDown:
-            return unavailable("the server is shutting down")
-        except RuntimeError:
-            return unavailable("the translation worker is not running")
-        try:
-            items = await _wait(request, future, settings.request_timeout)
-        except Expired:
-            items = f"the translation did not finish within {settings.request_timeout:g} s"
-        except ShuttingDown as exc:
-            return unavailable(str(exc))
-        except SearchStopped:
-            return unavailable("the translation was stopped")
-        except Exception as exc:  # this request alone failed (a failing batch is retried per request)
-            first = str(exc).splitlines()[0][:200] if str(exc) else ""
-            return JSONResponse({"error": f"translation failed: {type(exc).__name__}: {first}"}, status_code=500)
-        finally:
-            if not future.done():
-                future.cancel()  # the client left or the request was cancelled: drop the job
-        if items is None:
-            return Response(status_code=499)
-        if isinstance(items, str):
-            return JSONResponse({"error": items}, status_code=504)
-        return {"translations": items, "elapsed_ms": round((time.perf_counter() - t0) * 1000, 3)}
+def _first_line(exc: BaseException) -> str:
+    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}"
 
-    @app.get("/health", response_model=Health, summary="Liveness and queue state",
-             responses={503: {"model": Health, "description": "the translation worker is stopped or stopping"}})
-    async def health():
-        status = "stopping" if batcher.closing else "ok" if batcher.running else "stopped"
-        body = {"status": status, "uptime_s": round(time.monotonic() - started, 3),
-                "pending": batcher.pending, "batching": {"enabled": settings.batching, **batcher.stats.as_dict()}}
-        return body if status == "ok" else JSONResponse(body, status_code=503)
 
-    @app.get("/model", response_model=ModelInfo, summary="The model being served")
-    async def model_info():
-        cfg = loaded.config
-        return {
-            "name": model_name(loaded.path), "arch": cfg.model.arch, "cell": cfg.model.cell,
-            "source_language": cfg.data.src, "target_language": cfg.data.tgt,
-            "parameters": service.parameters, "src_vocab_size": loaded.src_vocab.size,
-            "tgt_vocab_size": loaded.tgt_vocab.size, "emb_size": cfg.model.emb_size,
-            "hidden_size": cfg.model.hidden_size,
-            "step": loaded.meta.get("step"), "dev_bleu": loaded.meta.get("dev_bleu"),
-            "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "nbest": cfg.search.nbest,
-                       "no_repeat_ngram": cfg.search.no_repeat_ngram,
-                       "min_output_tokens": cfg.search.min_output_tokens},
-            "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
-            "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
-                       "max_chars": settings.max_chars, "max_beam": settings.max_beam,
-                       "max_constraints": settings.max_constraints,
-                       "max_constraint_tokens": settings.max_constraint_tokens,
-                       "max_request_tokens": settings.max_request_tokens,
-                       "max_output_tokens": settings.max_output_tokens, "max_queue": settings.max_queue,
-                       "timeout_s": settings.request_timeout},
-            "batching": {"enabled": settings.batching, "max_wait_ms": batcher.max_wait * 1000,
-                         "max_batch_tokens": batcher.max_batch_tokens,
-                         "max_batch_sentences": batcher.max_batch_sentences},
-        }
+def _elapsed_ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
 
-    @app.get("/", include_in_schema=False)
-    async def index():
-        return FileResponse(STATIC / "index.html", media_type="text/html")
 
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    return app
+def _unavailable(message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=503, headers={"Retry-After": RETRY_AFTER})
+
+
+def _blank_items(lines: List[str], body: Any) -> List[Dict[str, Any]]:
+    """The response items of a request whose every line is blank, shaped as the options ask."""
+    items: List[Dict[str, Any]] = [{"source": line, "text": "", "score": 0.0} for line in lines]
+    for item in items:
+        if body.return_alignment:
+            item["alignment"] = {"src_tokens": [], "tgt_tokens": [], "attention": []}
+        if (body.nbest or 1) > 1:
+            item["nbest"] = [{"text": "", "score": 0.0}]
+    return items
+
+
+def _refusal(service: TranslationService, settings: ServeSettings, cost: int,
+             phrases: Optional[List[List[str]]]) -> Optional[JSONResponse]:
+    """The response refusing a request over the subword limit or with constraints the limits
+    or the target vocabulary do not allow; None for a request the model may take."""
+    if cost > settings.max_request_tokens:
+        return JSONResponse({"error": f"request too large: {cost} source subwords (end-of-sentence marks "
+                                      f"included), the limit is {settings.max_request_tokens} per request; "
+                                      f"split it into several requests",
+                             "detail": {"subwords": cost, "limit_subwords": settings.max_request_tokens}},
+                            status_code=413)
+    if phrases is not None:
+        limit = min(settings.max_constraint_tokens, settings.max_output_tokens - 1)
+        problem = service.constraint_problem(phrases, limit)
+        if problem is not None:
+            return JSONResponse({"error": f"constraints: {problem}",
+                                 "detail": {"limit_constraints": settings.max_constraints,
+                                            "limit_constraint_subwords": limit}}, status_code=422)
+    return None
+
+
+async def _translated(request: Request, batcher: DynamicBatcher, settings: ServeSettings, lines: List[str],
+                      options: SearchOptions, cost: int, phrases: Optional[List[List[str]]]):
+    """The request's response items from the model thread, or the error response: 503 when
+    the queue is full or the server stops, 504 past the timeout, 499 when the client left
+    (its job is then dropped), 500 when the model failed on this request."""
+    try:
+        future = batcher.submit(lines, options, cost=cost, timeout=settings.request_timeout, constraints=phrases)
+    except QueueFull as exc:
+        return _unavailable(f"the server is busy: {exc}; retry later")
+    except ShuttingDown:
+        return _unavailable("the server is shutting down")
+    except RuntimeError:
+        return _unavailable("the translation worker is not running")
+    try:
+        items = await _wait(request, future, settings.request_timeout)
+    except Expired:
+        items = f"the translation did not finish within {settings.request_timeout:g} s"
+    except ShuttingDown as exc:
+        return _unavailable(str(exc))
+    except SearchStopped:
+        return _unavailable("the translation was stopped")
+    except Exception as exc:  # this request alone failed (a failing batch is retried per request)
+        return JSONResponse({"error": f"translation failed: {_first_line(exc)}"}, status_code=500)
+    finally:
+        if not future.done():
+            future.cancel()  # the client left or the request was cancelled: drop the job
+    if items is None:
+        return Response(status_code=499)
+    if isinstance(items, str):
+        return JSONResponse({"error": items}, status_code=504)
+    return items
+
+
+def _model_info(loaded: LoadedModel, service: TranslationService, settings: ServeSettings,
+                batcher: DynamicBatcher) -> Dict[str, Any]:
+    """``GET /model``: the model, its default search, the device and every limit a request meets."""
+    cfg = loaded.config
+    return {
+        "name": model_name(loaded.path), "arch": cfg.model.arch, "cell": cfg.model.cell,
+        "source_language": cfg.data.src, "target_language": cfg.data.tgt,
+        "parameters": service.parameters, "src_vocab_size": loaded.src_vocab.size,
+        "tgt_vocab_size": loaded.tgt_vocab.size, "emb_size": cfg.model.emb_size,
+        "hidden_size": cfg.model.hidden_size,
+        "step": loaded.meta.get("step"), "dev_bleu": loaded.meta.get("dev_bleu"),
+        "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "nbest": cfg.search.nbest,
+                   "no_repeat_ngram": cfg.search.no_repeat_ngram,
+                   "min_output_tokens": cfg.search.min_output_tokens},
+        "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
+        "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
+                   "max_chars": settings.max_chars, "max_beam": settings.max_beam,
+                   "max_constraints": settings.max_constraints,
+                   "max_constraint_tokens": settings.max_constraint_tokens,
+                   "max_request_tokens": settings.max_request_tokens,
+                   "max_output_tokens": settings.max_output_tokens, "max_queue": settings.max_queue,
+                   "timeout_s": settings.request_timeout},
+        "batching": {"enabled": settings.batching, "max_wait_ms": batcher.max_wait * 1000,
+                     "max_batch_tokens": batcher.max_batch_tokens,
+                     "max_batch_sentences": batcher.max_batch_sentences},
+    }
 
 
 async def _wait(request: Request, future: asyncio.Future, timeout: float):
