@@ -349,22 +349,37 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
                   p_values: Dict[str, Optional[float]], claims: List[dict], corpus: Corpus,
                   settings: Dict[str, Any], command: str, length_md: Optional[str],
                   gates: Optional[dict], missing: Sequence[str], ref_loops: str = "-") -> str:
-    base_label = spec.system(spec.baseline).label
     all_runs = [r for runs in records.values() for r in runs]
-    first = all_runs[0] if all_runs else {}
-    commits = sorted({r.get("commit", "unknown") for r in all_runs})
-    seeds = settings["seeds"]
-    seeded = [spec.system(n).label for n in spec.seeded]
-    recipe = ", ".join(f"`{k}={v}`" for k, v in spec.recipe.items()) or "none"
-    own = [f"{s.label}: " + ", ".join(f"`{k}={v}`" for k, v in s.recipe.items()) for s in order if s.recipe]
     converge = bool(settings.get("converge"))
     kind = ("converged: every system trained until dev BLEU stopped improving" if converge else
             "learning speed: every system trained for the same number of updates")
     lines = [f"# {spec.paper}: miniature reproduction ({kind})", "",
              f"{spec.title}. Systems of {spec.tables}.", "",
              "Written by `rnmt reproduce`; rerunning the command regenerates this page. Command:", "",
-             f"    {command}", "",
-             "## Set-up", "",
+             f"    {command}", ""]
+    lines += _setup_lines(spec, order, records, all_runs, corpus, settings, missing)
+    lines += _results_lines(spec, order, records, all_runs, p_values, converge, ref_loops)
+    if claims:
+        lines += _claims_lines(spec, claims, converge)
+    if length_md:
+        figure = {"disjoint": "Cseq2seq Fig. 2", "longer_than": "DTMT Fig. 3"}.get(spec.by_length["form"], "")
+        lines += [f"## BLEU by source length ({figure})", "", "First seed of each system.", "",
+                  "![BLEU by source length](by_length.png)", "", length_md.strip(), ""]
+    if gates:
+        lines += _gates_section(gates)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _setup_lines(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[str, List[dict]],
+                 all_runs: List[dict], corpus: Corpus, settings: Dict[str, Any], missing: Sequence[str]) -> List[str]:
+    """The README's "Set-up": corpus, vocabulary, sizes, recipe, seeds, decoding, code, machines."""
+    first = all_runs[0] if all_runs else {}
+    commits = sorted({r.get("commit", "unknown") for r in all_runs})
+    seeds = settings["seeds"]
+    seeded = [spec.system(n).label for n in spec.seeded]
+    recipe = ", ".join(f"`{k}={v}`" for k, v in spec.recipe.items()) or "none"
+    own = [f"{s.label}: " + ", ".join(f"`{k}={v}`" for k, v in s.recipe.items()) for s in order if s.recipe]
+    lines = ["## Set-up", "",
              f"- **Corpus**: {corpus.describe()}.",
              f"- **Vocabulary**: one joint BPE model of {settings['vocab_size']:,} pieces, trained once on the "
              "training set and shared by every system.",
@@ -375,7 +390,7 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
              f"- **Family recipe** over each paper config: {recipe}"
              + (f"; per system: {'; '.join(own)}" if own else "") + " (docs/reproduce.md says how it was found).",
              f"- **Seeds**: {', '.join(str(x) for x in seeds)} for "
-             + ("every system (the convergence protocol); " if converge else
+             + ("every system (the convergence protocol); " if settings.get("converge") else
                 f"{', '.join(seeded) or 'no system'} (the systems the paper's claims rest on), seed {seeds[0]} "
                 "for the others; ")
              + f"bootstrap resampling {settings['bootstrap']} samples, seed {BOOTSTRAP_SEED}.",
@@ -390,16 +405,24 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
     lines.append("- **Machine**: " + ("; ".join(machines) if machines else "-") + ".")
     if missing:
         lines.append(f"- **Not finished yet**: {', '.join(missing)} (rerun the command to continue).")
+    return lines
+
+
+def _results_lines(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[str, List[dict]],
+                   all_runs: List[dict], p_values: Dict[str, Optional[float]], converge: bool,
+                   ref_loops: str) -> List[str]:
+    """The README's "Results": one row per system, its seeds' values in each cell."""
     paper_column = ("This protocol has no paper, so the paper's columns are empty. " if spec.paper_metric == "none"
                     else f"The paper's column is its {spec.paper_metric}: a different language pair, corpus and "
                     "scale, quoted for the ordering, not for the value. ")
-    lines += ["", "## Results", "",
-              paper_column + "Where a system was trained with several seeds, a cell "
-              "gives the mean and each seed's value. s/update is the wall-clock time of a training update "
-              "(validation excluded); train speed is target subword tokens per second of training; decoding speed "
-              "is output words per second over the whole test set.", ""]
-    header = ["system", "params (paper)", "params", "BLEU (paper)", "BLEU", "chrF", f"p vs {base_label}",
-              "len ratio", "updates", "s/update", "train tok/s", "decode words/s"]
+    lines = ["", "## Results", "",
+             paper_column + "Where a system was trained with several seeds, a cell "
+             "gives the mean and each seed's value. s/update is the wall-clock time of a training update "
+             "(validation excluded); train speed is target subword tokens per second of training; decoding speed "
+             "is output words per second over the whole test set.", ""]
+    header = ["system", "params (paper)", "params", "BLEU (paper)", "BLEU", "chrF",
+              f"p vs {spec.system(spec.baseline).label}", "len ratio", "updates", "s/update", "train tok/s",
+              "decode words/s"]
     if spec.greedy_speed:
         header += ["greedy words/s", "paper train / test words/s"]
     header += ["epochs", "dev BLEU", "dev ppl", "rep. 4-grams %", "looping lines"]
@@ -413,30 +436,11 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
     lines += ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for s in order:
         runs = records.get(s.name)
-        if not runs:
-            cells = [s.label, s.paper_params or "-", "-", _num(s.paper_bleu), "not run"] + ["-"] * (len(header) - 5)
-        else:
-            cells = [s.label, s.paper_params or "-", _millions(runs[0].get("params")), _num(s.paper_bleu),
-                     _per_seed(runs, "test_bleu"), _per_seed(runs, "test_chrf"),
-                     "baseline" if s.name == spec.baseline else _p(p_values.get(s.name)),
-                     _per_seed(runs, "length_ratio"), _per_seed(runs, "steps", 0),
-                     _per_seed(runs, "seconds_per_update"), _per_seed(runs, "train_tokens_per_s", 0),
-                     _per_seed(runs, "decode_words_per_s", 0)]
-            if spec.greedy_speed:
-                cells += [_per_seed(runs, "greedy_decode_words_per_s", 0), s.paper_speed or "-"]
-            cells += [_per_seed(runs, "epochs"), _per_seed(runs, "best_dev_bleu"), _per_seed(runs, "dev_ppl", 1),
-                      _per_seed(runs, "repeated_ngram_rate"), _per_seed(runs, "looping_lines", 0)]
-            if converge:
-                cells += [_per_seed(runs, "updates_to_best", 0), _per_seed(runs, "epochs_to_best"),
-                          " / ".join(str(r.get("stop_reason", "-")) for r in runs),
-                          _per_seed([{**r, "after_lowest": updates_after_lowest_loss(r)} for r in runs],
-                                    "after_lowest", 0),
-                          _per_seed([{**r, "wall_h": (r.get("wall_minutes") or 0) / 60 or None} for r in runs],
-                                    "wall_h", 1)]
-            if mixed:
-                cells.append(" / ".join(str((r.get("machine") or {}).get("precision") or "-") for r in runs))
+        cells = (_system_cells(spec, s, runs, p_values, converge, mixed) if runs else
+                 [s.label, s.paper_params or "-", "-", _num(s.paper_bleu), "not run"] + ["-"] * (len(header) - 5))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"p: paired bootstrap resampling of test BLEU against {base_label} (sacrebleu), first seed of "
+    lines += ["", f"p: paired bootstrap resampling of test BLEU against {spec.system(spec.baseline).label} "
+              f"(sacrebleu), first seed of "
               f"each; below {SIGNIFICANT} the difference is unlikely to be chance. len ratio: output length over "
               "reference length (BLEU's tokens). dev ppl: per-token perplexity of the validation sentences at the "
               "last validation. rep. 4-grams: the share of each line's 4-grams that repeat one seen earlier in the "
@@ -444,53 +448,77 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
               + (" updates after lowest dev loss: how long a run trained past its lowest dev loss; near 0, early "
                  "stopping (which counts dev BLEU) ended a run whose loss was still falling, which may have "
                  "stopped short." if converge else ""), ""]
-    if claims:
-        lines += ["## The paper's claims", "",
-                  "| paper says | source | here (mean over seeds) | seeds | p (per seed) | difference [95% interval] "
-                  "(per seed) | verdict |",
-                  "|---|---|---|---|---:|---|---|"]
-        for c in claims:
-            p_text = " / ".join(_p(p) for p in c.get("p_values", [])) or "-"
-            seeds_text = ", ".join(str(x) for x in c.get("seeds", [])) or "-"
-            lines.append(f"| {c['text']} | {c['source']} | {_claim_values(c, spec)} | {seeds_text} | {p_text} | "
-                         f"{_intervals(c)} | {c['status']} |")
-        lines += ["", "A claim is **held** (or **reversed**) only when the paired bootstrap finds the difference in "
-                  f"the paper's (or the opposite) direction at p < {SIGNIFICANT} for every seed both systems were "
-                  f"trained with, and both pass the sanity check (at least {SANE_BLEU:g} BLEU, output/reference "
-                  f"length within {SANE_LENGTH_RATIO[0]:g}-{SANE_LENGTH_RATIO[1]:g}, at most {SANE_REPEATED_RATE:g}% "
-                  f"repeated 4-grams and {SANE_LOOPING_SHARE:g}% looping lines); otherwise it is "
-                  "**undecided**, with the reason. \"About as good\" and \"same\" are equivalence claims, decided "
-                  "by the paired bootstrap's 95% interval of the BLEU difference (first system minus second) in "
-                  f"every seed: an \"about\" claim holds when the first system has fewer parameters and is at most "
-                  f"{MARGIN:g} BLEU worse (the interval's lower end at -{MARGIN:g} or above), a \"same\" claim when "
-                  f"the interval lies within ±{MARGIN:g}; no significant difference alone is not enough. Speed "
-                  "claims "
-                  "are timed side by side (`speed.json`: both systems' models train the same batches in alternating "
-                  "rounds in one process) and need every round to agree"
-                  + (f" (here the learning-speed table's timing, `../{spec.paper}/speed.json`: an update's time "
-                     "does not depend on how long a run trains)" if converge else "")
-                  + "; the table's tok/s and s/update are the runs' own, measured under whatever load the machine "
-                  "had.", "",
-                  "What each verdict rests on (per seed: test BLEU, updates, s/update, dev perplexity):", ""]
-        shown = set()
-        for c in claims:
-            if c.get("runs") and (c["a"], c["b"]) not in shown:  # two claims on one pair (quality, speed): once
-                shown.add((c["a"], c["b"]))
-                a, b = spec.system(c["a"]).label, spec.system(c["b"]).label
-                parts = [f"seed {r['a']['seed']}: {a} {_num(r['a']['test_bleu'])} BLEU, {_num(r['a']['steps'])} "
-                         f"updates, {_num(r['a']['seconds_per_update'], 3)} s, ppl {_num(r['a']['dev_ppl'], 1)}; "
-                         f"{b} {_num(r['b']['test_bleu'])} BLEU, {_num(r['b']['steps'])} updates, "
-                         f"{_num(r['b']['seconds_per_update'], 3)} s, ppl {_num(r['b']['dev_ppl'], 1)}"
-                         for r in c["runs"]]
-                lines.append(f"- {a} vs {b}: " + " | ".join(parts))
-        lines.append("")
-    if length_md:
-        figure = {"disjoint": "Cseq2seq Fig. 2", "longer_than": "DTMT Fig. 3"}.get(spec.by_length["form"], "")
-        lines += [f"## BLEU by source length ({figure})", "", "First seed of each system.", "",
-                  "![BLEU by source length](by_length.png)", "", length_md.strip(), ""]
-    if gates:
-        lines += _gates_section(gates)
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
+
+
+def _system_cells(spec: PaperSpec, s: SystemSpec, runs: List[dict], p_values: Dict[str, Optional[float]],
+                  converge: bool, mixed: bool) -> List[str]:
+    """A trained system's row of the results table."""
+    cells = [s.label, s.paper_params or "-", _millions(runs[0].get("params")), _num(s.paper_bleu),
+             _per_seed(runs, "test_bleu"), _per_seed(runs, "test_chrf"),
+             "baseline" if s.name == spec.baseline else _p(p_values.get(s.name)),
+             _per_seed(runs, "length_ratio"), _per_seed(runs, "steps", 0),
+             _per_seed(runs, "seconds_per_update"), _per_seed(runs, "train_tokens_per_s", 0),
+             _per_seed(runs, "decode_words_per_s", 0)]
+    if spec.greedy_speed:
+        cells += [_per_seed(runs, "greedy_decode_words_per_s", 0), s.paper_speed or "-"]
+    cells += [_per_seed(runs, "epochs"), _per_seed(runs, "best_dev_bleu"), _per_seed(runs, "dev_ppl", 1),
+              _per_seed(runs, "repeated_ngram_rate"), _per_seed(runs, "looping_lines", 0)]
+    if converge:
+        cells += [_per_seed(runs, "updates_to_best", 0), _per_seed(runs, "epochs_to_best"),
+                  " / ".join(str(r.get("stop_reason", "-")) for r in runs),
+                  _per_seed([{**r, "after_lowest": updates_after_lowest_loss(r)} for r in runs], "after_lowest", 0),
+                  _per_seed([{**r, "wall_h": (r.get("wall_minutes") or 0) / 60 or None} for r in runs], "wall_h", 1)]
+    if mixed:
+        cells.append(" / ".join(str((r.get("machine") or {}).get("precision") or "-") for r in runs))
+    return cells
+
+
+def _claims_lines(spec: PaperSpec, claims: List[dict], converge: bool) -> List[str]:
+    """The README's "The paper's claims": the verdicts, the rules, and what each rests on."""
+    lines = ["## The paper's claims", "",
+             "| paper says | source | here (mean over seeds) | seeds | p (per seed) | difference [95% interval] "
+             "(per seed) | verdict |",
+             "|---|---|---|---|---:|---|---|"]
+    for c in claims:
+        p_text = " / ".join(_p(p) for p in c.get("p_values", [])) or "-"
+        seeds_text = ", ".join(str(x) for x in c.get("seeds", [])) or "-"
+        lines.append(f"| {c['text']} | {c['source']} | {_claim_values(c, spec)} | {seeds_text} | {p_text} | "
+                     f"{_intervals(c)} | {c['status']} |")
+    lines += ["", "A claim is **held** (or **reversed**) only when the paired bootstrap finds the difference in "
+              f"the paper's (or the opposite) direction at p < {SIGNIFICANT} for every seed both systems were "
+              f"trained with, and both pass the sanity check (at least {SANE_BLEU:g} BLEU, output/reference "
+              f"length within {SANE_LENGTH_RATIO[0]:g}-{SANE_LENGTH_RATIO[1]:g}, at most {SANE_REPEATED_RATE:g}% "
+              f"repeated 4-grams and {SANE_LOOPING_SHARE:g}% looping lines); otherwise it is "
+              "**undecided**, with the reason. \"About as good\" and \"same\" are equivalence claims, decided "
+              "by the paired bootstrap's 95% interval of the BLEU difference (first system minus second) in "
+              f"every seed: an \"about\" claim holds when the first system has fewer parameters and is at most "
+              f"{MARGIN:g} BLEU worse (the interval's lower end at -{MARGIN:g} or above), a \"same\" claim when "
+              f"the interval lies within ±{MARGIN:g}; no significant difference alone is not enough. Speed "
+              "claims "
+              "are timed side by side (`speed.json`: both systems' models train the same batches in alternating "
+              "rounds in one process) and need every round to agree"
+              + (f" (here the learning-speed table's timing, `../{spec.paper}/speed.json`: an update's time "
+                 "does not depend on how long a run trains)" if converge else "")
+              + "; the table's tok/s and s/update are the runs' own, measured under whatever load the machine "
+              "had.", "",
+              "What each verdict rests on (per seed: test BLEU, updates, s/update, dev perplexity):", ""]
+    shown = set()
+    for c in claims:
+        if c.get("runs") and (c["a"], c["b"]) not in shown:  # two claims on one pair (quality, speed): once
+            shown.add((c["a"], c["b"]))
+            lines.append(_rests_on(spec, c))
+    return lines + [""]
+
+
+def _rests_on(spec: PaperSpec, c: dict) -> str:
+    a, b = spec.system(c["a"]).label, spec.system(c["b"]).label
+    parts = [f"seed {r['a']['seed']}: {a} {_num(r['a']['test_bleu'])} BLEU, {_num(r['a']['steps'])} "
+             f"updates, {_num(r['a']['seconds_per_update'], 3)} s, ppl {_num(r['a']['dev_ppl'], 1)}; "
+             f"{b} {_num(r['b']['test_bleu'])} BLEU, {_num(r['b']['steps'])} updates, "
+             f"{_num(r['b']['seconds_per_update'], 3)} s, ppl {_num(r['b']['dev_ppl'], 1)}"
+             for r in c["runs"]]
+    return f"- {a} vs {b}: " + " | ".join(parts)
 
 
 def _training_line(settings: Dict[str, Any]) -> str:
