@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -94,7 +94,7 @@ def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Op
             search: Optional[dict] = None, log: Callable[[str], None] = print) -> dict:
     """Write the pictures, ``summary.json`` and ``index.html`` into ``out_dir``; returns the
     summary. ``search`` overrides the model's search options when translating (no targets)."""
-    model, sv, tv = loaded.model, loaded.src_vocab, loaded.tgt_vocab
+    model, sv = loaded.model, loaded.src_vocab
     model.eval()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -104,108 +104,19 @@ def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Op
     reports = _reports(model)
     enc_units = list(reports.encoder_units(ATR))  # e.g. ["fwd", "bwd"]
     dec_units = list(reports.decoder) if reports.decoder_chain_of(ATR) else []
-    enc_atr, dec_atr = bool(enc_units), bool(dec_units)
-
-    # Targets: the given ones, else the model's translations (all of them when the decoder
-    # statistics need them, else only for the pictured sentences).
-    need = range(len(todo)) if dec_atr else pictured
-    if tgt_lines is not None:
-        tgt_ids = {n: tv.encode(tgt_lines[todo[n]]) for n in need}
-        target_kind = "reference (--tgt)"
-    else:
-        from rnmt.search.translator import Translator
-
-        translator = Translator(model, sv, tv, loaded.config.search, device)
-        opts = dict(search or {})
-        greedy = bool(opts.pop("greedy", False))
-        results = translator.translate([src_lines[todo[n]] for n in need], greedy=greedy, **opts)
-        tgt_ids = {n: r[0].tokens for n, r in zip(need, results)}
-        target_kind = "model translation (greedy)" if greedy else "model translation (beam search)"
-
+    # Targets of every sentence when the decoder statistics need them, else of the pictured ones.
+    need = range(len(todo)) if dec_units else pictured
+    tgt_ids, target_kind = _targets(loaded, src_lines, tgt_lines, todo, need, device, search)
     summary: dict = {"sentences": len(todo), "pictured": len(pictured), "target": target_kind,
-                     "encoder_atr": enc_atr, "decoder_atr": dec_atr, "gates": {}, "per_sentence": []}
-
-    # Set-level gate statistics.
-    collector = _GateCollector()
-    if enc_atr or dec_atr:
-        for idx, src, mask in make_translation_batches(src_ids, batch_tokens):
-            src, mask = src.to(device), mask.to(device)
-            lengths = mask.sum(1).tolist()
-            if enc_atr:
-                gates = model.encoder_gates(src, mask)
-                for d in enc_units:
-                    collector.add(f"encoder.{d}", gates[f"{d}.i"], gates[f"{d}.f"], lengths)
-            if dec_atr:
-                tgts = [np.asarray(tgt_ids[n], dtype=np.int64) for n in idx]
-                tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
-                trace = model.decoder_trace(src, mask, tgt_in)
-                steps = [len(t) + 1 for t in tgts]
-                for u in dec_units:
-                    collector.add(f"decoder.{u}", trace[f"{u}.i"], trace[f"{u}.f"], steps)
-        groups = {f"encoder.{d}": [f"encoder.{d}"] for d in enc_units}
-        if len(enc_units) > 1:
-            groups["encoder (both directions)"] = [f"encoder.{d}" for d in enc_units]
-        groups.update({f"decoder.{u}": [f"decoder.{u}"] for u in dec_units})
-        summary["gates"] = collector.summary(groups)
-        curves = {k: {"input": np.array(v["input"]), "forget": np.array(v["forget"]),
-                      "r": v["pearson_r"], "pairs": v["pairs"]}
-                  for k, v in summary["gates"].items() if k != "encoder (both directions)"}
-        enc_curves = {k: v for k, v in curves.items() if k.startswith("encoder")}
-        dec_curves = {k: v for k, v in curves.items() if k.startswith("decoder")}
-        summary["set_images"] = []
-        if enc_curves:
-            plots.gate_positions(enc_curves, out / "gates_encoder.png",
-                                 title=f"ATR encoder: position-wise mean gates over {len(todo)} sentences")
-            summary["set_images"].append("gates_encoder.png")
-        if dec_curves:
-            plots.gate_positions(dec_curves, out / "gates_decoder.png",
-                                 title=f"ATR decoder (target positions): mean gates over {len(todo)} sentences")
-            summary["set_images"].append("gates_decoder.png")
-
-    # Per-sentence pictures.
+                     "encoder_atr": bool(enc_units), "decoder_atr": bool(dec_units), "gates": {},
+                     "per_sentence": []}
+    if enc_units or dec_units:
+        _set_gates(model, src_ids, tgt_ids, enc_units, dec_units, batch_tokens, device, out, summary)
     forced = forced_decode(model, [src_ids[n] for n in pictured], [tgt_ids[n] for n in pictured],
                            batch_tokens, device)
     for n, fd in zip(pictured, forced):
-        line = todo[n] + 1
-        stem = f"line{line:05d}"
-        src_lab, tgt_lab = _labels(sv, fd.src_ids), _labels(tv, fd.tgt_ids)
-        entry = {"line": line, "source": src_lines[todo[n]], "target": tv.decode(fd.tgt_ids),
-                 "forced_log_prob": fd.score, "images": []}
-        if fd.attention is not None:
-            name = f"{stem}_attention.png"
-            plots.heatmap(fd.attention, tgt_lab, src_lab, out / name, vmin=0.0,
-                          title=f"line {line}: attention weights", xlabel="source tokens",
-                          ylabel="target tokens (step j predicts this token)", colorbar_label="attention weight")
-            entry["images"].append(name)
-        for key, values in sorted(fd.source_gates.items(), reverse=True):
-            title, suffix = GATE_TITLES.get(key, (f"source gate {key}", f"gate_{key}"))
-            name = f"{stem}_{suffix}.png"
-            plots.heatmap(values, tgt_lab, src_lab, out / name, vmin=0.0, vmax=1.0, cmap="gray",
-                          title=f"line {line}: {title}", xlabel="source tokens",
-                          ylabel="target tokens (step j predicts this token)", colorbar_label=title)
-            entry["images"].append(name)
-        if "fwd" in enc_units:
-            # Eq. 10's weights depend only on the gates: g_{t,k} = i_k * prod_{l=k+1..t} f_l.
-            src = torch.tensor([fd.src_ids + [loaded.src_vocab.eos_id]], device=device)
-            gates = model.encoder_gates(src, torch.ones_like(src, dtype=torch.bool))
-            _, mean, _ = chain_weights(gates["fwd.i"], gates["fwd.f"], full=False)
-            entry.update(_dependencies(mean[0].cpu().numpy(), src_lab, out, f"{stem}_encoder",
-                                       f"line {line}: forward encoder", "source token k (input)",
-                                       "source position t (state h_t)", entry["images"], "encoder"))
-        if dec_atr:
-            src = torch.tensor([fd.src_ids + [loaded.src_vocab.eos_id]], device=device)
-            tgt_in = torch.tensor([[BOS_ID] + fd.tgt_ids], device=device)
-            trace = model.decoder_trace(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
-            _, mean, _ = decoder_chain(trace, full=False, units=dec_units)
-            n = len(dec_units)
-            inputs = mean[0, 0::n, 0::n].cpu().numpy()  # the first unit's states on the word inputs y_{k-1}
-            in_lab = ["<s>"] + [tv.id_to_piece(i) for i in fd.tgt_ids]
-            entry.update(_dependencies(inputs, in_lab, out, f"{stem}_decoder",
-                                       f"line {line}: decoder unit 1 (inputs y_(j-1))",
-                                       "previous target token y_(k-1) (input)",
-                                       "decoder step j (state s~_j reads y_(j-1))", entry["images"], "decoder"))
-        summary["per_sentence"].append(entry)
-
+        summary["per_sentence"].append(_sentence_report(loaded, fd, todo[n] + 1, src_lines[todo[n]], enc_units,
+                                                        dec_units, device, out))
     (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (out / "index.html").write_text(render_html(summary), encoding="utf-8")
     for name, g in summary["gates"].items():
@@ -213,6 +124,103 @@ def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Op
         log(f"pearson r(input gate, forget gate) {name}: {r} over {g['pairs']} (sentence, position) pairs")
     log(f"wrote {len(summary['per_sentence'])} sentence reports and index.html to {out}")
     return summary
+
+
+def _targets(loaded, src_lines: Sequence[str], tgt_lines: Optional[Sequence[str]], todo: List[int],
+             need: Sequence[int], device, search: Optional[dict]) -> Tuple[Dict[int, List[int]], str]:
+    """({sentence: target ids} for the sentences in ``need``, what the targets are): the given
+    references, else the model's own translations."""
+    tv = loaded.tgt_vocab
+    if tgt_lines is not None:
+        return {n: tv.encode(tgt_lines[todo[n]]) for n in need}, "reference (--tgt)"
+    from rnmt.search.translator import Translator
+
+    translator = Translator(loaded.model, loaded.src_vocab, tv, loaded.config.search, device)
+    opts = dict(search or {})
+    greedy = bool(opts.pop("greedy", False))
+    results = translator.translate([src_lines[todo[n]] for n in need], greedy=greedy, **opts)
+    kind = "model translation (greedy)" if greedy else "model translation (beam search)"
+    return {n: r[0].tokens for n, r in zip(need, results)}, kind
+
+
+def _set_gates(model, src_ids: List[List[int]], tgt_ids: Dict[int, List[int]], enc_units: List[str],
+               dec_units: List[str], batch_tokens: int, device, out: Path, summary: dict) -> None:
+    """The ATR units' gate statistics over the whole set (``summary["gates"]``) and their
+    position-wise pictures (``summary["set_images"]``)."""
+    collector = _GateCollector()
+    for idx, src, mask in make_translation_batches(src_ids, batch_tokens):
+        src, mask = src.to(device), mask.to(device)
+        lengths = mask.sum(1).tolist()
+        if enc_units:
+            gates = model.encoder_gates(src, mask)
+            for d in enc_units:
+                collector.add(f"encoder.{d}", gates[f"{d}.i"], gates[f"{d}.f"], lengths)
+        if dec_units:
+            tgts = [np.asarray(tgt_ids[n], dtype=np.int64) for n in idx]
+            tgt_in = torch.from_numpy(pad_sequences(tgts, prefix=BOS_ID)).to(device)
+            trace = model.decoder_trace(src, mask, tgt_in)
+            steps = [len(t) + 1 for t in tgts]
+            for u in dec_units:
+                collector.add(f"decoder.{u}", trace[f"{u}.i"], trace[f"{u}.f"], steps)
+    groups = {f"encoder.{d}": [f"encoder.{d}"] for d in enc_units}
+    if len(enc_units) > 1:
+        groups["encoder (both directions)"] = [f"encoder.{d}" for d in enc_units]
+    groups.update({f"decoder.{u}": [f"decoder.{u}"] for u in dec_units})
+    summary["gates"] = collector.summary(groups)
+    curves = {k: {"input": np.array(v["input"]), "forget": np.array(v["forget"]),
+                  "r": v["pearson_r"], "pairs": v["pairs"]}
+              for k, v in summary["gates"].items() if k != "encoder (both directions)"}
+    summary["set_images"] = []
+    for side, title in (("encoder", "ATR encoder: position-wise mean gates"),
+                        ("decoder", "ATR decoder (target positions): mean gates")):
+        side_curves = {k: v for k, v in curves.items() if k.startswith(side)}
+        if side_curves:
+            plots.gate_positions(side_curves, out / f"gates_{side}.png",
+                                 title=f"{title} over {len(src_ids)} sentences")
+            summary["set_images"].append(f"gates_{side}.png")
+
+
+def _sentence_report(loaded, fd, line: int, source: str, enc_units: List[str], dec_units: List[str], device,
+                     out: Path) -> dict:
+    """One pictured sentence: its attention, source gates and dependency pictures and figures."""
+    model, sv, tv = loaded.model, loaded.src_vocab, loaded.tgt_vocab
+    stem = f"line{line:05d}"
+    src_lab, tgt_lab = _labels(sv, fd.src_ids), _labels(tv, fd.tgt_ids)
+    entry = {"line": line, "source": source, "target": tv.decode(fd.tgt_ids), "forced_log_prob": fd.score,
+             "images": []}
+    if fd.attention is not None:
+        name = f"{stem}_attention.png"
+        plots.heatmap(fd.attention, tgt_lab, src_lab, out / name, vmin=0.0,
+                      title=f"line {line}: attention weights", xlabel="source tokens",
+                      ylabel="target tokens (step j predicts this token)", colorbar_label="attention weight")
+        entry["images"].append(name)
+    for key, values in sorted(fd.source_gates.items(), reverse=True):
+        title, suffix = GATE_TITLES.get(key, (f"source gate {key}", f"gate_{key}"))
+        name = f"{stem}_{suffix}.png"
+        plots.heatmap(values, tgt_lab, src_lab, out / name, vmin=0.0, vmax=1.0, cmap="gray",
+                      title=f"line {line}: {title}", xlabel="source tokens",
+                      ylabel="target tokens (step j predicts this token)", colorbar_label=title)
+        entry["images"].append(name)
+    src = torch.tensor([fd.src_ids + [sv.eos_id]], device=device)
+    if "fwd" in enc_units:
+        # Eq. 10's weights depend only on the gates: g_{t,k} = i_k * prod_{l=k+1..t} f_l.
+        gates = model.encoder_gates(src, torch.ones_like(src, dtype=torch.bool))
+        _, mean, _ = chain_weights(gates["fwd.i"], gates["fwd.f"], full=False)
+        entry.update(_dependencies(mean[0].cpu().numpy(), src_lab, out, f"{stem}_encoder",
+                                   f"line {line}: forward encoder", "source token k (input)",
+                                   "source position t (state h_t)", entry["images"], "encoder"))
+    if dec_units:
+        tgt_in = torch.tensor([[BOS_ID] + fd.tgt_ids], device=device)
+        trace = model.decoder_trace(src, torch.ones_like(src, dtype=torch.bool), tgt_in)
+        _, mean, _ = decoder_chain(trace, full=False, units=dec_units)
+        n = len(dec_units)
+        inputs = mean[0, 0::n, 0::n].cpu().numpy()  # the first unit's states on the word inputs y_{k-1}
+        in_lab = ["<s>"] + [tv.id_to_piece(i) for i in fd.tgt_ids]
+        entry.update(_dependencies(inputs, in_lab, out, f"{stem}_decoder",
+                                   f"line {line}: decoder unit 1 (inputs y_(j-1))",
+                                   "previous target token y_(k-1) (input)",
+                                   "decoder step j (state s~_j reads y_(j-1))", entry["images"], "decoder"))
+    return entry
 
 
 def _dependencies(mean: np.ndarray, labels: List[str], out: Path, stem: str, title: str, xlabel: str,
