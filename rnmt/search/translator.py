@@ -10,10 +10,11 @@ translation (`rnmt.search.limits`). Lines with terminology constraints are searc
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from rnmt.config import SearchConfig
 from rnmt.data import Vocab, make_translation_batches, restore_order
@@ -83,60 +84,26 @@ class Translator:
         self.model.eval()
         results: List[List[Translation]] = [[Translation("", 0.0, [], [], [])] for _ in lines]
         todo = [i for i, line in enumerate(lines) if line.strip()]
-        segments: List[List[int]] = []  # what the model translates: whole lines and pieces
-        owners: List[int] = []  # the position in todo of each segment's line
-        for k, i in enumerate(todo):
-            ids = self.src_vocab.encode(lines[i])
-            pieces = [ids] if max_input is None or len(ids) + 1 <= max_input else self._split(ids, max_input - 1)
-            if len(pieces) > 1 and on_split is not None:
-                on_split(i, len(ids) + 1, len(pieces))
-            segments.extend(pieces)
-            owners.extend([k] * len(pieces))
+        segments, owners = self._segments(lines, todo, max_input, on_split)
         first_piece = [k == 0 or owners[k - 1] != owners[k] for k in range(len(owners))]
-        line_prefix_ids = encode_prefixes(prefixes, len(lines), self.tgt_vocab.encode)
-        # per segment: the line's prefix on its first piece, none on the others
-        prefix_ids = None if line_prefix_ids is None else [
-            line_prefix_ids[todo[k]] if first else [] for k, first in zip(owners, first_piece)]
-        prefix_text = None if prefixes is None else [
-            prefixes[todo[k]] if first else "" for k, first in zip(owners, first_piece)]
-        constraint_ids = None if line_constraint_ids is None else [
-            line_constraint_ids[todo[k]] if first else [] for k, first in zip(owners, first_piece)]
+
+        def on_first_pieces(per_line: Optional[Sequence], empty: Callable[[], Any]) -> Optional[list]:
+            """Per segment: its line's value on the line's first piece, ``empty()`` on the others."""
+            return None if per_line is None else [per_line[todo[k]] if first else empty()
+                                                  for k, first in zip(owners, first_piece)]
+
+        prefix_ids = on_first_pieces(encode_prefixes(prefixes, len(lines), self.tgt_vocab.encode), list)
+        prefix_text = on_first_pieces(prefixes, str)
+        constraint_ids = on_first_pieces(line_constraint_ids, list)
         try:
             batch_indices, batch_results = [], []
             for idx, src, mask in make_translation_batches(segments, opts.batch_tokens):
                 src, mask = src.to(self.device), mask.to(self.device)
-                max_len = output_limits(mask.sum(1), opts.max_len_ratio, opts.max_len_offset, max_output)
-                model = self.model
-                if prefix_ids is not None:
-                    model, max_len = with_prefixes(model, [prefix_ids[i] for i in idx], max_len, self.device)
+                batch_prefixes = None if prefix_ids is None else [prefix_ids[i] for i in idx]
                 batch_constraints = [] if constraint_ids is None else [constraint_ids[i] for i in idx]
-                constrained = any(batch_constraints)
-                if constrained:
-                    # room for the prefix, every phrase and the end of sentence
-                    prefix_len = [len(prefix_ids[i]) if prefix_ids else 0 for i in idx]
-                    room = torch.tensor([p + c + 1 for p, c in zip(prefix_len, constraint_lengths(batch_constraints))],
-                                        dtype=max_len.dtype, device=max_len.device)
-                    max_len = torch.maximum(max_len, room)
-                model = with_min_length(model, opts.min_output_tokens, max_len)
-                model = with_repeats_blocked(model, opts.no_repeat_ngram, max_len)
-                if constrained:
-                    nbest = constrained_beam_search(model, src, mask, max_len, batch_constraints,
-                                                    beam=1 if greedy else max(opts.beam, opts.nbest),
-                                                    alpha=opts.alpha, normalize=opts.normalize,
-                                                    nbest=1 if greedy else opts.nbest,
-                                                    return_attention=return_attention, should_stop=should_stop)
-                elif sampling is not None:
-                    nbest = sample_search(model, src, mask, max_len, sampling,
-                                          [first_line + todo[owners[i]] for i in idx],
-                                          n=opts.nbest, alpha=opts.alpha, normalize=opts.normalize,
-                                          return_attention=return_attention, should_stop=should_stop)
-                elif greedy or opts.beam <= 1 and opts.nbest <= 1:
-                    nbest = [[h] for h in greedy_search(model, src, mask, max_len, return_attention,
-                                                        should_stop=should_stop)]
-                else:
-                    nbest = beam_search(model, src, mask, max_len, beam=max(opts.beam, opts.nbest),
-                                        alpha=opts.alpha, normalize=opts.normalize, nbest=opts.nbest,
-                                        return_attention=return_attention, should_stop=should_stop)
+                keys = [first_line + todo[owners[i]] for i in idx]
+                nbest = self._search(opts, src, mask, greedy, return_attention, max_output, should_stop, sampling,
+                                     keys, batch_prefixes, batch_constraints)
                 batch_indices.append(idx)
                 batch_results.append([[self._finish(h, segments[i], prefix_text[i] if prefix_text else None,
                                                     prefix_ids[i] if prefix_ids else None) for h in hyps]
@@ -150,6 +117,57 @@ class Translator:
         for i, parts in zip(todo, grouped):
             results[i] = parts[0] if len(parts) == 1 else _join(parts)
         return results
+
+    def _segments(self, lines: Sequence[str], todo: List[int], max_input: Optional[int],
+                  on_split: Optional[Callable[[int, int, int], None]]) -> Tuple[List[List[int]], List[int]]:
+        """(what the model translates: whole lines and the pieces of long ones, the position in
+        ``todo`` of each segment's line)."""
+        segments: List[List[int]] = []
+        owners: List[int] = []
+        for k, i in enumerate(todo):
+            ids = self.src_vocab.encode(lines[i])
+            pieces = [ids] if max_input is None or len(ids) + 1 <= max_input else self._split(ids, max_input - 1)
+            if len(pieces) > 1 and on_split is not None:
+                on_split(i, len(ids) + 1, len(pieces))
+            segments.extend(pieces)
+            owners.extend([k] * len(pieces))
+        return segments, owners
+
+    def _search(self, opts: SearchConfig, src: Tensor, mask: Tensor, greedy: bool, return_attention: bool,
+                max_output: Optional[int], should_stop: Optional[Callable[[], bool]], sampling: Optional[Sampling],
+                keys: List[int], prefix_ids: Optional[List[List[int]]],
+                constraints: List[List[List[int]]]) -> List[List[SearchHypothesis]]:
+        """One batch's n-best hypotheses by the search the options choose: constrained beam
+        search when a segment has constraints, sampling (draws keyed by ``keys``), greedy, or
+        beam search; the model wrapped for prefixes, a minimum length and blocked repeats."""
+        max_len = output_limits(mask.sum(1), opts.max_len_ratio, opts.max_len_offset, max_output)
+        model = self.model
+        if prefix_ids is not None:
+            model, max_len = with_prefixes(model, prefix_ids, max_len, self.device)
+        constrained = any(constraints)
+        if constrained:
+            # room for the prefix, every phrase and the end of sentence
+            prefix_len = [len(p) for p in prefix_ids] if prefix_ids else [0] * len(constraints)
+            room = torch.tensor([p + c + 1 for p, c in zip(prefix_len, constraint_lengths(constraints))],
+                                dtype=max_len.dtype, device=max_len.device)
+            max_len = torch.maximum(max_len, room)
+        model = with_min_length(model, opts.min_output_tokens, max_len)
+        model = with_repeats_blocked(model, opts.no_repeat_ngram, max_len)
+        if constrained:
+            return constrained_beam_search(model, src, mask, max_len, constraints,
+                                           beam=1 if greedy else max(opts.beam, opts.nbest),
+                                           alpha=opts.alpha, normalize=opts.normalize,
+                                           nbest=1 if greedy else opts.nbest,
+                                           return_attention=return_attention, should_stop=should_stop)
+        if sampling is not None:
+            return sample_search(model, src, mask, max_len, sampling, keys, n=opts.nbest, alpha=opts.alpha,
+                                 normalize=opts.normalize, return_attention=return_attention,
+                                 should_stop=should_stop)
+        if greedy or opts.beam <= 1 and opts.nbest <= 1:
+            return [[h] for h in greedy_search(model, src, mask, max_len, return_attention, should_stop=should_stop)]
+        return beam_search(model, src, mask, max_len, beam=max(opts.beam, opts.nbest), alpha=opts.alpha,
+                           normalize=opts.normalize, nbest=opts.nbest, return_attention=return_attention,
+                           should_stop=should_stop)
 
     def _split(self, ids: List[int], size: int) -> List[List[int]]:
         if self._word_starts is None or self._sentence_ends is None:  # per piece, once, on the first long line
