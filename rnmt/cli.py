@@ -1,8 +1,8 @@
 """The ``rnmt`` command line: one sub-command per module in ``rnmt.commands``.
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; this file
-only wires them up and turns a `UserError` (or a write the system refused) into one line on
-stderr with exit code 2, and rnmt's own warnings (a deprecated config key) into one line
+only wires them up and turns a `UserError` (or a write the system refused, or an allocation
+that failed) into one line on stderr with exit code 2, and rnmt's own warnings (a deprecated config key) into one line
 ``warning: ...``.
 """
 
@@ -15,7 +15,7 @@ import warnings
 from typing import List, Optional
 
 from rnmt import memory
-from rnmt.errors import WRITE_ERRNOS, DeprecatedConfigKey, UserError, write_failure
+from rnmt.errors import WRITE_ERRNOS, DeprecatedConfigKey, UserError, out_of_memory, write_failure
 
 # command name -> (module under rnmt.commands, one-line help)
 COMMANDS = {
@@ -85,6 +85,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except (MemoryError, RuntimeError) as exc:
+        message = out_of_memory(exc, getattr(args, "command", None))
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 2
     except OSError as exc:
         # A refused write that no command phrased itself (the commands name their files):
         # still one line, naming the file when the system did.

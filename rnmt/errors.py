@@ -3,14 +3,16 @@
 Anything the user can fix (a bad file, a wrong config key, a foreign checkpoint) raises
 `UserError`; the command line prints it as one line ``error: ...`` and exits with code 2.
 A write the system refuses (a full disk, a file size limit, a read-only or foreign
-directory) is one too: `write_failure` phrases it. Everything else is a bug and keeps its
-traceback.
+directory) is one too: `write_failure` phrases it, and so is an allocation that fails (a
+beam or batch too large for the machine's memory: `out_of_memory`). Everything else is a
+bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import errno
-from typing import Tuple
+import re
+from typing import Optional, Tuple
 
 
 class UserError(Exception):
@@ -55,3 +57,27 @@ def write_failure(exc: OSError) -> Tuple[str, str]:
     if exc.errno in _WRITE_ERRORS:
         return _WRITE_ERRORS[exc.errno]
     return ((exc.strerror or str(exc) or type(exc).__name__).lower(), "check the file system")
+
+
+# What a command's memory grows with, for the out-of-memory line (`out_of_memory`).
+_MEMORY_KNOBS = {
+    "translate": "a smaller --beam, --nbest or --batch-tokens",
+    "analyze": "a smaller --beam or --batch-tokens",
+    "score": "a smaller --batch-tokens", "align": "a smaller --batch-tokens",
+    "train": "a smaller data.batch_tokens, max_len or model", "reproduce": "smaller --dims or batches",
+}
+
+
+def out_of_memory(exc: BaseException, command: Optional[str] = None) -> Optional[str]:
+    """``exc`` as one line when it is a failed allocation (Python's `MemoryError`, PyTorch's
+    CPU allocator refusing a size, a GPU out of memory), with what to lower for ``command``;
+    None for any other exception."""
+    text = str(exc)
+    if not (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+            or (isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "out of memory" in text))):
+        return None
+    size = re.search(r"allocate (\d+) bytes", text)  # the CPU allocator's wording
+    gpu = re.search(r"(?i)tried to allocate ([\d.]+ [KMGT]i?B)", text)  # CUDA's
+    what = (f"could not allocate {int(size.group(1)) / 2**30:.1f} GiB" if size else
+            f"could not allocate {gpu.group(1)}" if gpu else "an allocation failed")
+    return f"out of memory: {what}; try {_MEMORY_KNOBS.get(command or '', 'less data at once')}"

@@ -25,6 +25,11 @@ from typing import Callable, List, Optional, Sequence
 import torch
 
 MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included
+# Hypotheses a batch's search holds at once (sentences x beam, or x samples): each is a row
+# of [rows, target vocabulary] scores at every step, so a wide beam (a study of search
+# errors at beam 1,000) takes fewer sentences per batch instead of the memory of all of
+# them. Beam 5 at the default 4,000 source tokens per batch stays under it.
+MAX_SEARCH_ROWS = 8192
 _MIN_PIECE = 16  # subwords (end mark included) below which a piece is not worth cutting to
 _SENTENCE_ENDS = (".", "!", "?", "…", "。", "！", "？")
 _CLOSERS = "\"')]}»”’」』"  # may follow a sentence end: 'said.' ends at the quote
@@ -37,6 +42,12 @@ def output_limits(src_len: torch.Tensor, ratio: float, offset: int, cap: Optiona
     if cap is not None:
         limit = limit.clamp(max=cap)
     return limit.clamp(min=1)
+
+
+def sentences_per_batch(width: int) -> int:
+    """The most sentences one search batch takes when each holds ``width`` hypotheses
+    (`MAX_SEARCH_ROWS`; at least one)."""
+    return max(1, MAX_SEARCH_ROWS // max(1, width))
 
 
 def default_input_limit(ratio: float, offset: int, cap: int) -> int:

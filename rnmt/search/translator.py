@@ -22,7 +22,7 @@ from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel
 from rnmt.search.beam import SearchHypothesis, beam_search, greedy_search
 from rnmt.search.constraints import constrained_beam_search, constraint_lengths, encode_constraints
-from rnmt.search.limits import ends_sentence, output_limits, split_source
+from rnmt.search.limits import ends_sentence, output_limits, sentences_per_batch, split_source
 from rnmt.search.min_length import with_min_length
 from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
 from rnmt.search.repeats import with_repeats_blocked
@@ -97,7 +97,10 @@ class Translator:
         constraint_ids = on_first_pieces(line_constraint_ids, list)
         try:
             batch_indices, batch_results = [], []
-            for idx, src, mask in make_translation_batches(segments, opts.batch_tokens):
+            # the hypotheses a sentence holds: its samples, one (greedy) or the beam
+            width = opts.nbest if sampling is not None else 1 if greedy else max(opts.beam, opts.nbest)
+            for idx, src, mask in make_translation_batches(segments, opts.batch_tokens,
+                                                           max_sentences=sentences_per_batch(width)):
                 src, mask = src.to(self.device), mask.to(self.device)
                 batch_prefixes = None if prefix_ids is None else [prefix_ids[i] for i in idx]
                 batch_constraints = [] if constraint_ids is None else [constraint_ids[i] for i in idx]

@@ -49,6 +49,40 @@ def test_every_output_is_capped(tiny_run):
         model.translate(["a"], normalize="bogus")
 
 
+def test_a_wide_beam_takes_fewer_sentences_per_batch_with_the_same_outputs(tiny_run, monkeypatch):
+    from rnmt.data import translation
+    from rnmt.search import limits, translator as translator_module
+
+    model = rnmt.load(tiny_run, device="cpu")
+    lines = ["Y dijo Dios.", "sea la luz", "y fue la luz", "y vio que era buena", "Dios"]
+    whole = model.translate(lines, beam=4, nbest=2)
+    batches = []
+
+    def spy(sentences, max_tokens, max_sentences=None, **kw):
+        for idx, src, mask in translation.make_translation_batches(sentences, max_tokens, max_sentences, **kw):
+            batches.append(len(idx))
+            yield idx, src, mask
+
+    monkeypatch.setattr(translator_module, "make_translation_batches", spy)
+    monkeypatch.setattr(limits, "MAX_SEARCH_ROWS", 8)  # two sentences of a beam of 4
+    assert [[(h.text, h.score) for h in hyps] for hyps in model.translate(lines, beam=4, nbest=2)] == \
+        [[(h.text, h.score) for h in hyps] for hyps in whole]
+    assert batches == [2, 2, 1]
+    batches.clear()
+    model.translate(lines, greedy=True)  # one hypothesis a sentence: all in one batch
+    assert batches == [5]
+
+
+def test_a_beam_too_wide_for_memory_is_one_line(tiny_run, tmp_path, capsys):
+    source = tmp_path / "in.txt"
+    source.write_text("Y dijo Dios.\n", encoding="utf-8")
+    # a trillion hypotheses: no machine allocates their scores
+    code = main(["translate", "--model", str(tiny_run), "--input", str(source), "--beam", str(10**12)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith("error: out of memory: could not allocate ") and "--beam" in err
+
+
 def test_the_command_translates_a_long_line_quickly_with_a_warning(tiny_run, tmp_path, capsys):
     src = tmp_path / "in.es"
     src.write_text("Y dijo Dios.\n" + long_line(3000) + "\n\nsea la luz\n", encoding="utf-8")
