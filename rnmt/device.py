@@ -6,6 +6,7 @@ of the package so that commands, reproduction and serving need not import `rnmt.
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import torch
@@ -38,3 +39,24 @@ def rank_device(device: torch.device, local_rank: Optional[int]) -> torch.device
     if device.type == "cuda" and local_rank is not None and device.index is None:
         return torch.device("cuda", local_rank)
     return device
+
+
+def max_threads() -> int:
+    """The most CPU threads a run may ask for: 8 per CPU of this machine, at least 256.
+
+    OpenMP ends the process (a segmentation fault, or exit 1 with "Thread creation failed")
+    when it cannot create the threads asked for, which no handler can turn into an error:
+    100,000 did so on a 2-core machine, where 4,096 still worked. More threads than cores
+    only slow the work down, so the bound costs nothing."""
+    return max(256, 8 * (os.cpu_count() or 1))
+
+
+def check_threads(threads: Optional[int], name: str = "--threads") -> None:
+    """Refuse a thread count below 1 or above `max_threads` (None: torch's default)."""
+    if threads is None:
+        return
+    if threads < 1:
+        raise UserError(f"{name} must be at least 1, got {threads}")
+    if threads > max_threads():
+        raise UserError(f"{name} must be at most {max_threads()} (8 per CPU of this machine, at least 256; "
+                        f"more threads than cores only slow the work down), got {threads}")

@@ -9,6 +9,7 @@ from typing import Optional
 
 import torch
 
+from rnmt.device import check_threads
 from rnmt.errors import UserError
 
 
@@ -25,8 +26,7 @@ def use_threads(threads: Optional[int]) -> None:
     """``--threads``: torch's CPU threads for this process; None keeps torch's default."""
     if threads is None:
         return
-    if threads < 1:
-        raise UserError(f"--threads must be at least 1, got {threads}")
+    check_threads(threads)
     torch.set_num_threads(threads)
 
 

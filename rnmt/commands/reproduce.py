@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from rnmt.commands import checks
+from rnmt.device import check_threads
 from rnmt.errors import UserError
 
 # The papers, 'all' of them, and rnmt's own protocols run the same way (bf16: precision parity).
@@ -145,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--patience and --plateau-patience belong to --converge")
     checks.at_least(args, 1, "updates", "jobs", "vocab_size", "validate_every", "threads", "bootstrap", "patience",
                     "plateau_patience")
+    check_threads(args.threads)
     seeds = _seeds(args.seeds)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     papers = PAPERS if args.paper == "all" else (args.paper,)

@@ -36,11 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.commands.translate_stream import AlignedLines, open_output
     from rnmt.data.streaming import LineSource
 
-    checks.at_least(args, 1, "batch_tokens", "chunk_lines", "threads")
+    checks.at_least(args, 1, "batch_tokens", "chunk_lines")
+    checks.use_threads(args.threads)
     source = LineSource(args.src)
     try:
         targets = AlignedLines(args.tgt, "--tgt", source.name, source.remaining_lines())
-        checks.use_threads(args.threads)
         model = load(args.model, args.device)
         out = open_output(args.output)
         try:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import List, Optional
 
+from rnmt.device import check_threads
 from rnmt.errors import UserError
 from rnmt.search.limits import MAX_OUTPUT_TOKENS
 
@@ -50,8 +51,7 @@ class ServeSettings:
             if not (math.isfinite(value) and (value > low if positive else value >= low)):
                 bound = "above 0" if positive else "of at least 0"
                 raise UserError(f"{option} must be a finite number {bound}, got {value}")
-        if self.threads is not None and self.threads < 1:
-            raise UserError(f"--threads must be at least 1, got {self.threads}")
+        check_threads(self.threads)
         if self.max_request_tokens > self.max_batch_tokens:
             # A request must fit in one batch: the batch budget is what bounds the model's work.
             raise UserError(f"--max-request-tokens ({self.max_request_tokens}) must not exceed "

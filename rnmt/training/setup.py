@@ -27,7 +27,7 @@ from rnmt import precision
 from rnmt.config import Config, SubwordSamplingConfig, load_config
 from rnmt.data import EncodedCorpus, Vocab, iter_parallel, load_vocab, train_vocabs
 from rnmt.data.corpora import TrainingData, load_training_data
-from rnmt.device import pick_device, rank_device
+from rnmt.device import check_threads, pick_device, rank_device
 from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
@@ -147,6 +147,7 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     if not dist.is_main:
         log = lambda *_, **__: None  # noqa: E731
     if tc.threads:
+        check_threads(tc.threads, "train.threads")
         torch.set_num_threads(tc.threads)
     device = rank_device(pick_device(tc.device), dist.local_rank if dist.enabled else None)
     dtype = _run_amp(cfg, out, resume, device, dist, log)

@@ -390,3 +390,14 @@ def test_a_corpus_changed_between_runs_is_reported_on_resume(tmp_path):
                       corpus_changed_ok=True)
     assert resumed.sampler.epoch == 1 and resumed.sampler.position == 0
     assert any("corpus changed" in m for m in messages)
+
+
+def test_train_threads_over_the_bound_are_refused_before_the_run(tmp_path):
+    from rnmt.config import load_config
+    from rnmt.device import max_threads
+    from rnmt.training.setup import set_up_run
+
+    cfg = load_config("quickstart", [f"train.threads={max_threads() + 1}"])
+    with pytest.raises(UserError, match=r"train.threads must be at most \d+"):
+        set_up_run(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()

@@ -60,6 +60,21 @@ def test_threads_below_one_are_refused_in_one_line_before_any_file_is_read(capsy
     assert_one_line(capsys.readouterr().err, f"--threads must be at least 1, got {threads}")
 
 
+@pytest.mark.parametrize("command", [
+    ["translate", "--model", "no-model"],
+    ["score", "--model", "no-model", "--src", "no-src", "--tgt", "no-tgt"],
+    ["bench"],
+    ["serve", "--model", "no-model"],
+    ["reproduce", "atr", "--status"],
+])
+def test_more_threads_than_the_machine_can_make_are_refused_in_one_line(capsys, command):
+    # OpenMP ended `rnmt translate --threads 100000` with a segmentation fault (exit 139)
+    from rnmt.device import max_threads
+
+    assert main([*command, "--threads", str(max_threads() + 1)]) == 2
+    assert_one_line(capsys.readouterr().err, f"--threads must be at most {max_threads()} (8 per CPU")
+
+
 @pytest.mark.parametrize("threshold", ["-0.1", "1.5", "nan", "inf"])
 def test_an_alignment_threshold_outside_0_1_is_refused_before_any_file_is_read(capsys, threshold):
     # the scores it is compared with lie in [0, 1]: NaN or 1.5 linked nothing, -0.1 everything
