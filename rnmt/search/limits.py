@@ -28,7 +28,8 @@ MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included
 # Hypotheses a batch's search holds at once (sentences x beam, or x samples): each is a row
 # of [rows, target vocabulary] scores at every step, so a wide beam (a study of search
 # errors at beam 1,000) takes fewer sentences per batch instead of the memory of all of
-# them. Beam 5 at the default 4,000 source tokens per batch stays under it.
+# them. Beam 5 at the default 4,000 source tokens per batch stays under it (for lines of
+# three subwords or more, end mark included).
 MAX_SEARCH_ROWS = 8192
 _MIN_PIECE = 16  # subwords (end mark included) below which a piece is not worth cutting to
 _SENTENCE_ENDS = (".", "!", "?", "…", "。", "！", "？")
