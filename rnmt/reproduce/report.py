@@ -140,14 +140,14 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
     """Whether the miniature shows the paper's ordering, seed by seed.
 
     ``records[s]`` / ``hyps[s]``: one entry per finished seed of system ``s``. Only seeds
-    both systems were trained with are compared. ``better`` is "held" when a beats b at
-    p < 0.05 in every common seed, "reversed" when b beats a at p < 0.05 in every one, and
-    "undecided" otherwise; ``about`` (a, with fewer parameters, about as good as b) is
-    "held" when no seed shows a significantly worse and "reversed" when every seed does;
-    ``same`` is "held" when no seed shows either significantly ahead, "reversed" when every
-    seed shows a significantly worse, with b's seed-to-seed spread reported beside.
-    Either is "undecided" when a run fails the sanity check (`sanity_problem`). ``faster``
-    is judged from ``speeds["a|b"]``, the controlled side-by-side timing (`_judge_speed`).
+    both systems were trained with are compared, by the paired bootstrap (``n`` samples):
+    ``better`` is "held" when a beats b at p < `SIGNIFICANT` in every common seed,
+    "reversed" when b beats a so in every one, and "undecided" otherwise; ``about`` (a,
+    with fewer parameters, about as good as b) and ``same`` are equivalence claims, judged
+    by each seed's 95% interval of BLEU(a) - BLEU(b) against `MARGIN` (`_judge_about`,
+    `_judge_same`). A run that fails the sanity check (`sanity_problem`) leaves any of
+    them "undecided". ``faster`` is judged from ``speeds["a|b"]``, the controlled
+    side-by-side timing (`_judge_speed`).
     """
     out: Dict[str, Any] = {"kind": claim.kind, "a": claim.a, "b": claim.b, "text": claim.text,
                            "source": claim.source, "metric": claim.metric, "held": None}
@@ -167,12 +167,8 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
         return out
     if claim.kind == "faster":
         return _judge_speed(out, (speeds or {}).get(f"{claim.a}|{claim.b}"))
-    problems = []
-    for (i, j, seed) in pairs:
-        for name, k in ((claim.a, i), (claim.b, j)):
-            why = sanity_problem(records[name][k], hyps[name][k], refs)
-            if why:
-                problems.append(f"{name} seed {seed}: {why}")
+    problems = [f"{name} seed {seed}: {why}" for i, j, seed in pairs for name, k in ((claim.a, i), (claim.b, j))
+                for why in [sanity_problem(records[name][k], hyps[name][k], refs)] if why]
     from rnmt.evaluation.significance import difference_interval
 
     p_values = [_p_value(hyps[claim.a][i], hyps[claim.b][j], refs, n) for i, j, _ in pairs]
@@ -182,15 +178,14 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
              for i, j, _ in pairs]
     out["ci"] = [d.as_list() for d in diffs]  # per seed: 95% interval of BLEU(a) - BLEU(b)
     out["differences"] = [round(d.observed, 4) for d in diffs]
-
-    a_wins = [va > vb and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
-    b_wins = [vb > va and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
     if problems:
         out.update(status="undecided: fails the sanity check (" + "; ".join(problems) + ")")
         return out
-    per_seed = ", ".join(f"seed {seed}: {va:.2f} vs {vb:.2f}, p {_p(p)}"
-                         for (_, _, seed), (va, vb), p in zip(pairs, values, p_values))
+    a_wins = [va > vb and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
     if claim.kind == "better":
+        b_wins = [vb > va and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
+        per_seed = ", ".join(f"seed {seed}: {va:.2f} vs {vb:.2f}, p {_p(p)}"
+                             for (_, _, seed), (va, vb), p in zip(pairs, values, p_values))
         if all(a_wins):
             out.update(held=True, status="held")
         elif all(b_wins):
@@ -198,30 +193,37 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
         else:
             out.update(status=f"undecided: not significant in every seed ({per_seed})")
     elif claim.kind == "same":
-        # Equivalence: every seed's interval inside +-MARGIN; no significant difference
-        # alone is absence of evidence, not evidence of sameness.
-        spread = [r.get(claim.metric) for r in records[claim.b]]
-        out["spread_b"] = max(spread) - min(spread) if len(spread) > 1 else None
-        shown = (f" ({claim.b}'s seed-to-seed spread {out['spread_b']:.2f})" if out["spread_b"] is not None else "")
-        if all(-MARGIN <= d.low and d.high <= MARGIN for d in diffs):
-            out.update(held=True, status=f"held: within ±{MARGIN:g} BLEU in every seed" + shown)
-        elif all(d.low > MARGIN for d in diffs) or all(d.high < -MARGIN for d in diffs):
-            out.update(held=False, status=f"reversed: apart by more than {MARGIN:g} BLEU in every seed" + shown)
-        else:
-            out.update(status=f"undecided: not shown within ±{MARGIN:g} BLEU" + shown)
-    else:  # about: a has fewer parameters and is at most MARGIN worse (non-inferiority)
+        _judge_same(out, diffs, [r.get(claim.metric) for r in records[claim.b]], claim.b)
+    else:
         fewer = all(records[claim.a][i]["params"] < records[claim.b][j]["params"] for i, j, _ in pairs)
-        shown = ""  # the intervals have their own column
-        if not fewer:
-            out.update(held=False, status="reversed: not fewer parameters")
-        elif all(d.low >= -MARGIN for d in diffs):
-            better = ", and significantly better in every seed" if all(a_wins) else ""
-            out.update(held=True, status=f"held: at most {MARGIN:g} BLEU worse in every seed{better}" + shown)
-        elif all(d.high < -MARGIN for d in diffs):
-            out.update(held=False, status=f"reversed: more than {MARGIN:g} BLEU worse in every seed" + shown)
-        else:
-            out.update(status=f"undecided: not shown within {MARGIN:g} BLEU" + shown)
+        _judge_about(out, diffs, fewer, all(a_wins))
     return out
+
+
+def _judge_same(out: Dict[str, Any], diffs: Sequence[Any], spread_values: List[Any], b: str) -> None:
+    """Equivalence: every seed's interval inside ±`MARGIN`; no significant difference alone
+    is absence of evidence, not evidence of sameness. b's seed-to-seed spread is shown beside."""
+    out["spread_b"] = max(spread_values) - min(spread_values) if len(spread_values) > 1 else None
+    shown = f" ({b}'s seed-to-seed spread {out['spread_b']:.2f})" if out["spread_b"] is not None else ""
+    if all(-MARGIN <= d.low and d.high <= MARGIN for d in diffs):
+        out.update(held=True, status=f"held: within ±{MARGIN:g} BLEU in every seed" + shown)
+    elif all(d.low > MARGIN for d in diffs) or all(d.high < -MARGIN for d in diffs):
+        out.update(held=False, status=f"reversed: apart by more than {MARGIN:g} BLEU in every seed" + shown)
+    else:
+        out.update(status=f"undecided: not shown within ±{MARGIN:g} BLEU" + shown)
+
+
+def _judge_about(out: Dict[str, Any], diffs: Sequence[Any], fewer: bool, significantly_better: bool) -> None:
+    """Non-inferiority: a has fewer parameters and is at most `MARGIN` worse in every seed."""
+    if not fewer:
+        out.update(held=False, status="reversed: not fewer parameters")
+    elif all(d.low >= -MARGIN for d in diffs):
+        better = ", and significantly better in every seed" if significantly_better else ""
+        out.update(held=True, status=f"held: at most {MARGIN:g} BLEU worse in every seed{better}")
+    elif all(d.high < -MARGIN for d in diffs):
+        out.update(held=False, status=f"reversed: more than {MARGIN:g} BLEU worse in every seed")
+    else:
+        out.update(status=f"undecided: not shown within {MARGIN:g} BLEU")
 
 
 def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
