@@ -2,8 +2,8 @@
 
 Each command module defines ``add_arguments(parser)`` and ``run(args) -> int``; this file
 only wires them up and turns a `UserError` (or a write the system refused, or an allocation
-that failed) into one line on stderr with exit code 2, and rnmt's own warnings (a deprecated config key) into one line
-``warning: ...``.
+that failed) into one line on stderr with exit code 2, and rnmt's own warnings (a deprecated
+config key) into one line ``warning: ...``.
 """
 
 from __future__ import annotations
