@@ -422,9 +422,9 @@ def _results_lines(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[s
              "gives the mean and each seed's value. s/update is the wall-clock time of a training update "
              "(validation excluded); train speed is target subword tokens per second of training; decoding speed "
              "is output words per second over the whole test set.", ""]
-    header = ["system", "params (paper)", "params", "BLEU (paper)", "BLEU", "chrF",
-              f"p vs {spec.system(spec.baseline).label}", "len ratio", "updates", "s/update", "train tok/s",
-              "decode words/s"]
+    base_label = spec.system(spec.baseline).label
+    header = ["system", "params (paper)", "params", "BLEU (paper)", "BLEU", "chrF", f"p vs {base_label}",
+              "len ratio", "updates", "s/update", "train tok/s", "decode words/s"]
     if spec.greedy_speed:
         header += ["greedy words/s", "paper train / test words/s"]
     header += ["epochs", "dev BLEU", "dev ppl", "rep. 4-grams %", "looping lines"]
@@ -441,8 +441,7 @@ def _results_lines(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[s
         cells = (_system_cells(spec, s, runs, p_values, converge, mixed) if runs else
                  [s.label, s.paper_params or "-", "-", _num(s.paper_bleu), "not run"] + ["-"] * (len(header) - 5))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"p: paired bootstrap resampling of test BLEU against {spec.system(spec.baseline).label} "
-              f"(sacrebleu), first seed of "
+    lines += ["", f"p: paired bootstrap resampling of test BLEU against {base_label} (sacrebleu), first seed of "
               f"each; below {SIGNIFICANT} the difference is unlikely to be chance. len ratio: output length over "
               "reference length (BLEU's tokens). dev ppl: per-token perplexity of the validation sentences at the "
               "last validation. rep. 4-grams: the share of each line's 4-grams that repeat one seen earlier in the "
@@ -515,11 +514,12 @@ def _claims_lines(spec: PaperSpec, claims: List[dict], converge: bool) -> List[s
 
 def _rests_on(spec: PaperSpec, c: dict) -> str:
     a, b = spec.system(c["a"]).label, spec.system(c["b"]).label
-    parts = [f"seed {r['a']['seed']}: {a} {_num(r['a']['test_bleu'])} BLEU, {_num(r['a']['steps'])} "
-             f"updates, {_num(r['a']['seconds_per_update'], 3)} s, ppl {_num(r['a']['dev_ppl'], 1)}; "
-             f"{b} {_num(r['b']['test_bleu'])} BLEU, {_num(r['b']['steps'])} updates, "
-             f"{_num(r['b']['seconds_per_update'], 3)} s, ppl {_num(r['b']['dev_ppl'], 1)}"
-             for r in c["runs"]]
+
+    def one(label: str, side: dict) -> str:
+        return (f"{label} {_num(side['test_bleu'])} BLEU, {_num(side['steps'])} updates, "
+                f"{_num(side['seconds_per_update'], 3)} s, ppl {_num(side['dev_ppl'], 1)}")
+
+    parts = [f"seed {r['a']['seed']}: {one(a, r['a'])}; {one(b, r['b'])}" for r in c["runs"]]
     return f"- {a} vs {b}: " + " | ".join(parts)
 
 
