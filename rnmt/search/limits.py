@@ -28,9 +28,13 @@ MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included
 # Hypotheses a batch's search holds at once (sentences x beam, or x samples): each is a row
 # of [rows, target vocabulary] scores at every step, so a wide beam (a study of search
 # errors at beam 1,000) takes fewer sentences per batch instead of the memory of all of
-# them. Beam 5 at the default 4,000 source tokens per batch stays under it (for lines of
-# three subwords or more, end mark included).
+# them. Two bounds: the rows themselves (decoder states and attention grow with them
+# whatever the vocabulary) and the scores of one step, 2^26 of them (256 MiB in fp32, one
+# of the few [rows, vocabulary] arrays a step makes), so a 32k vocabulary takes 2,048 rows
+# where an 8k one takes 8,192. Beam 5 at the default 4,000 source tokens per batch stays
+# under both for vocabularies up to 8k (lines of three subwords or more, end mark included).
 MAX_SEARCH_ROWS = 8192
+MAX_SEARCH_SCORES = 1 << 26
 _MIN_PIECE = 16  # subwords (end mark included) below which a piece is not worth cutting to
 _SENTENCE_ENDS = (".", "!", "?", "…", "。", "！", "？")
 _CLOSERS = "\"')]}»”’」』"  # may follow a sentence end: 'said.' ends at the quote
@@ -45,10 +49,17 @@ def output_limits(src_len: torch.Tensor, ratio: float, offset: int, cap: Optiona
     return limit.clamp(min=1)
 
 
-def sentences_per_batch(width: int) -> int:
+def search_rows(vocab_size: int) -> int:
+    """The most hypotheses one search batch holds over a target vocabulary of
+    ``vocab_size``: `MAX_SEARCH_ROWS`, fewer where their scores would pass
+    `MAX_SEARCH_SCORES`."""
+    return max(1, min(MAX_SEARCH_ROWS, MAX_SEARCH_SCORES // max(1, vocab_size)))
+
+
+def sentences_per_batch(width: int, vocab_size: int = 0) -> int:
     """The most sentences one search batch takes when each holds ``width`` hypotheses
-    (`MAX_SEARCH_ROWS`; at least one)."""
-    return max(1, MAX_SEARCH_ROWS // max(1, width))
+    over a target vocabulary of ``vocab_size`` (`search_rows`; at least one)."""
+    return max(1, search_rows(vocab_size) // max(1, width))
 
 
 def default_input_limit(ratio: float, offset: int, cap: int) -> int:

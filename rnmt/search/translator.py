@@ -99,8 +99,8 @@ class Translator:
             batch_indices, batch_results = [], []
             # the hypotheses a sentence holds: its samples, one (greedy) or the beam
             width = opts.nbest if sampling is not None else 1 if greedy else max(opts.beam, opts.nbest)
-            for idx, src, mask in make_translation_batches(segments, opts.batch_tokens,
-                                                           max_sentences=sentences_per_batch(width)):
+            per_batch = sentences_per_batch(width, len(self.tgt_vocab))
+            for idx, src, mask in make_translation_batches(segments, opts.batch_tokens, max_sentences=per_batch):
                 src, mask = src.to(self.device), mask.to(self.device)
                 batch_prefixes = None if prefix_ids is None else [prefix_ids[i] for i in idx]
                 batch_constraints = [] if constraint_ids is None else [constraint_ids[i] for i in idx]

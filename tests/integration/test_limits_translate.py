@@ -72,6 +72,13 @@ def test_a_wide_beam_takes_fewer_sentences_per_batch_with_the_same_outputs(tiny_
     batches.clear()
     model.translate(lines, greedy=True)  # one hypothesis a sentence: all in one batch
     assert batches == [5]
+    batches.clear()
+    # the scores' bound: rows for two beams of 4 over this model's target vocabulary
+    monkeypatch.setattr(limits, "MAX_SEARCH_ROWS", 8192)
+    monkeypatch.setattr(limits, "MAX_SEARCH_SCORES", 8 * len(model.loaded.tgt_vocab))
+    assert [[(h.text, h.score) for h in hyps] for hyps in model.translate(lines, beam=4, nbest=2)] == \
+        [[(h.text, h.score) for h in hyps] for hyps in whole]
+    assert batches == [2, 2, 1]
 
 
 def test_a_beam_too_wide_for_memory_is_one_line(tiny_run, tmp_path, capsys):

@@ -8,7 +8,16 @@ import random
 import pytest
 import torch
 
-from rnmt.search.limits import MAX_OUTPUT_TOKENS, default_input_limit, ends_sentence, output_limits, split_source
+from rnmt.search.limits import (
+    MAX_OUTPUT_TOKENS,
+    MAX_SEARCH_ROWS,
+    MAX_SEARCH_SCORES,
+    default_input_limit,
+    ends_sentence,
+    output_limits,
+    sentences_per_batch,
+    split_source,
+)
 
 # -- the rules ---------------------------------------------------------------------------
 
@@ -24,6 +33,15 @@ def test_the_default_piece_is_the_longest_source_the_cap_does_not_cut():
     assert output_limits(torch.tensor([limit]), 1.5, 10, 256).item() <= 256
     assert output_limits(torch.tensor([limit + 1]), 1.5, 10, None).item() > 256
     assert default_input_limit(0.0, 10, 256) == 256 and default_input_limit(100.0, 10, 256) == 16
+
+
+def test_a_search_batch_holds_fewer_hypotheses_over_a_larger_vocabulary():
+    # an 8k vocabulary: the row bound; 32k: the scores' bound, a quarter of the rows
+    assert sentences_per_batch(5, 8000) == MAX_SEARCH_ROWS // 5
+    assert sentences_per_batch(1000, 32000) == MAX_SEARCH_SCORES // 32000 // 1000 == 2
+    assert sentences_per_batch(1000, 32000) * 1000 * 32000 <= MAX_SEARCH_SCORES
+    assert sentences_per_batch(1, 0) == MAX_SEARCH_ROWS  # no vocabulary given: the row bound alone
+    assert sentences_per_batch(10**9, 8000) == sentences_per_batch(1, 10**9) == 1  # always one sentence
 
 
 def test_one_setting_for_the_command_line_the_api_and_the_server():
