@@ -30,6 +30,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tupl
 import yaml
 
 from rnmt.errors import DeprecatedConfigKey, UserError
+from rnmt.io.bounded_yaml import load_yaml
 
 
 @dataclass(frozen=True)
@@ -456,7 +457,7 @@ def parse_overrides(overrides: Sequence[str]) -> List[tuple]:
             raise UserError(f"--set expects key.path=value, got {_show(item)}")
         key, raw = item.split("=", 1)
         try:
-            value = yaml.safe_load(raw) if raw != "" else ""
+            value = load_yaml(raw) if raw != "" else ""
         except yaml.YAMLError:
             value = raw
         pairs.append((key.strip(), value))
@@ -548,7 +549,7 @@ def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
 
     path = resolve_config(path)
     try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        tree = load_yaml(path.read_text(encoding="utf-8")) or {}
     except UnicodeDecodeError:
         raise UserError(f"{path}: not valid UTF-8") from None
     except OSError as exc:

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-import yaml
-
 from rnmt.errors import UserError
+from rnmt.io.bounded_yaml import load_yaml
 from rnmt.resources import configs_dir
 
 PAPERS = ("atr", "cseq2seq", "dtmt", "survey")  # the order of `rnmt reproduce all`
@@ -133,7 +132,7 @@ def load_paper(paper: str, root: Optional[Path] = None) -> PaperSpec:
     if not path.is_file():
         raise UserError(f"unknown paper '{paper}'; choose one of {', '.join(PAPERS)}, all, or a protocol "
                         f"of configs/reproduce/ (bf16)")
-    tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    tree = load_yaml(path.read_text(encoding="utf-8")) or {}
     where = f"configs/reproduce/{paper}.yaml"
     try:
         claims = [Claim(**c) for c in tree.get("claims") or []]

@@ -22,9 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-import yaml
-
-from rnmt.config import Config, config_from_dict, load_config, set_path, upgrade_model_keys
+from rnmt.config import Config, config_from_dict, load_config, read_config_tree, set_path, upgrade_model_keys
 from rnmt.errors import UserError
 
 SOURCE_FILE = "config.source.yaml"  # the config file as the run last read it, before --set
@@ -106,8 +104,7 @@ def resumed_config(run_dir: Path, given: Dict[str, Any], overrides: Sequence[str
     ``config.source.yaml`` existed keeps its ``config.yaml`` (the file is compared from the
     next resume on).
     """
-    saved = upgrade_model_keys(yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8")) or {},
-                               warn=False)
+    saved = upgrade_model_keys(read_config_tree(run_dir / "config.yaml")[1], warn=False)
     if not (run_dir / SOURCE_FILE).is_file():
         return (config_from_dict(saved, overrides, source=str(run_dir / "config.yaml")),
                 f"{run_dir / SOURCE_FILE} not found (the run predates it): {given_name} is not compared "

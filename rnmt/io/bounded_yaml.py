@@ -1,0 +1,100 @@
+"""YAML as rnmt reads it: PyYAML's safe loader with bounds on what a document may expand to.
+
+Configs come from users, from run directories and from ``--set`` values, and two small
+documents defeat ``yaml.safe_load``: a few hundred nested brackets exhaust Python's
+recursion limit inside PyYAML's composer (a traceback), and nine aliases of nine aliases
+(a "billion laughs") construct a value that repr, copy and validation walk for minutes
+while memory grows by gigabytes. A config is a few hundred values a few levels deep, so
+`load_yaml` refuses a document nested deeper than `MAX_DEPTH` or expanding, aliases
+followed, to more than `MAX_VALUES` values, and a value that contains itself (``&a [*a]``);
+each refusal is a `yaml.MarkedYAMLError`, which callers already turn into one line naming
+the file and line. Anchors and aliases within the bounds work as usual.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+import yaml
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+MAX_DEPTH = 64  # nested sequences and mappings
+MAX_VALUES = 100_000  # scalars, sequences and mappings, each alias counted as what it stands for
+
+
+class YAMLBoundError(yaml.MarkedYAMLError):
+    """A document over `MAX_DEPTH` or `MAX_VALUES`, or with a value that contains itself."""
+
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+
+    def __str__(self) -> str:  # the line is shown by the caller (its problem_mark)
+        return str(self.problem)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """The safe loader, refusing nesting deeper than `MAX_DEPTH` while it composes (the
+    composer recurses once per level)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise YAMLBoundError(f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def _children(node: Node) -> List[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def check_expansion(root: Node) -> None:
+    """Raise `YAMLBoundError` if ``root``, its aliases followed, holds more than
+    `MAX_VALUES` values, nests deeper than `MAX_DEPTH`, or contains itself. Iterative, and
+    each node (an anchor used many times) is sized once."""
+    sizes: Dict[int, Tuple[int, int]] = {}  # id(node) -> (values, depth) once expanded
+    on_path = set()  # ids of the nodes whose expansion is under way
+    stack: List[Tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if expanded:
+            kids = [sizes[id(k)] for k in _children(node)]
+            values, depth = 1 + sum(v for v, _ in kids), 1 + max((d for _, d in kids), default=0)
+            if values > MAX_VALUES:
+                raise YAMLBoundError(f"aliases expand it to more than {MAX_VALUES:,} values", node.start_mark)
+            if depth > MAX_DEPTH:
+                raise YAMLBoundError(f"aliases nest it deeper than {MAX_DEPTH} levels", node.start_mark)
+            sizes[key] = (values, depth)
+            on_path.discard(key)
+            continue
+        if key in sizes:
+            continue
+        if key in on_path:
+            raise YAMLBoundError("a value contains itself: an alias inside its own anchor", node.start_mark)
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in _children(node) if id(k) not in sizes)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load(text)`` within the bounds above (None for an empty document)."""
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_expansion(node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()

@@ -1,0 +1,68 @@
+"""YAML read within bounds (rnmt/io/bounded_yaml.py): deep nesting, alias bombs and
+self-containing values are refused quickly with the line; ordinary documents, anchors
+included, read as yaml.safe_load reads them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import yaml
+
+from rnmt.io.bounded_yaml import MAX_DEPTH, MAX_VALUES, YAMLBoundError, load_yaml
+from rnmt.resources import configs_dir
+
+
+def laughs(levels: int, width: int = 9) -> str:
+    """A 'billion laughs': each anchor a list of ``width`` aliases of the one before."""
+    lines = ["x0: &x0 [" + ",".join(["lol"] * width) + "]"]
+    for i in range(1, levels):
+        lines.append(f"x{i}: &x{i} [" + ",".join([f"*x{i - 1}"] * width) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_every_builtin_config_reads_as_safe_load_reads_it():
+    paths = sorted(configs_dir().rglob("*.yaml"))  # the models' configs and the reproduction specs
+    assert len(paths) > 10
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        assert load_yaml(text) == yaml.safe_load(text), path
+
+
+def test_anchors_merges_and_empty_documents_within_the_bounds():
+    text = "size: &d 256\nmodel: {emb_size: *d, hidden_size: *d}\nbase: &b {lr: 0.1}\ntrain: {<<: *b, seed: 3}\n"
+    assert load_yaml(text) == yaml.safe_load(text) == {"size": 256, "model": {"emb_size": 256, "hidden_size": 256},
+                                                       "base": {"lr": 0.1}, "train": {"lr": 0.1, "seed": 3}}
+    assert load_yaml("") is None and load_yaml("# nothing\n") is None
+    assert load_yaml(laughs(4)) == yaml.safe_load(laughs(4))  # 9^4 values: allowed
+    assert load_yaml("[" * MAX_DEPTH + "]" * MAX_DEPTH) == yaml.safe_load("[" * MAX_DEPTH + "]" * MAX_DEPTH)
+
+
+def test_a_billion_laughs_is_refused_at_once_with_its_line():
+    start = time.perf_counter()
+    with pytest.raises(YAMLBoundError, match=f"more than {MAX_VALUES:,} values") as info:
+        load_yaml(laughs(10))  # 9^10 values once expanded
+    assert time.perf_counter() - start < 5
+    assert info.value.problem_mark.line == 5  # x5, the first anchor over the bound (9^6 > 100,000)
+
+
+def test_deep_nesting_is_refused_before_python_runs_out_of_stack():
+    with pytest.raises(YAMLBoundError, match=f"nested deeper than {MAX_DEPTH} levels"):
+        load_yaml("a:\n  b: " + "[" * 5000 + "]" * 5000)
+    with pytest.raises(YAMLBoundError, match=f"nested deeper than {MAX_DEPTH} levels"):
+        load_yaml("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    chain = "a0: &a0 [1]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}]\n" for i in range(1, MAX_DEPTH + 2))
+    with pytest.raises(YAMLBoundError, match=f"aliases nest it deeper than {MAX_DEPTH} levels"):
+        load_yaml(chain)  # each level shallow, the expansion deep
+
+
+@pytest.mark.parametrize("text", ["a: &a [1, *a]\n", "a: &a {b: *a}\n", "a: &a [[[*a]]]\n"])
+def test_a_value_that_contains_itself_is_refused(text):
+    with pytest.raises(YAMLBoundError, match="contains itself"):
+        load_yaml(text)
+
+
+def test_the_refusal_is_a_yaml_error_with_a_mark():
+    # callers turn yaml.YAMLError with a problem_mark into 'FILE: line N invalid YAML (...)'
+    with pytest.raises(yaml.MarkedYAMLError):
+        load_yaml("a: &a [*a]\n")
