@@ -57,37 +57,44 @@ GPU_BF16_MIN_HIDDEN = 1000
 
 
 @functools.cache
-def cpu_bf16_speedup(hidden: int, threads: int) -> float:
+def cpu_bf16_speedup(hidden: int) -> float:
     """fp32 time / bf16 time of a [256 x hidden] x [hidden x 3 hidden] product (a unit's input
-    projection) on this CPU at ``threads`` threads: best of 5 alternating rounds, about a
-    tenth of a second. 0.0 where oneDNN has no bf16 products for this CPU."""
+    projection) on this CPU: best of 5 alternating rounds, about a tenth of a second. 0.0
+    where oneDNN has no bf16 products for this CPU.
+
+    On one thread, timed in that thread's CPU time: the ratio is a property of the core's
+    instructions, and on a busy machine a multi-threaded product waits for its slowest
+    thread, so wall time moved it anywhere: on a 2-core Zen 5 beside two training runs the
+    same product at 2 threads in wall time gave 1.44x once (under `BF16_MIN_SPEEDUP`) and
+    up to 9.08x, at one thread in CPU time 4.25-4.43x (``benchmarks/amp_probe.py``,
+    docs/performance.md "bf16 training")."""
     if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
         return 0.0
     before = torch.get_num_threads()
-    torch.set_num_threads(threads)
+    torch.set_num_threads(1)
     try:
         a32 = torch.randn(256, hidden)
         b32 = torch.randn(hidden, 3 * hidden)
         operands = {torch.float32: (a32, b32), torch.bfloat16: (a32.bfloat16(), b32.bfloat16())}
-        reps = max(2, int(2e9 / (2 * 256 * hidden * 3 * hidden)))  # about 2 GFLOP a round
+        reps = max(2, int(1e9 / (2 * 256 * hidden * 3 * hidden)))  # about 1 GFLOP a round
         best = dict.fromkeys(operands, float("inf"))
         for _ in range(5):
             for dtype, (a, b) in operands.items():
                 torch.mm(a, b)  # warm: oneDNN's first call of a shape builds its kernel
-                t0 = time.perf_counter()
+                t0 = time.thread_time()
                 for _ in range(reps):
                     torch.mm(a, b)
-                best[dtype] = min(best[dtype], time.perf_counter() - t0)
-        return best[torch.float32] / best[torch.bfloat16]
+                best[dtype] = min(best[dtype], time.thread_time() - t0)
+        return best[torch.float32] / max(best[torch.bfloat16], 1e-9)
     finally:
         torch.set_num_threads(before)
 
 
-def cpu_auto_dtype(hidden: int, threads: int) -> Tuple[Optional[torch.dtype], str]:
+def cpu_auto_dtype(hidden: int) -> Tuple[Optional[torch.dtype], str]:
     """What ``train.amp: auto`` trains in on this CPU, and why (one line for the log)."""
     if hidden < BF16_MIN_HIDDEN:
         return None, f"fp32 (hidden size {hidden} < {BF16_MIN_HIDDEN}: too small for bf16 to pay)"
-    speedup = cpu_bf16_speedup(hidden, threads)
+    speedup = cpu_bf16_speedup(hidden)
     shape = f"256 x {hidden} x {3 * hidden}"
     if speedup >= BF16_MIN_SPEEDUP:
         return torch.bfloat16, f"bf16 (this CPU's bf16 products run {speedup:.2f}x fp32's at {shape})"

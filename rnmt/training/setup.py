@@ -49,13 +49,12 @@ RANK_SEED_STRIDE = 1_000_003
 Log = Callable[..., None]
 
 
-def amp_dtype(name: str, device: torch.device, hidden: int = 0, threads: int = 1) -> Optional[torch.dtype]:
+def amp_dtype(name: str, device: torch.device, hidden: int = 0) -> Optional[torch.dtype]:
     """The autocast dtype of ``train.amp`` on ``device`` (None: full precision); see `resolve_amp`."""
-    return resolve_amp(name, device, hidden, threads)[0]
+    return resolve_amp(name, device, hidden)[0]
 
 
-def resolve_amp(name: str, device: torch.device, hidden: int = 0,
-                threads: int = 1) -> Tuple[Optional[torch.dtype], str]:
+def resolve_amp(name: str, device: torch.device, hidden: int = 0) -> Tuple[Optional[torch.dtype], str]:
     """The autocast dtype of ``train.amp`` on ``device`` and why, for the log.
 
     ``auto`` is bf16 on a CUDA device that supports it when the model's hidden size is at
@@ -63,7 +62,7 @@ def resolve_amp(name: str, device: torch.device, hidden: int = 0,
     launches, and bf16 adds casts (measured on an H100, docs/performance.md "Which precision
     on a GPU"). On the CPU it is bf16 when the
     model's hidden size is at least `precision.BF16_MIN_HIDDEN` and this processor's bf16
-    products, measured at that size on ``threads`` threads, run at least
+    products, measured at that size on one thread, run at least
     `precision.BF16_MIN_SPEEDUP` times fp32's (`precision.cpu_bf16_speedup`): processors
     that list ``avx512_bf16`` differ (2.1-2.7x fp32 on a Zen 4, 0.5-0.8x on a Xeon without
     AMX), so the flag alone cannot decide. bf16 keeps quality at equal updates
@@ -87,7 +86,7 @@ def resolve_amp(name: str, device: torch.device, hidden: int = 0,
         return torch.bfloat16, f"bf16 ({gpu}, hidden size {hidden})"
     if name == "bf16":
         return torch.bfloat16, "bf16 (train.amp: bf16)"
-    return precision.cpu_auto_dtype(hidden, threads)
+    return precision.cpu_auto_dtype(hidden)
 
 
 def main_first(dist: DistContext, fn: Callable[[], Any], others: Optional[Callable[[], Any]] = None) -> Any:
@@ -293,7 +292,7 @@ def _run_amp(cfg: Config, out: Path, resume: bool, device: torch.device, dist: D
     if saved is not None:
         dtype, why = (torch.bfloat16 if saved == "bf16" else None), f"{saved} (as this run started)"
     else:
-        dtype, why = resolve_amp(cfg.train.amp, device, cfg.model.hidden_size, torch.get_num_threads())
+        dtype, why = resolve_amp(cfg.train.amp, device, cfg.model.hidden_size)
         if dist.enabled:
             dtype, why = dist.broadcast_object((dtype, why))
     log(f"train.amp {cfg.train.amp}: {why}")

@@ -14,14 +14,14 @@ from tests.support import tiny_config_tree
 def test_a_resumed_run_keeps_the_precision_it_started_with(tmp_path, tiny_corpus, monkeypatch):
     """auto measures the CPU; a resumed run must not change dtype if a new measurement differs."""
     monkeypatch.setattr(precision, "BF16_MIN_HIDDEN", 0)
-    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden, threads: 2.0)
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden: 2.0)
     tree = tiny_config_tree(tiny_corpus["train"], None)
     tree["train"].update(max_steps=2, amp="auto")
     out = tmp_path / "auto"
     first = Trainer(config_from_dict(tree), out, log=lambda *_: None)
     assert first.amp_dtype is torch.bfloat16
     first.run()
-    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden, threads: 0.5)
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden: 0.5)
     tree["train"]["max_steps"] = 3
     lines = []
     resumed = Trainer(config_from_dict(tree), out, resume=True, log=lines.append)

@@ -16,7 +16,7 @@ def test_amp_resolution_on_cpu(monkeypatch):
         amp_dtype("fp8", cpu)
     # auto asks the measurement, and only for models wide enough to gain
     speed = {"x": 2.2}
-    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden, threads: speed["x"])
+    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden: speed["x"])
     assert amp_dtype("auto", cpu, hidden=256) is torch.bfloat16
     assert amp_dtype("auto", cpu, hidden=precision.BF16_MIN_HIDDEN - 1) is None
     speed["x"] = 0.58  # a CPU whose bf16 products are slower than fp32 ones
@@ -25,9 +25,16 @@ def test_amp_resolution_on_cpu(monkeypatch):
     assert dtype is None and "0.58x" in why
 
 
-def test_the_cpu_bf16_probe_measures_a_ratio():
-    speedup = precision.cpu_bf16_speedup(128, 1)
+def test_the_cpu_bf16_probe_measures_a_ratio_on_one_thread(monkeypatch):
+    # one thread whatever the training's count: on a busy machine a multi-threaded product
+    # waits for its slowest thread, and the ratio moved from 1.44x to 6x between probes
+    counts, set_threads = [], torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (counts.append(n), set_threads(n)))
+    before = torch.get_num_threads()
+    speedup = precision.cpu_bf16_speedup.__wrapped__(128)  # not the cached value
     assert speedup == 0.0 or 0.05 < speedup < 50  # a ratio of two timings, or no bf16 products
+    assert speedup == 0.0 or counts == [1, before]  # measured on one thread, the count restored
+    assert torch.get_num_threads() == before
 
 
 def test_amp_resolution_on_a_gpu(monkeypatch):
