@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from rnmt.commands import checks
+from rnmt.config import SEED
 from rnmt.device import check_threads
 from rnmt.errors import UserError
 
@@ -86,6 +87,10 @@ def _seeds(text: str) -> list:
         raise UserError(f"--seeds expects integers separated by commas, got '{text}'") from None
     if not seeds or len(set(seeds)) != len(seeds):
         raise UserError(f"--seeds needs at least one seed and no repeats, got '{text}'")
+    low, high = SEED.low, SEED.high
+    outside = [s for s in seeds if not low <= s <= high]
+    if outside:  # train.seed's own range, checked before any corpus is prepared or run started
+        raise UserError(f"--seeds must be integers from {low} to {high}, got {outside[0]}")
     return seeds
 
 

@@ -160,3 +160,10 @@ def test_a_second_model_is_refused_where_one_is_read(capsys, command):
 def test_search_options_with_forced_targets_are_refused(capsys):
     assert main(["analyze", "--model", "m", "--src", "s", "--tgt", "t", "--out", "o", "--beam", "7"]) == 2
     assert_one_line(capsys.readouterr().err, "with --tgt the given targets are force-decoded instead")
+
+
+@pytest.mark.parametrize("seeds, bad", [("-1", "-1"), ("1,4294967296", "4294967296")])
+def test_reproduce_refuses_seeds_outside_train_seed_range_before_any_run(capsys, seeds, bad):
+    assert main(["reproduce", "atr", "--seeds", seeds, "--status"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: --seeds must be integers from 0 to 4294967295, got {bad}"
