@@ -63,7 +63,7 @@ def check_expansion(root: Node) -> None:
     `MAX_VALUES` values, nests deeper than `MAX_DEPTH`, or contains itself. Iterative, and
     each node (an anchor used many times) is sized once."""
     sizes: Dict[int, Tuple[int, int]] = {}  # id(node) -> (values, depth) once expanded
-    on_path = set()  # ids of the nodes whose expansion is under way
+    on_path: set = set()  # ids of the nodes whose expansion is under way
     stack: List[Tuple[Node, bool]] = [(root, False)]
     while stack:
         node, expanded = stack.pop()
@@ -72,7 +72,7 @@ def check_expansion(root: Node) -> None:
             kids = [sizes[id(k)] for k in _children(node)]
             values, depth = 1 + sum(v for v, _ in kids), 1 + max((d for _, d in kids), default=0)
             if values > MAX_VALUES:
-                raise YAMLBoundError(f"aliases expand it to more than {MAX_VALUES:,} values", node.start_mark)
+                raise YAMLBoundError(f"more than {MAX_VALUES:,} values, aliases expanded", node.start_mark)
             if depth > MAX_DEPTH:
                 raise YAMLBoundError(f"aliases nest it deeper than {MAX_DEPTH} levels", node.start_mark)
             sizes[key] = (values, depth)
