@@ -99,12 +99,12 @@ def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patien
 
     from rnmt.reproduce.run import results_name
     from rnmt.reproduce.spec import load_paper
-    from rnmt.reproduce.status import cost_line, reproduction_status, status_table
+    from rnmt.reproduce.status import cost_line, reproduction_status, status_table, to_go_line
 
     for paper in papers:
         spec = load_paper(paper).for_protocol(converge)
         results_dir = out_root / results_name(spec.paper, converge)
-        saved = results_dir / "settings.json"
+        saved, settings = results_dir / "settings.json", {}
         if saved.is_file():  # the seeds and patience the table was started with
             try:
                 settings = json.loads(saved.read_text(encoding="utf-8"))
@@ -116,6 +116,8 @@ def _print_status(papers, converge: bool, out_root: Path, systems, seeds, patien
         print(f"{results_dir}:")
         print("\n".join(status_table(rows, patience if converge else None)))
         print(cost_line(rows))
+        if converge and isinstance(settings.get("validate_every"), int) and any(r.state != "finished" for r in rows):
+            print(to_go_line(rows, patience, settings["validate_every"], settings.get("updates")))
         print()
     return 0
 

@@ -40,6 +40,7 @@ class RunStatus:
     best_dev_bleu: Optional[float] = None
     best_step: Optional[int] = None
     since_best: Optional[int] = None  # validations after the best one
+    last_validation: Optional[int] = None  # the update of the last scored validation
     plateau_decays: Optional[int] = None
     lr: Optional[float] = None
     seconds_per_update: Optional[float] = None
@@ -72,6 +73,7 @@ def in_progress(name: str, log_path: Path, now: float) -> RunStatus:
         best = max(range(len(scored)), key=lambda i: (scored[i]["dev_bleu"], -i))  # the first of equals
         status.best_dev_bleu, status.best_step = scored[best]["dev_bleu"], scored[best]["step"]
         status.since_best = len(scored) - 1 - best
+        status.last_validation = scored[-1]["step"]
         status.plateau_decays = scored[-1].get("plateau_decays")
         status.steps = max(status.steps or 0, scored[-1]["step"])
     return status
@@ -147,6 +149,30 @@ def cost_line(rows: Sequence[RunStatus]) -> str:
     logged = sum(r.train_hours or 0.0 for r in rows)
     return (f"{done} of {len(rows)} runs finished; {updates:,} updates, {core_hours:.1f} h of one core at each "
             f"run's median s/update ({logged:.1f} training h logged, pauses and shared cores included)")
+
+
+def earliest_stop(row: RunStatus, patience: int, validate_every: int, cap: Optional[int]) -> Optional[int]:
+    """The first update at which early stopping could end ``row``, a converged run in
+    progress: the validation at which, none improving, ``patience`` follow the best (at most
+    ``cap``, the run's update limit). None for a run with no scored validation yet."""
+    if row.state.split(",")[0] != "in progress" or row.since_best is None or row.last_validation is None:
+        return None
+    stop = row.last_validation + max(0, patience - row.since_best) * validate_every
+    return stop if cap is None else min(stop, cap)
+
+
+def to_go_line(rows: Sequence[RunStatus], patience: int, validate_every: int, cap: Optional[int]) -> str:
+    """What is left of a converged table at the least: the updates its runs in progress need
+    before early stopping can end them (each improvement adds more), their hours of one core
+    at each run's recent rate, and the runs not started."""
+    left = [(r, earliest_stop(r, patience, validate_every, cap)) for r in rows]
+    going = [(r, stop - (r.steps or 0)) for r, stop in left if stop is not None]
+    updates = sum(max(0, n) for _, n in going)
+    hours = sum(max(0, n) * r.seconds_per_update for r, n in going if r.seconds_per_update) / 3600
+    waiting = sum(r.state == "not started" for r in rows)
+    return (f"to go, at the least: {updates:,} updates for the {len(going)} run(s) in progress before early stopping "
+            f"can end them ({hours:.1f} h of one core at their recent s/update; a new best moves a run's earliest "
+            f"stop to {patience * validate_every:,} updates after it), and {waiting} run(s) not started")
 
 
 def _fmt(value: Optional[float], spec: str) -> str:

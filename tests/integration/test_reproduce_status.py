@@ -4,7 +4,14 @@ import json
 
 from rnmt.cli import main
 from rnmt.reproduce.spec import load_paper
-from rnmt.reproduce.status import cost_line, recent_seconds_per_update, reproduction_status, status_table
+from rnmt.reproduce.status import (
+    cost_line,
+    earliest_stop,
+    recent_seconds_per_update,
+    reproduction_status,
+    status_table,
+    to_go_line,
+)
 from rnmt.training.run_log import read_run_log
 
 
@@ -78,6 +85,16 @@ def test_runs_are_finished_in_progress_or_not_started(tmp_path):
     assert cost_line(list(rows.values())) == ("1 of 4 runs finished; 16,050 updates, 13.6 h of one core at each run's "
                                               "median s/update (13.3 training h logged, pauses and shared cores "
                                               "included)")
+    # dtmt4.seed1: best at 1,000, two validations since (1,500 and 2,000): under patience 4 the
+    # earliest stop is the validation at 3,000, unless the update limit comes first
+    assert earliest_stop(going, patience=4, validate_every=500, cap=None) == 3000
+    assert earliest_stop(going, patience=4, validate_every=500, cap=2500) == 2500
+    assert earliest_stop(done, patience=4, validate_every=500, cap=None) is None  # finished
+    assert earliest_stop(rows["shallow-rnmt.seed2"], 4, 500, None) is None  # no validation yet
+    assert to_go_line(list(rows.values()), patience=4, validate_every=500, cap=None) == (
+        "to go, at the least: 1,000 updates for the 1 run(s) in progress before early stopping can end them "
+        "(0.6 h of one core at their recent s/update; a new best moves a run's earliest stop to 2,000 updates "
+        "after it), and 1 run(s) not started")
 
 
 def test_the_command_prints_the_table_with_the_settings_the_table_was_started_with(tmp_path, capsys):
@@ -89,6 +106,11 @@ def test_the_command_prints_the_table_with_the_settings_the_table_was_started_wi
     out = capsys.readouterr().out
     assert "| dtmt4 | in progress | 500 |" in out and "| 0 of 6 |" in out  # one seed: the run has no suffix
     assert "| shallow-rnmt | not started |" in out  # the baseline always belongs to the table
+    assert "to go" not in out  # settings without validate_every: no estimate
+    (results / "settings.json").write_text(json.dumps({"seeds": [3], "patience": 6, "validate_every": 500}))
+    assert main(["reproduce", "dtmt", "--converge", "--status", "--systems", "dtmt4", "--out", str(tmp_path)]) == 0
+    # the best at 500 and nothing after it: stopping can come at 500 + 6 x 500
+    assert "to go, at the least: 3,000 updates for the 1 run(s) in progress" in capsys.readouterr().out
     assert not (tmp_path / "dtmt").exists()  # nothing written
 
 
