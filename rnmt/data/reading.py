@@ -16,6 +16,21 @@ from rnmt.errors import UserError
 PathLike = Union[str, os.PathLike]
 
 _BOM = b"\xef\xbb\xbf"
+# The longest line read (bytes, terminator excluded): far beyond any segment, so it only
+# stops a file without line breaks (a minified document, a binary passed by mistake) from
+# being read whole into memory before anything can say what is wrong with it.
+MAX_LINE_BYTES = 1 << 24
+
+
+def content_length(raw: bytes) -> int:
+    """The bytes of a raw line without its terminator (``\n``, ``\r\n`` or a final ``\r``)."""
+    n = len(raw) - raw.endswith(b"\n")
+    return n - (raw[n - 1:n] == b"\r")
+
+
+def line_too_long(name: str, lineno: int) -> UserError:
+    return UserError(f"{name}: line {lineno} is longer than {MAX_LINE_BYTES:,} bytes; "
+                     f"is it text with one segment per line?")
 
 
 def _decode(raw: bytes, name: str, lineno: int) -> str:
@@ -55,7 +70,11 @@ def count_lines(path: PathLike) -> int:
 
 
 def _iter_stream(stream: BinaryIO, name: str) -> Iterator[str]:
-    for lineno, raw in enumerate(stream, start=1):
+    lineno = 0
+    while raw := stream.readline(MAX_LINE_BYTES + 2):  # room for "\r\n" after the longest line
+        lineno += 1
+        if content_length(raw) > MAX_LINE_BYTES:
+            raise line_too_long(name, lineno)
         yield _decode(raw, name, lineno)
 
 

@@ -19,7 +19,8 @@ import stat
 import sys
 from typing import BinaryIO, Iterator, List, Optional
 
-from rnmt.data.reading import PathLike, _decode, _open
+from rnmt.data import reading
+from rnmt.data.reading import PathLike, _decode, _open, content_length, line_too_long
 
 READ_SIZE = 1 << 16
 
@@ -60,7 +61,8 @@ class LineSource:
     def chunks(self, max_lines: int) -> Iterator[List[str]]:
         """Chunks of at most ``max_lines`` decoded lines, in order; empty lines included."""
         queue: List[bytes] = []  # complete raw lines not yet handed out
-        pending = b""  # the start of a line whose end has not been read
+        pending: List[bytes] = []  # the reads holding the start of a line whose end is not read yet
+        pending_bytes = 0
         eof = False
         while True:
             if len(queue) >= max_lines or (queue and (eof or not _waiting(self.fd))):
@@ -69,16 +71,29 @@ class LineSource:
                 continue
             if eof:
                 if pending:  # a last line without a terminator
-                    queue.append(pending)
-                    pending = b""
+                    last = b"".join(pending)
+                    if content_length(last) > reading.MAX_LINE_BYTES:
+                        raise line_too_long(self.name, self.lines_read + len(queue) + 1)
+                    queue.append(last)
+                    pending, pending_bytes = [], 0
                     continue
                 return
             data = os.read(self.fd, READ_SIZE)
             if not data:
                 eof = True
                 continue
-            *complete, pending = (pending + data).split(b"\n")
+            if b"\n" not in data:  # a long line: keep its pieces, joined once it ends
+                pending.append(data)
+                pending_bytes += len(data)
+                if pending_bytes > reading.MAX_LINE_BYTES + 1:  # + 1: a "\r" may end it
+                    raise line_too_long(self.name, self.lines_read + len(queue) + 1)
+                continue
+            *complete, rest = (b"".join(pending) + data).split(b"\n")
+            for k, line in enumerate(complete):
+                if content_length(line) > reading.MAX_LINE_BYTES:
+                    raise line_too_long(self.name, self.lines_read + len(queue) + k + 1)
             queue.extend(complete)
+            pending, pending_bytes = ([rest], len(rest)) if rest else ([], 0)
 
     def _decode(self, raw_lines: List[bytes]) -> List[str]:
         first = self.lines_read + 1
