@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 import yaml  # noqa: E402
 
-from rnmt.config import apply_overrides, load_config  # noqa: E402
+from rnmt.config import apply_overrides, load_config, read_config_tree  # noqa: E402
 from rnmt.device import pick_device  # noqa: E402
 from rnmt.reproduce.machine import describe_machine  # noqa: E402
 from rnmt.reproduce.run import code_commit  # noqa: E402
@@ -34,8 +34,7 @@ def resolved(path: Path, overrides: list, into: Path) -> Path:
     if not overrides:
         return path
     load_config(path, overrides)  # refuses unknown keys and bad values, as `rnmt train --set` does
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    raw = apply_overrides(raw, overrides)  # nested keys too (model.options.context=last)
+    raw = apply_overrides(read_config_tree(path)[1], overrides)  # nested keys too (model.options.context=last)
     into.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     return into
 
