@@ -27,7 +27,8 @@ def make_translate_request(settings: ServeSettings) -> type:
         texts: Optional[List[Text]] = Field(None, max_length=settings.max_texts,
                                             description="source segments, translated in order")
         beam: Optional[int] = Field(None, ge=1, le=settings.max_beam, description="beam size (1 = greedy)")
-        alpha: Optional[float] = Field(None, ge=0.0, le=10.0, description="GNMT length penalty exponent")
+        alpha: Optional[float] = Field(None, ge=0.0, le=10.0, allow_inf_nan=False,
+                                       description="GNMT length penalty exponent")
         nbest: Optional[int] = Field(None, ge=1, le=settings.max_beam,
                                      description="number of hypotheses per segment")
         no_repeat_ngram: Optional[int] = Field(None, ge=0, le=32,

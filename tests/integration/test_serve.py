@@ -119,6 +119,7 @@ def test_min_output_tokens_reaches_the_search(client, monkeypatch):
     (b'{"text": "a", "beam": 5}', 422, "beam:"),
     (b'{"text": "a", "nbest": 9}', 422, "nbest:"),
     (b'{"text": "a", "alpha": -1}', 422, "alpha:"),
+    (b'{"text": "a", "alpha": NaN}', 422, "alpha: Input should be a finite number"),  # Python's json reads NaN
     (b'{"text": "a", "no_repeat_ngram": -1}', 422, "no_repeat_ngram:"),
     (b'{"text": "a", "min_output_tokens": -1}', 422, "min_output_tokens:"),
     (b'{"text": "a", "min_output_tokens": 100000}', 422, "min_output_tokens:"),
