@@ -15,7 +15,7 @@ import warnings
 from typing import List, Optional
 
 from rnmt import memory
-from rnmt.errors import WRITE_ERRNOS, DeprecatedConfigKey, UserError, out_of_memory, write_failure
+from rnmt.errors import WRITE_ERRNOS, CacheRebuiltWarning, DeprecatedConfigKey, UserError, out_of_memory, write_failure
 
 # command name -> (module under rnmt.commands, one-line help)
 COMMANDS = {
@@ -57,11 +57,11 @@ def one_line(message: str) -> str:
 
 
 def _one_line_warnings(show):
-    """``warnings.showwarning`` that prints rnmt's `DeprecatedConfigKey` as one line and
-    leaves every other warning to ``show``."""
+    """``warnings.showwarning`` that prints rnmt's `DeprecatedConfigKey` and
+    `CacheRebuiltWarning` as one line and leaves every other warning to ``show``."""
 
     def showwarning(message, category, filename, lineno, file=None, line=None):
-        if issubclass(category, DeprecatedConfigKey):
+        if issubclass(category, (DeprecatedConfigKey, CacheRebuiltWarning)):
             print(f"warning: {one_line(str(message))}", file=sys.stderr, flush=True)
         else:
             show(message, category, filename, lineno, file, line)

@@ -26,6 +26,11 @@ class DeprecatedConfigKey(FutureWarning):
     shows it as one line ``warning: ...``)."""
 
 
+class CacheRebuiltWarning(UserWarning):
+    """A corpus cache entry that could not be read (damaged or cut short) was discarded and
+    encoded again (the command line shows it as one line ``warning: ...``)."""
+
+
 class LongLineWarning(UserWarning):
     """A source line longer than the input limit, translated in pieces joined into one
     line (`rnmt.search.limits`); ``line`` counts from 1."""

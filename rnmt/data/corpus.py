@@ -16,6 +16,7 @@ import mmap
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Sequence, Tuple, cast
@@ -24,7 +25,7 @@ import numpy as np
 
 from rnmt.data.reading import PathLike, is_blank, iter_parallel
 from rnmt.data.vocab import EOS_ID, Vocab
-from rnmt.errors import UserError, write_failure
+from rnmt.errors import CacheRebuiltWarning, UserError, write_failure
 
 CACHE_FORMAT = 1
 _ENCODE_CHUNK = 4096  # lines handed to sentencepiece per call
@@ -267,14 +268,47 @@ def _encode_into(entry: Path, src_path: PathLike, tgt_path: PathLike, src_vocab:
     return {"pairs": writers["line_numbers"].count, "n_empty": n_empty, "n_too_long": n_too_long}
 
 
+class _UnreadableEntry(Exception):
+    """A cache entry whose files do not load, or whose arrays disagree with each other."""
+
+
+def _read_entry(entry: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+    """The entry's meta and arrays, checked against each other (cheaply: lengths and the
+    last offsets), or `_UnreadableEntry` saying what is wrong."""
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        arrays = {name: np.load(entry / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+        n = len(arrays["line_numbers"])
+        consistent = (isinstance(meta, dict) and meta.get("pairs", n) == n
+                      and isinstance(meta.get("n_empty"), int) and isinstance(meta.get("n_too_long"), int)
+                      and len(arrays["src_offsets"]) == len(arrays["tgt_offsets"]) == n + 1
+                      and int(arrays["src_offsets"][-1]) == len(arrays["src"])
+                      and int(arrays["tgt_offsets"][-1]) == len(arrays["tgt"]))
+    except (OSError, ValueError, EOFError, IndexError) as exc:  # JSON and .npy headers raise ValueError
+        raise _UnreadableEntry(f"{type(exc).__name__}: {exc}") from None
+    if not consistent:
+        raise _UnreadableEntry("its files disagree with each other")
+    return meta, arrays
+
+
 def _load_entry(entry: Path, from_cache: bool) -> EncodedCorpus:
-    meta = json.loads((entry / "meta.json").read_text())
-    arrays = {name: np.load(entry / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
+    meta, arrays = _read_entry(entry)
     corpus = EncodedCorpus(**arrays, n_empty=meta["n_empty"], n_too_long=meta["n_too_long"],
                            cache_path=entry, from_cache=from_cache)
     if hasattr(os, "pread") and all(isinstance(arrays[n], np.memmap) for n in ("src", "tgt")):
         corpus._reader = _SegmentReader(entry, arrays)
     return corpus
+
+
+def _discard(entry: Path) -> None:
+    """Move a bad entry out of the way (a rename, so a process still reading it keeps its
+    files), then delete it."""
+    aside = entry.with_name(f".{entry.name}.unreadable.{os.getpid()}")
+    try:
+        os.rename(entry, aside)
+    except OSError:
+        return  # another process moved it first, or the cache is read-only: the build below says
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def encode_corpus(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_vocab: Vocab,
@@ -293,7 +327,12 @@ def encode_corpus(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_
     root = Path(cache_dir)
     entry = root / key
     if (entry / "meta.json").is_file():
-        return _load_entry(entry, from_cache=True)
+        try:
+            return _load_entry(entry, from_cache=True)
+        except _UnreadableEntry as exc:  # derived data: encode it again rather than fail
+            warnings.warn(CacheRebuiltWarning(f"{entry}: corpus cache entry unreadable ({str(exc)[:200]}); "
+                                              f"encoding the corpus again"), stacklevel=2)
+            _discard(entry)
     tmp = None
     try:
         root.mkdir(parents=True, exist_ok=True)

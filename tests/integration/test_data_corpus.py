@@ -95,3 +95,38 @@ def test_missing_corpus_file_is_named(tmp_path, vocab):
     (tmp_path / "s").write_text("a\n")
     with pytest.raises(UserError, match="absent.en"):
         encode_corpus(tmp_path / "s", tmp_path / "absent.en", vocab, vocab, tmp_path / "cache")
+
+
+def _cut_short(entry):
+    data = (entry / "src.npy").read_bytes()
+    (entry / "src.npy").write_bytes(data[: len(data) - 8])
+
+
+def _garbage_meta(entry):
+    (entry / "meta.json").write_text("{not json")
+
+
+def _offsets_of_another_corpus(entry):
+    offsets = np.load(entry / "tgt_offsets.npy")
+    np.save(entry / "tgt_offsets.npy", offsets[:-1])  # one pair fewer than the other arrays
+
+
+def _empty_array_file(entry):
+    (entry / "line_numbers.npy").write_bytes(b"")
+
+
+@pytest.mark.parametrize("damage", [_cut_short, _garbage_meta, _offsets_of_another_corpus, _empty_array_file])
+def test_an_unreadable_cache_entry_is_encoded_again_with_a_warning(files, vocab, tmp_path, damage):
+    from rnmt.errors import CacheRebuiltWarning
+
+    first = encode_corpus(*files, vocab, vocab, tmp_path / "cache")
+    pairs = [tuple(map(tuple, first.pair(i))) for i in range(len(first))]
+    entry = first.cache_path
+    del first  # the arrays are memory-mapped: let go before the files change
+    damage(entry)
+    with pytest.warns(CacheRebuiltWarning, match="corpus cache entry unreadable .*encoding the corpus again"):
+        again = encode_corpus(*files, vocab, vocab, tmp_path / "cache")
+    assert not again.from_cache and again.cache_path == entry
+    assert [tuple(map(tuple, again.pair(i))) for i in range(len(again))] == pairs
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == [entry.name]  # nothing left aside
+    assert encode_corpus(*files, vocab, vocab, tmp_path / "cache").from_cache  # and it is a good entry again
