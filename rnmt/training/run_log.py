@@ -13,7 +13,8 @@ handled the same way, so they are handled here once:
 - a kill can cut a line short, and the resumed run then appends to that line, so a line
   that does not parse is skipped wherever it is (the record appended to it is lost, and
   the discarded branch's record of that step, if any, stands in for it), while a file in
-  which no line is a record is an error.
+  which no line is a record is an error. So is a line that parses but is not a record as
+  the trainer writes one (an integer step, every value a number or null): skipped.
 """
 
 from __future__ import annotations
@@ -55,6 +56,17 @@ def _append(rows: List[dict], row: dict) -> None:
     rows.append(row)
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_record(row: object) -> bool:
+    """A JSON object with an integer ``step`` whose every value is a number or null, as the
+    trainer writes them: anything else (a cut line, an edited one) is not the run's history."""
+    return (isinstance(row, dict) and isinstance(row.get("step"), int) and not isinstance(row["step"], bool)
+            and all(value is None or _number(value) for value in row.values()))
+
+
 def read_run_log(path: Path) -> RunLog:
     """The run's training and validation records, resumes and cut lines resolved."""
     log = RunLog(Path(path))
@@ -69,8 +81,7 @@ def read_run_log(path: Path) -> RunLog:
                 row = json.loads(line)
             except ValueError:
                 row = None
-            if not isinstance(row, dict) or isinstance(row.get("step"), bool) \
-                    or not isinstance(row.get("step"), int):
+            if not _is_record(row):
                 log.skipped_lines += 1
                 first_bad = first_bad or lineno
                 continue

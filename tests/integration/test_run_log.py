@@ -48,3 +48,20 @@ def test_a_file_without_records_and_a_missing_log_are_one_line_errors(tmp_path):
     write(tmp_path / "run" / "log.jsonl", [{"step": 1, "loss": 1.0}])
     assert log_file(tmp_path / "run") == tmp_path / "run" / "log.jsonl"
     assert read_run_log(tmp_path / "run" / "log.jsonl").train[0]["step"] == 1
+
+
+def test_a_line_that_parses_but_is_not_a_record_is_skipped(tmp_path):
+    # `rnmt plot` on such a log was a ValueError traceback (float('abc'))
+    log = write(tmp_path / "log.jsonl", [
+        {"step": 50, "loss": 4.0, "train_seconds": 5.0},
+        {"step": 100, "loss": "abc", "train_seconds": 10.0},
+        {"step": 100, "dev_loss": 3.9, "dev_bleu": [1.0]},
+        {"step": 100, "loss": True},
+        {"step": 150.0, "loss": 3.0},
+        '[1, 2]\n', 'null\n',
+        {"step": 150, "loss": 3.2, "train_seconds": 15.0, "epoch": None},
+        {"step": 150, "dev_loss": 3.1, "dev_bleu": None, "dev_chrf": 30.0},
+    ])
+    run = read_run_log(log)
+    assert [r["step"] for r in run.train] == [50, 150] and [r["step"] for r in run.dev] == [150]
+    assert run.skipped_lines == 6
