@@ -18,10 +18,11 @@ each step's key gradient in place to the keys' collector (`memory_collector`).
 Models open the scope around ``forward`` in training mode (`TranslationModel` registers
 the hooks); decoding and evaluation never enter it. Under CPU bf16 autocast
 (`rnmt.precision`) the scope casts each weight (and each every-step tensor) to bf16 once per
-pass, the step products run in bf16, and every weight's gradient is one bf16 product over
-the stacked per-step operands at the end of the pass (accumulated in fp32 inside the GEMM,
-rounded once, added to an fp32 buffer): CPU torch has no bf16 x bf16 -> fp32 ``addmm_``,
-and a running bf16 sum over the steps would round at every step. On a GPU the models keep
+pass, the step products run in bf16, and every weight's gradient is a bf16 product over
+the stacked per-step operands (accumulated in fp32 inside the GEMM, rounded once, added to
+an fp32 buffer), made at the end of the pass or each time the operands reach
+`FLUSH_BYTES`: CPU torch has no bf16 x bf16 -> fp32 ``addmm_``, and a running bf16 sum over
+the steps would round at every step. On a GPU the models keep
 plain autograd, in fp32 and under autocast: there the time goes to launching kernels and
 the scope's Python-level step functions cost more than they save (`_wants_scope`).
 
@@ -53,6 +54,12 @@ from torch.autograd import Function
 from rnmt import precision
 
 _local = threading.local()  # .scope: the open _Scope of this thread, or None
+# Bytes of step operands a collector gathers before it multiplies them (`Collector.append`):
+# the backward pass has just written them, so the concatenation and the product read them
+# from the cache (L3), and they are freed as it goes. The cyclic models' re-reading units
+# gather about 900 steps a pass (about 90 MB in bf16), which one product at the end read
+# back from memory; a pass's other collectors stay under the bound and keep one product.
+FLUSH_BYTES = 16 << 20
 _models_defer = True  # see `enabled`
 
 
@@ -80,7 +87,7 @@ class Collector:
     to ``parts`` for a batched product ``a^T g`` that is computed once at the end.
     """
 
-    __slots__ = ("params", "token", "grad", "grad_bias", "parts", "low")
+    __slots__ = ("params", "token", "grad", "grad_bias", "parts", "part_bytes", "low")
 
     def __init__(self, tensor: Tensor, bias: Optional[Tensor]) -> None:
         self.params: Optional[tuple] = (tensor, bias)  # kept alive while the scope's keys are their ids
@@ -88,6 +95,7 @@ class Collector:
         self.grad: Optional[Tensor] = None
         self.grad_bias: Optional[Tensor] = None
         self.parts: List[Tuple[Tensor, Tensor]] = []
+        self.part_bytes = 0
         self.low: Optional[Tensor] = None  # the tensor in bf16, cast once per pass under CPU autocast
 
     def lowered(self, tensor: Tensor) -> Tensor:
@@ -99,12 +107,23 @@ class Collector:
     def add(self, grad: Tensor) -> None:
         self.grad = grad if self.grad is None else self.grad.add_(grad)
 
+    def append(self, a: Tensor, g: Tensor) -> None:
+        """One step's operands of ``a^T g``; each `FLUSH_BYTES` of them become one product."""
+        self.parts.append((a, g))
+        self.part_bytes += a.numel() * a.element_size() + g.numel() * g.element_size()
+        if self.part_bytes >= FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        # [..., n_t, S] and [..., n_t, V] per step -> one [..., S, sum n] x [..., sum n, V]
+        a = torch.cat([a for a, _ in self.parts], -2)
+        g = torch.cat([g for _, g in self.parts], -2)
+        self.parts, self.part_bytes = [], 0
+        self.add(torch.matmul(a.transpose(-1, -2), g).float())  # bf16 parts: rounded once per product
+
     def finish(self) -> Tuple[Optional[Tensor], Optional[Tensor]]:
-        if self.parts:  # [..., n_t, S] and [..., n_t, V] per step -> one [..., S, sum n] x [..., sum n, V]
-            a = torch.cat([a for a, _ in self.parts], -2)
-            g = torch.cat([g for _, g in self.parts], -2)
-            self.parts = []
-            self.add(torch.matmul(a.transpose(-1, -2), g).float())  # bf16 parts: rounded once
+        if self.parts:
+            self._flush()
         grad, grad_bias = self.grad, self.grad_bias
         self.grad = self.grad_bias = self.low = None  # a second backward (retain_graph) starts afresh
         return grad, grad_bias
@@ -128,7 +147,7 @@ class _StepProduct(Function):
     """``x @ weight + addend (+ bias)`` whose weight and bias gradients go to a collector;
     ``transposed``: the weight is stored [out, in] (nn.Linear) and applied as ``x @ weight.t()``.
     A bf16 ``weight`` (the pass's cast, CPU autocast) makes a bf16 product, whose weight
-    gradient waits in the collector's ``parts`` for one product at the end of the pass."""
+    gradient waits in the collector's ``parts`` for a product over many steps (`Collector.append`)."""
 
     @staticmethod
     def forward(ctx, x: Tensor, token: Tensor, addend: Optional[Tensor], weight: Tensor, bias: Optional[Tensor],
@@ -151,7 +170,7 @@ class _StepProduct(Function):
         c = ctx.collector
         batched = x.dim() == 3
         if weight.dtype != torch.float32:  # a bf16 pass
-            c.parts.append((grad, x) if ctx.transposed else (x, grad))
+            c.append(*((grad, x) if ctx.transposed else (x, grad)))
         else:
             a, b = (grad.transpose(-1, -2), x) if ctx.transposed else (x.transpose(-1, -2), grad)
             if c.grad is None:
@@ -281,7 +300,7 @@ class _StepBmm(Function):
     @staticmethod
     def backward(ctx, grad: Tensor):
         weights, values = ctx.saved_tensors
-        ctx.collector.parts.append((weights, grad))
+        ctx.collector.append(weights, grad)
         grad_weights = torch.matmul(grad, values.transpose(-1, -2)) if ctx.needs_input_grad[0] else None
         return grad_weights, grad.new_empty(0), None, None
 
