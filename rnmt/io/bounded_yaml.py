@@ -6,9 +6,10 @@ recursion limit inside PyYAML's composer (a traceback), and nine aliases of nine
 (a "billion laughs") construct a value that repr, copy and validation walk for minutes
 while memory grows by gigabytes. A config is a few hundred values a few levels deep, so
 `load_yaml` refuses a document nested deeper than `MAX_DEPTH` or expanding, aliases
-followed, to more than `MAX_VALUES` values, and a value that contains itself (``&a [*a]``);
-each refusal is a `yaml.MarkedYAMLError`, which callers already turn into one line naming
-the file and line. Anchors and aliases within the bounds work as usual.
+followed, to more than `MAX_VALUES` values, a value that contains itself (``&a [*a]``), and
+a key given twice in one mapping (PyYAML keeps the last); each refusal is a
+`yaml.MarkedYAMLError`, which callers already turn into one line naming the file and line.
+Anchors and aliases within the bounds work as usual.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from __future__ import annotations
 from typing import Any, Dict, List, Tuple
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_DEPTH = 64  # nested sequences and mappings
 MAX_VALUES = 100_000  # scalars, sequences and mappings, each alias counted as what it stands for
 
 
 class YAMLBoundError(yaml.MarkedYAMLError):
-    """A document over `MAX_DEPTH` or `MAX_VALUES`, or with a value that contains itself."""
+    """A document over `MAX_DEPTH` or `MAX_VALUES`, with a value that contains itself, or
+    with a key given twice in one mapping."""
 
     def __init__(self, problem: str, mark: Any) -> None:
         super().__init__(problem=problem, problem_mark=mark)
@@ -58,6 +60,21 @@ def _children(node: Node) -> List[Node]:
     return []
 
 
+def _check_unique_keys(node: MappingNode) -> None:
+    """A key written twice in one mapping is refused: PyYAML keeps the last silently, so of
+    two ``lr:`` lines the one a user edited may not be the one that counts. (Keys a merge,
+    ``<<: *base``, brings in may be overridden: that is what merging is for.)"""
+    seen: Dict[str, Any] = {}
+    for key, _ in node.value:
+        if not isinstance(key, ScalarNode) or key.tag == "tag:yaml.org,2002:merge":
+            continue
+        if key.value in seen:
+            first = seen[key.value].line + 1
+            raise YAMLBoundError(f"key '{key.value}' given twice in one mapping, first on line {first}",
+                                 key.start_mark)
+        seen[key.value] = key.start_mark
+
+
 def check_expansion(root: Node) -> None:
     """Raise `YAMLBoundError` if ``root``, its aliases followed, holds more than
     `MAX_VALUES` values, nests deeper than `MAX_DEPTH`, or contains itself. Iterative, and
@@ -83,6 +100,8 @@ def check_expansion(root: Node) -> None:
         if key in on_path:
             raise YAMLBoundError("a value contains itself: an alias inside its own anchor", node.start_mark)
         on_path.add(key)
+        if isinstance(node, MappingNode):
+            _check_unique_keys(node)
         stack.append((node, True))
         stack.extend((k, False) for k in _children(node) if id(k) not in sizes)
 

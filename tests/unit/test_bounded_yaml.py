@@ -66,3 +66,17 @@ def test_the_refusal_is_a_yaml_error_with_a_mark():
     # callers turn yaml.YAMLError with a problem_mark into 'FILE: line N invalid YAML (...)'
     with pytest.raises(yaml.MarkedYAMLError):
         load_yaml("a: &a [*a]\n")
+
+
+def test_a_key_given_twice_in_one_mapping_is_refused_with_both_lines():
+    # yaml.safe_load keeps the last silently: of two lr lines, the edited one may not count
+    text = "train:\n  lr: 0.1\n  max_steps: 3\n  lr: 0.2\n"
+    assert yaml.safe_load(text) == {"train": {"lr": 0.2, "max_steps": 3}}
+    with pytest.raises(YAMLBoundError, match="key 'lr' given twice in one mapping, first on line 2") as info:
+        load_yaml(text)
+    assert info.value.problem_mark.line + 1 == 4
+    with pytest.raises(YAMLBoundError, match="given twice"):
+        load_yaml("{a: 1, b: 2, a: 3}")
+    # the same key in different mappings, and a merged key overridden, are fine
+    assert load_yaml("a: {x: 1}\nb: {x: 2}\n") == {"a": {"x": 1}, "b": {"x": 2}}
+    assert load_yaml("base: &b {lr: 0.1, seed: 1}\ntrain: {<<: *b, lr: 0.5}\n")["train"] == {"lr": 0.5, "seed": 1}
