@@ -32,7 +32,7 @@ MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included
 # whatever the vocabulary) and the scores of one step, 2^26 of them (256 MiB in fp32, one
 # of the few [rows, vocabulary] arrays a step makes), so a 32k vocabulary takes 2,048 rows
 # where an 8k one takes 8,192. Beam 5 at the default 4,000 source tokens per batch stays
-# under both for vocabularies up to 8k (lines of three subwords or more, end mark included).
+# under both for vocabularies up to 10k (lines of three subwords or more, end mark included).
 MAX_SEARCH_ROWS = 8192
 MAX_SEARCH_SCORES = 1 << 26
 _MIN_PIECE = 16  # subwords (end mark included) below which a piece is not worth cutting to
