@@ -31,15 +31,24 @@ def gradients(model, src, mask, tgt, deferred: bool):
     return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-@pytest.mark.parametrize("name", sorted(ARCHS))
-def test_model_gradients_are_those_of_plain_autograd(name):
+def tiny_model_and_batch(name):
+    """A training-mode model of ``ARCHS[name]`` at width 12 and a batch of 3 (seeded)."""
     options = {"arch": "rnnsearch", **ARCHS[name]}
     torch.manual_seed(0)
-    model = build_model(ModelConfig(emb_size=8, hidden_size=12, **options), 30, 30)
-    model.train()
+    model = build_model(ModelConfig(emb_size=8, hidden_size=12, **options), 30, 30).train()
     g = torch.Generator().manual_seed(3)
     src, tgt = torch.randint(4, 30, (3, 7), generator=g), torch.randint(4, 30, (3, 5), generator=g)
-    mask = torch.ones(3, 7, dtype=torch.bool)
+    return model, src, torch.ones(3, 7, dtype=torch.bool), tgt
+
+
+def distance(grads, exact):
+    """The norm of all parameters' gradient differences from ``exact``."""
+    return torch.cat([(grads[n] - exact[n]).flatten() for n in exact]).norm()
+
+
+@pytest.mark.parametrize("name", sorted(ARCHS))
+def test_model_gradients_are_those_of_plain_autograd(name):
+    model, src, mask, tgt = tiny_model_and_batch(name)
     mask[2, 5:] = False
     deferred = gradients(model, src, mask, tgt, True)
     plain = gradients(model, src, mask, tgt, False)
@@ -142,12 +151,7 @@ def test_bf16_passes_defer_too_and_stay_near_fp32(name):
     """Under CPU bf16 autocast the scope's products run in bf16 and each weight's gradient
     is one product over the stacked steps: as close to fp32's as plain autocast autograd,
     whose per-step gradients add up in bf16."""
-    options = {"arch": "rnnsearch", **ARCHS[name]}
-    torch.manual_seed(0)
-    model = build_model(ModelConfig(emb_size=8, hidden_size=12, **options), 30, 30).train()
-    g = torch.Generator().manual_seed(3)
-    src, tgt = torch.randint(4, 30, (3, 7), generator=g), torch.randint(4, 30, (3, 5), generator=g)
-    mask = torch.ones(3, 7, dtype=torch.bool)
+    model, src, mask, tgt = tiny_model_and_batch(name)
     exact = gradients(model, src, mask, tgt, True)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         deferred = gradients(model, src, mask, tgt, True)
@@ -155,12 +159,9 @@ def test_bf16_passes_defer_too_and_stay_near_fp32(name):
     assert deferred.keys() == exact.keys() == plain.keys()
     assert all(t.dtype == torch.float32 for t in deferred.values())
 
-    def error(grads):
-        return torch.cat([(grads[n] - exact[n]).flatten() for n in exact]).norm()
-
     scale = torch.cat([t.flatten() for t in exact.values()]).norm()
-    assert error(deferred) < 0.03 * scale
-    assert error(deferred) < 1.25 * error(plain) + 1e-3 * scale
+    assert distance(deferred, exact) < 0.03 * scale
+    assert distance(deferred, exact) < 1.25 * distance(plain, exact) + 1e-3 * scale
 
 
 @pytest.mark.parametrize("name", ["cseq2seq1", "rnnsearch"])
@@ -168,12 +169,7 @@ def test_products_made_as_the_steps_come_sum_to_the_same_gradients(name, monkeyp
     """A collector multiplies its operands every FLUSH_BYTES (the cyclic models gather
     about 90 MB a pass): with a product after every step the bf16 gradients stay as near
     fp32's as with one product at the end, and fp32's are those of plain autograd."""
-    options = {"arch": "rnnsearch", **ARCHS[name]}
-    torch.manual_seed(0)
-    model = build_model(ModelConfig(emb_size=8, hidden_size=12, **options), 30, 30).train()
-    g = torch.Generator().manual_seed(3)
-    src, tgt = torch.randint(4, 30, (3, 7), generator=g), torch.randint(4, 30, (3, 5), generator=g)
-    mask = torch.ones(3, 7, dtype=torch.bool)
+    model, src, mask, tgt = tiny_model_and_batch(name)
     exact = gradients(model, src, mask, tgt, False)
     flushes = []
     flush = deferred_grads.Collector._flush
@@ -189,7 +185,5 @@ def test_products_made_as_the_steps_come_sum_to_the_same_gradients(name, monkeyp
     for n in exact:
         torch.testing.assert_close(fp32[n], exact[n], atol=1e-6, rtol=1e-5, msg=n)
 
-    def error(grads):
-        return torch.cat([(grads[n] - exact[n]).flatten() for n in exact]).norm()
-
-    assert error(per_step) < 1.5 * error(at_end) + 1e-3 * torch.cat([t.flatten() for t in exact.values()]).norm()
+    scale = torch.cat([t.flatten() for t in exact.values()]).norm()
+    assert distance(per_step, exact) < 1.5 * distance(at_end, exact) + 1e-3 * scale
