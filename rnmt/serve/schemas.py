@@ -18,7 +18,8 @@ def make_translate_request(settings: ServeSettings) -> type:
         """Give either ``text`` (one segment) or ``texts`` (several). Search options left out
         take the model's defaults; requests with equal options may be translated together."""
 
-        model_config = ConfigDict(extra="forbid", title="TranslateRequest", json_schema_extra={
+        # strict: JSON's true is not a beam of 1, nor "yes" a boolean (a whole number may still be a float)
+        model_config = ConfigDict(extra="forbid", strict=True, title="TranslateRequest", json_schema_extra={
             "examples": [{"text": "En el principio creó Dios los cielos y la tierra."},
                          {"texts": ["Hola.", ""], "beam": min(4, settings.max_beam),
                           "nbest": min(2, settings.max_beam), "return_alignment": True}]})

@@ -83,6 +83,8 @@ def test_nbest_and_alignment(client):
         assert all(abs(sum(row) - 1.0) < 1e-2 for row in a["attention"])  # a distribution per target token
     greedy = client.post("/translate", json={"text": SENTENCES[0], "beam": 1, "return_alignment": True})
     assert greedy.status_code == 200 and greedy.json()["translations"][0]["alignment"]["attention"]
+    whole = client.post("/translate", json={"text": SENTENCES[0], "alpha": 1})  # strict, but 1 is a float
+    assert whole.status_code == 200
 
 
 def test_no_repeat_ngram_reaches_the_search(client, tiny_run):
@@ -117,6 +119,11 @@ def test_min_output_tokens_reaches_the_search(client, monkeypatch):
     (b'{"texts": ["ok", "' + b"x" * 201 + b'"]}', 422, "texts.1: String should have at most 200 characters"),
     (b'{"text": "a", "beam": 0}', 422, "beam:"),
     (b'{"text": "a", "beam": 5}', 422, "beam:"),
+    (b'{"text": "a", "beam": true}', 422, "beam: Input should be a valid integer"),  # not a beam of 1
+    (b'{"text": "a", "beam": "2"}', 422, "beam: Input should be a valid integer"),
+    (b'{"text": "a", "beam": 2.0}', 422, "beam: Input should be a valid integer"),
+    (b'{"text": "a", "return_alignment": "yes"}', 422, "return_alignment: Input should be a valid boolean"),
+    (b'{"text": "a", "return_alignment": 1}', 422, "return_alignment: Input should be a valid boolean"),
     (b'{"text": "a", "nbest": 9}', 422, "nbest:"),
     (b'{"text": "a", "alpha": -1}', 422, "alpha:"),
     (b'{"text": "a", "alpha": NaN}', 422, "alpha: Input should be a finite number"),  # Python's json reads NaN
