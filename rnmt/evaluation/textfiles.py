@@ -10,14 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Sized
 
+from rnmt.data import reading
 from rnmt.errors import UserError
 
 
 def read_lines(path: str | Path) -> List[str]:
     """Return the lines of a UTF-8 text file without trailing whitespace.
 
-    Raises `UserError` naming the file if it is missing or not valid UTF-8 (with the line of
-    the first bad byte).
+    Raises `UserError` naming the file if it is missing, not valid UTF-8 (with the line of
+    the first bad byte) or has a line over ``MAX_LINE_BYTES`` (the bound every reader keeps:
+    a file without line breaks would otherwise reach the metric as one huge segment).
     """
     path = Path(path)
     try:
@@ -28,6 +30,7 @@ def read_lines(path: str | Path) -> List[str]:
         raise UserError(f"{path}: is a directory, expected a text file") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    _check_line_lengths(data, path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -39,6 +42,19 @@ def read_lines(path: str | Path) -> List[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line.rstrip() for line in lines]
+
+
+def _check_line_lengths(data: bytes, path: Path) -> None:
+    limit = reading.MAX_LINE_BYTES
+    if len(data) <= limit:
+        return  # no line can be longer than the file
+    start, line_no = 0, 1
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        if end - start - data.endswith(b"\r", start, end) > limit:
+            raise reading.line_too_long(str(path), line_no)
+        start, line_no = end + 1, line_no + 1
 
 
 def check_same_length(first: str | Path, first_lines: Sized,

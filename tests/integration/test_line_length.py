@@ -71,3 +71,14 @@ def test_a_stream_joins_a_line_read_in_many_pieces(tmp_path, monkeypatch):
     source = LineSource(path)
     assert [line for chunk in source.chunks(2) for line in chunk] == ["uno dos tres cuatro", "", "cinco seis", "siete"]
     source.close()
+
+
+def test_evaluation_files_name_the_line(tmp_path, small_limit):
+    from rnmt.evaluation.textfiles import read_lines as read_scored
+
+    path = tmp_path / "hyp.txt"
+    path.write_bytes(b"0123456789\r\nshort\n0123456789")  # each line at the limit
+    assert read_scored(path) == ["0123456789", "short", "0123456789"]
+    path.write_bytes(b"ok\n" + b"x" * 11)
+    with pytest.raises(UserError, match=r"hyp.txt: line 2 is longer than 10 bytes"):
+        read_scored(path)
