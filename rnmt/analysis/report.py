@@ -1,6 +1,8 @@
 """``rnmt analyze``: pictures and numbers for a trained model over a set of sentences.
 
-Per sentence (the first ``max_sentences`` non-blank lines):
+Per sentence (the first ``max_sentences`` non-blank lines of at most ``max_picture_tokens``
+subwords a side; longer ones are passed over by name, their figures growing with the square
+of their length):
 
 * attention weights, target x source tokens, from a forced decoding of the target (the
   reference when given, otherwise the model's own translation);
@@ -33,6 +35,7 @@ from rnmt.analysis.atr import chain_weights, decoder_chain, pearson, position_me
 from rnmt.data import make_translation_batches
 from rnmt.data.collate import pad_sequences
 from rnmt.data.vocab import BOS_ID, EOS
+from rnmt.errors import UserError
 from rnmt.search.forced import forced_decode
 
 GATE_TITLES = {"z": ("update gate z~ (mean over units)", "update_gate"),
@@ -40,6 +43,12 @@ GATE_TITLES = {"z": ("update gate z~ (mean over units)", "update_gate"),
 
 
 ATR = "atr"  # the unit name (rnmt.cells registry) whose gates and eq. 10 weights are reported
+
+# Subwords a side of a pictured sentence. A heatmap gives every token a labelled row and column
+# (plots.CELL_INCHES), so its pixels grow with the square of the length: five sentences of about
+# 300 subwords drew 8,000 x 8,000 pictures at 2.8 GB, one of 2,000 was killed at 21 GB.
+MAX_PICTURE_TOKENS = 150
+PICTURE_TOKENS_LIMIT = 300  # the most a caller may ask for (a 300 x 300 heatmap: about 7,400 px a side)
 
 
 def _reports(model):
@@ -91,25 +100,44 @@ def _labels(vocab, ids: Sequence[int]) -> List[str]:
 @torch.no_grad()
 def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Optional[Sequence[str]] = None,
             max_sentences: int = 5, device: str | torch.device = "cpu", batch_tokens: int = 2000,
-            search: Optional[dict] = None, log: Callable[[str], None] = print) -> dict:
+            search: Optional[dict] = None, log: Callable[[str], None] = print,
+            max_picture_tokens: int = MAX_PICTURE_TOKENS) -> dict:
     """Write the pictures, ``summary.json`` and ``index.html`` into ``out_dir``; returns the
-    summary. ``search`` overrides the model's search options when translating (no targets)."""
+    summary. ``search`` overrides the model's search options when translating (no targets).
+    Pictures go to the first ``max_sentences`` sentences of at most ``max_picture_tokens``
+    subwords a side (``PICTURE_TOKENS_LIMIT`` at the most); the sentences passed over for their
+    length are listed in ``summary["not_pictured"]`` and logged."""
+    if not 1 <= max_picture_tokens <= PICTURE_TOKENS_LIMIT:
+        raise UserError(f"max_picture_tokens must be from 1 to {PICTURE_TOKENS_LIMIT}, got {max_picture_tokens}")
     model, sv = loaded.model, loaded.src_vocab
     model.eval()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     todo = [k for k, line in enumerate(src_lines) if line.strip() and (tgt_lines is None or tgt_lines[k].strip())]
     src_ids = [sv.encode(src_lines[k]) for k in todo]
-    pictured = list(range(min(max_sentences, len(todo))))
     reports = _reports(model)
     enc_units = list(reports.encoder_units(ATR))  # e.g. ["fwd", "bwd"]
     dec_units = list(reports.decoder) if reports.decoder_chain_of(ATR) else []
-    # Targets of every sentence when the decoder statistics need them, else of the pictured ones.
-    need = range(len(todo)) if dec_units else pictured
-    tgt_ids, target_kind = _targets(loaded, src_lines, tgt_lines, todo, need, device, search)
-    summary: dict = {"sentences": len(todo), "pictured": len(pictured), "target": target_kind,
+    tgt_ids: Dict[int, List[int]] = {}
+
+    def fetch(need: Sequence[int]) -> None:
+        missing = [n for n in need if n not in tgt_ids]
+        if missing:
+            tgt_ids.update(_targets(loaded, src_lines, tgt_lines, todo, missing, device, search))
+
+    if dec_units:  # the decoder statistics need every sentence's target
+        fetch(range(len(todo)))
+    pictured, passed_over = _choose_pictured(src_ids, tgt_ids, fetch, max_sentences, max_picture_tokens)
+    summary: dict = {"sentences": len(todo), "pictured": len(pictured), "target": _target_kind(tgt_lines, search),
+                     "max_picture_tokens": max_picture_tokens,
                      "encoder_atr": bool(enc_units), "decoder_atr": bool(dec_units), "gates": {},
+                     "not_pictured": [{"line": todo[n] + 1, "source_tokens": len(src_ids[n]),
+                                       "target_tokens": len(tgt_ids[n]) if n in tgt_ids else None}
+                                      for n in passed_over],
                      "per_sentence": []}
+    for row in summary["not_pictured"]:
+        log(f"line {row['line']}: not pictured ({_sides(row)}; a picture takes at most {max_picture_tokens} "
+            f"a side: --max-picture-tokens)")
     if enc_units or dec_units:
         _set_gates(model, src_ids, tgt_ids, enc_units, dec_units, batch_tokens, device, out, summary)
     forced = forced_decode(model, [src_ids[n] for n in pictured], [tgt_ids[n] for n in pictured],
@@ -126,21 +154,53 @@ def analyze(loaded, src_lines: Sequence[str], out_dir: str | Path, tgt_lines: Op
     return summary
 
 
+def _choose_pictured(src_ids: List[List[int]], tgt_ids: Dict[int, List[int]], fetch: Callable[[Sequence[int]], None],
+                     max_sentences: int, limit: int) -> Tuple[List[int], List[int]]:
+    """(the first ``max_sentences`` sentences with at most ``limit`` subwords a side, the ones
+    passed over before them). Targets are fetched only for candidates whose source fits, a few
+    at a time, so a model translates little more than it pictures."""
+    pictured: List[int] = []
+    passed_over: List[int] = []
+    n = 0
+    while len(pictured) < max_sentences and n < len(src_ids):
+        candidates = []
+        while n < len(src_ids) and len(candidates) < max_sentences - len(pictured):
+            (candidates if len(src_ids[n]) <= limit else passed_over).append(n)
+            n += 1
+        fetch(candidates)
+        for m in candidates:
+            (pictured if len(tgt_ids[m]) <= limit else passed_over).append(m)
+    return pictured, sorted(passed_over)
+
+
+def _sides(row: dict) -> str:
+    sides = [f"{row['source_tokens']:,} source subwords"]
+    if row["target_tokens"] is not None:
+        sides.append(f"{row['target_tokens']:,} target subwords")
+    return " and ".join(sides)
+
+
+def _target_kind(tgt_lines: Optional[Sequence[str]], search: Optional[dict]) -> str:
+    if tgt_lines is not None:
+        return "reference (--tgt)"
+    greedy = bool((search or {}).get("greedy", False))
+    return "model translation (greedy)" if greedy else "model translation (beam search)"
+
+
 def _targets(loaded, src_lines: Sequence[str], tgt_lines: Optional[Sequence[str]], todo: List[int],
-             need: Sequence[int], device, search: Optional[dict]) -> Tuple[Dict[int, List[int]], str]:
-    """({sentence: target ids} for the sentences in ``need``, what the targets are): the given
-    references, else the model's own translations."""
+             need: Sequence[int], device, search: Optional[dict]) -> Dict[int, List[int]]:
+    """{sentence: target ids} for the sentences in ``need``: the given references, else the
+    model's own translations."""
     tv = loaded.tgt_vocab
     if tgt_lines is not None:
-        return {n: tv.encode(tgt_lines[todo[n]]) for n in need}, "reference (--tgt)"
+        return {n: tv.encode(tgt_lines[todo[n]]) for n in need}
     from rnmt.search.translator import Translator
 
     translator = Translator(loaded.model, loaded.src_vocab, tv, loaded.config.search, device)
     opts = dict(search or {})
     greedy = bool(opts.pop("greedy", False))
     results = translator.translate([src_lines[todo[n]] for n in need], greedy=greedy, **opts)
-    kind = "model translation (greedy)" if greedy else "model translation (beam search)"
-    return {n: r[0].tokens for n, r in zip(need, results)}, kind
+    return {n: r[0].tokens for n, r in zip(need, results)}
 
 
 def _set_gates(model, src_ids: List[List[int]], tgt_ids: Dict[int, List[int]], enc_units: List[str],
@@ -250,8 +310,11 @@ def render_html(summary: dict) -> str:
              "border:1px solid #ccc;margin:4px}table{border-collapse:collapse}td,th{border:1px solid #bbb;"
              "padding:2px 8px;text-align:right}.t{text-align:left}</style></head><body>",
              "<h1>rnmt analyze</h1>",
-             f"<p>{summary['sentences']} sentences; pictures for the first {summary['pictured']}. "
-             f"Target side: {e(summary['target'])}.</p>"]
+             f"<p>{summary['sentences']} sentences; pictures for the first {summary['pictured']} of at most "
+             f"{summary['max_picture_tokens']} subwords a side. Target side: {e(summary['target'])}.</p>"]
+    if summary["not_pictured"]:
+        passed = "; ".join(f"line {row['line']} ({_sides(row)})" for row in summary["not_pictured"])
+        parts.append(f"<p>Not pictured, longer than that: {e(passed)}.</p>")
     if summary["gates"]:
         parts.append("<h2>ATR input and forget gates</h2><table><tr><th class=t>unit</th><th>Pearson r "
                      "(all pairs)</th><th>pairs</th><th>r of position means</th></tr>")

@@ -13,6 +13,7 @@ from rnmt.analysis.align import word_alignment
 from rnmt.analysis.atr import decoder_chain, dependency_weights
 from rnmt.analysis.report import analyze
 from rnmt.cli import main
+from rnmt.errors import UserError
 from rnmt.models import load_model
 from rnmt.models.base import TranslationModel
 from rnmt.search.forced import forced_decode
@@ -204,6 +205,32 @@ def test_analyze_gru_model_draws_attention_only(tiny_run, texts, tmp_path):
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["gates"] == {} and not summary["encoder_atr"]
     assert sorted(p.name for p in out.glob("*.png")) == ["line00001_attention.png", "line00003_attention.png"]
+
+
+def test_analyze_passes_over_sentences_too_long_to_picture(tiny_run, tmp_path):
+    # a heatmap's pixels grow with the square of the length: five sentences of ~300 subwords
+    # drew 8,000 x 8,000 pictures (2.8 GB), one of 2,000 was killed at 21 GB
+    loaded = load_model(tiny_run)
+    short_src, short_tgt = "sea la luz", "let there be light"
+    limit = max(len(loaded.src_vocab.encode(short_src)), len(loaded.tgt_vocab.encode(short_tgt)))
+    src = [" ".join([short_src] * 5), "luz", short_src, short_src]
+    tgt = ["light", " ".join([short_tgt] * 5), short_tgt, short_tgt]
+    logged = []
+    summary = analyze(loaded, src, tmp_path / "r", tgt, max_sentences=2, max_picture_tokens=limit,
+                      log=logged.append)
+    assert [s["line"] for s in summary["per_sentence"]] == [3, 4] and summary["pictured"] == 2
+    long_src, long_tgt = len(loaded.src_vocab.encode(src[0])), len(loaded.tgt_vocab.encode(tgt[1]))
+    assert long_src > limit and long_tgt > limit
+    assert summary["not_pictured"] == [  # line 1's target is never needed: its source is too long
+        {"line": 1, "source_tokens": long_src, "target_tokens": None},
+        {"line": 2, "source_tokens": len(loaded.src_vocab.encode("luz")), "target_tokens": long_tgt}]
+    assert any(line.startswith(f"line 1: not pictured ({long_src:,} source subwords;") for line in logged)
+    assert sorted(p.name for p in (tmp_path / "r").glob("*.png")) == ["line00003_attention.png",
+                                                                       "line00004_attention.png"]
+    page = (tmp_path / "r" / "index.html").read_text(encoding="utf-8")
+    assert f"line 2 ({len(loaded.src_vocab.encode('luz'))} source subwords and {long_tgt} target subwords)" in page
+    with pytest.raises(UserError, match="max_picture_tokens must be from 1 to 300, got 0"):
+        analyze(loaded, src, tmp_path / "r", tgt, max_picture_tokens=0)
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,13 @@ def test_an_alignment_threshold_outside_0_1_is_refused_before_any_file_is_read(c
     assert_one_line(capsys.readouterr().err, "--threshold must be a number in [0, 1]")
 
 
+@pytest.mark.parametrize("value, message", [("0", "at least 1, got 0"), ("301", "at most 300, got 301")])
+def test_analyze_picture_bound_is_checked_before_any_file_is_read(capsys, value, message):
+    assert main(["analyze", "--model", "no-model", "--src", "no-src", "--out", "no-out",
+                 "--max-picture-tokens", value]) == 2
+    assert_one_line(capsys.readouterr().err, f"--max-picture-tokens must be {message}")
+
+
 def test_the_api_refuses_the_same_thresholds():
     from rnmt.analysis.align import check_threshold
     from rnmt.errors import UserError
