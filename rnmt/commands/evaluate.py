@@ -20,6 +20,8 @@ from rnmt.evaluation import by_length
 from rnmt.evaluation.metrics import TOKENIZERS, CorpusScore, corpus_score, read_systems_and_references, sentence_scores
 from rnmt.evaluation.repetition import Repetition, repetition
 from rnmt.evaluation.significance import DEFAULT_SEED, BootstrapResult, paired_bootstrap
+
+MAX_WIDTH = 17  # a double has no more significant digits; 10^9 printed 4 GB of zeros
 from rnmt.evaluation.textfiles import check_same_length, read_lines
 
 
@@ -37,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ter", action="store_true", help="also report TER")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--width", type=int, default=2, metavar="DIGITS",
-                        help="decimal digits in the plain output (default 2)")
+                        help=f"decimal digits in the plain output (default 2, at most {MAX_WIDTH})")
     parser.add_argument("--bootstrap", type=int, default=0, metavar="N",
                         help="paired bootstrap with N samples: 95%% confidence intervals and "
                              "p-values against the first system")
@@ -64,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--by-length needs --out DIR for its tables and plots")
     if args.out and not args.by_length:
         raise UserError("--out is only used with --by-length SRC_FILE")
-    if args.width < 0:
-        raise UserError(f"--width must be non-negative, got {args.width}")
+    if not 0 <= args.width <= MAX_WIDTH:
+        raise UserError(f"--width must be from 0 to {MAX_WIDTH}, got {args.width}")
     # options of an extra that was not asked for would be ignored without a word
     if args.seed is not None and not args.bootstrap:
         raise UserError("--seed is the bootstrap's: it needs --bootstrap N")

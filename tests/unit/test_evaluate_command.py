@@ -59,6 +59,8 @@ def test_json_has_first_system_scores_on_top_and_every_system_listed(capsys):
     (["--buckets", "0,20,10", "--by-length", SRC, "--out", "x"], "increasing"),
     (["--seed", "7"], "--seed is the bootstrap's: it needs --bootstrap N"),  # was ignored without a word
     (["--buckets", "0,10"], "--buckets are --by-length's boundaries"),  # likewise, not even parsed
+    (["--width", "-1"], "--width must be from 0 to 17, got -1"),
+    (["--width", "1000000000"], "--width must be from 0 to 17, got 1000000000"),  # printed 4 GB of zeros
 ])
 def test_bad_options_are_user_errors(argv, message):
     with pytest.raises(UserError, match=message):
