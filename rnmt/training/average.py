@@ -9,6 +9,7 @@ and config, as an ordinary self-contained checkpoint (atomically, via `save_mode
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -56,6 +57,14 @@ def _check_compatible(ref: ModelFile, other: ModelFile) -> None:
                             f"{ref.path} has {tuple(ref.state[key].shape)} {ref.state[key].dtype}")
 
 
+def _check_not_an_input(out: Path, read: Path) -> None:
+    """Averaging into one of the checkpoints averaged would replace it (``--out`` naming a
+    run's ``best.safetensors`` while the run's directory is an input, say)."""
+    if out.exists() and os.path.samefile(out, read):
+        raise UserError(f"--out {out} is one of the checkpoints being averaged ({read}); write the average "
+                        "to a new file so that no checkpoint is replaced")
+
+
 def last_checkpoints(run_dir: str | Path, n: int) -> List[Path]:
     """The ``n`` step checkpoints (``ckpt-STEP.safetensors``) of ``run_dir`` with the highest
     steps, oldest first: what ``rnmt average RUN --last N`` averages."""
@@ -76,14 +85,17 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Dict[st
     """Average ``paths`` into the checkpoint ``out``; returns the metadata written."""
     if len(paths) < 1:
         raise UserError("give at least one checkpoint to average")
+    out = Path(out)
     from rnmt.data.vocab import Vocab
     from rnmt.models import build_model
 
     ref = read_model_file(Path(paths[0]))
+    _check_not_an_input(out, ref.path)
     sums = {k: v.to(torch.float64) if v.is_floating_point() else v.clone() for k, v in ref.state.items()}
     metas = [ref.meta]
     for path in paths[1:]:
         mf = read_model_file(Path(path))
+        _check_not_an_input(out, mf.path)
         _check_compatible(ref, mf)
         for key, value in mf.state.items():
             if value.is_floating_point():
@@ -102,5 +114,5 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Dict[st
     meta = {"averaged": [str(Path(p)) for p in paths],
             "steps": [m.get("step") for m in metas],
             "step": max((m.get("step") or 0) for m in metas)}
-    save_model(Path(out), model, ref.config, ref.vocabs, meta)
+    save_model(out, model, ref.config, ref.vocabs, meta)
     return meta

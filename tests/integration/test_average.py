@@ -72,3 +72,25 @@ def test_last_n_averages_the_highest_steps_of_a_run(tiny_run, tmp_path, capsys):
     assert "3 step checkpoint(s)" in capsys.readouterr().err
     assert main(["average", str(run / "ckpt-3.safetensors"), "--last", "1", "--out", str(out)]) == 2
     assert "give run directories" in capsys.readouterr().err
+
+
+def test_averaging_into_one_of_the_inputs_is_refused_and_the_input_kept(tiny_run, tmp_path, capsys):
+    # `--out` naming an input replaced that checkpoint with the average, without a word
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("ckpt-3.safetensors", "ckpt-6.safetensors", "best.safetensors"):
+        shutil.copy(tiny_run / "ckpt-6.safetensors" if name == "best.safetensors" else tiny_run / name, run / name)
+    (tmp_path / "link.safetensors").symlink_to(run / "ckpt-3.safetensors")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    for argv in ([str(run / "ckpt-3.safetensors"), str(run / "ckpt-6.safetensors"), "--out",
+                  str(run / "ckpt-6.safetensors")],
+                 [str(run), "--last", "2", "--out", str(run / "ckpt-3.safetensors")],
+                 [str(run), str(run / "ckpt-3.safetensors"), "--out", str(run / "best.safetensors")],  # a run dir
+                 [str(run / "ckpt-6.safetensors"), str(tmp_path / "link.safetensors"), "--out",
+                  str(run / "ckpt-3.safetensors")]):  # through a link
+        assert main(["average", *argv]) == 2
+        err = capsys.readouterr().err
+        assert "is one of the checkpoints being averaged" in err and err.count("\n") == 1
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
