@@ -15,15 +15,15 @@ import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from rnmt.commands import checks
 from rnmt.errors import UserError
 from rnmt.evaluation import by_length
 from rnmt.evaluation.metrics import TOKENIZERS, CorpusScore, corpus_score, read_systems_and_references, sentence_scores
 from rnmt.evaluation.repetition import Repetition, repetition
 from rnmt.evaluation.significance import DEFAULT_SEED, BootstrapResult, paired_bootstrap
-
-MAX_WIDTH = 17  # a double has no more significant digits; 10^9 printed 4 GB of zeros
 from rnmt.evaluation.textfiles import check_same_length, read_lines
 
+MAX_WIDTH = 17  # a double has no more significant digits; 10^9 printed 4 GB of zeros
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the options of ``rnmt evaluate``."""
@@ -73,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--seed is the bootstrap's: it needs --bootstrap N")
     if args.buckets is not None and not args.by_length:
         raise UserError("--buckets are --by-length's boundaries: they need --by-length SRC_FILE")
+    read = [("--hyp", args.hyp), ("--ref", args.ref), ("--by-length", args.by_length)]
+    checks.output_apart("--sentences", args.sentences, read)
+    for name in ("by_length.tsv", "by_length.md", *(f"by_length_{form}.png" for form in by_length.FORMS)):
+        if args.out:
+            checks.output_apart("--out", Path(args.out) / name, read)
     args.seed = DEFAULT_SEED if args.seed is None else args.seed
     buckets = args.buckets or ",".join(map(str, by_length.DEFAULT_BOUNDARIES))
     boundaries = by_length.parse_boundaries(buckets) if args.by_length else []
