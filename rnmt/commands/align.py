@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     checks.at_least(args, 1, "batch_tokens")
     check_threshold(args.threshold, "--threshold")
     checks.use_threads(args.threads)
+    checks.output_apart("--output", args.output, [("--src", args.src), ("--tgt", args.tgt), ("--model", args.model)])
     src_lines, tgt_lines = read_lines(args.src), read_lines(args.tgt)
     check_same_length(args.src, src_lines, args.tgt, tgt_lines)
     model = load(args.model, args.device)

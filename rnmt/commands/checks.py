@@ -5,7 +5,9 @@ inside (``torch.set_num_threads(-1)`` raised a RuntimeError)."""
 from __future__ import annotations
 
 import argparse
-from typing import Optional
+import os
+from pathlib import Path
+from typing import Iterable, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -46,3 +48,28 @@ def given_once(args: argparse.Namespace) -> None:
     repeated = getattr(args, "given_twice", None)
     if repeated:
         raise UserError(f"{repeated} given twice: this command reads one")
+
+
+Given = Union[None, str, Path, Sequence[Union[str, Path]]]
+
+
+def output_apart(option: str, output: Optional[Union[str, Path]], inputs: Iterable[Tuple[str, Given]]) -> None:
+    """Refuse an output file that is also one of the files the command reads (``inputs``:
+    (option, path or paths) pairs; a model directory stands for the checkpoint it loads).
+    Opened for writing first, it is emptied before it is read (``rnmt translate --input a
+    --output a`` left ``a`` empty); written last, it replaces the input. Only regular files
+    compare, so ``--input /dev/stdin --output /dev/stdout`` on one terminal stays allowed."""
+    if output is None or not os.path.isfile(output):
+        return
+    for name, given in inputs:
+        for path in [given] if isinstance(given, (str, Path)) else (given or []):
+            if os.path.isdir(path):
+                from rnmt.io.checkpoint_files import resolve_model_path
+
+                try:
+                    path = resolve_model_path(Path(path))
+                except UserError:
+                    continue
+            if os.path.isfile(path) and os.path.samefile(output, path):
+                raise UserError(f"{option} {output} is the file {name} reads ({path}): writing it would destroy "
+                                f"that input; write to another file")

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.steps > MAX_STEPS:
         raise UserError(f"--steps must be at most {MAX_STEPS:,} (a rate is computed for every update), "
                         f"got {args.steps:,}")
+    checks.output_apart("--out", args.out, [("the config", args.config)])
     cfg = load_config(args.config, args.overrides)
     if args.replicas is not None:
         cfg.train.replicas = args.replicas

@@ -7,7 +7,9 @@ minutes, from each run's ``log.jsonl`` (rnmt/analysis/curves.py).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from rnmt.commands import checks
 from rnmt.errors import UserError
 
 
@@ -24,6 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.label and len(args.label) != len(args.runs):
         raise UserError(f"{len(args.label)} --label for {len(args.runs)} runs; give one per run or none")
+    logs = [str(Path(run) / "log.jsonl") if Path(run).is_dir() else run for run in args.runs]
+    checks.output_apart("--out", args.out, [("RUN", logs)])
     labels = args.label or [None] * len(args.runs)
     curves = [read_curves(run, name) for run, name in zip(args.runs, labels)]
     path = plot_curves(curves, args.out, args.title)

@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     checks.at_least(args, 1, "batch_tokens", "chunk_lines")
     checks.use_threads(args.threads)
+    checks.output_apart("--output", args.output, [("--src", args.src), ("--tgt", args.tgt), ("--model", args.model)])
     source = LineSource(args.src)
     try:
         targets = AlignedLines(args.tgt, "--tgt", source.name, source.remaining_lines())

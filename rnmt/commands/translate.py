@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
     if args.constraints and args.sample:
         raise UserError("--constraints need a search: they do not combine with --sample")
     checks.use_threads(args.threads)
+    checks.output_apart("--output", args.output, [("--input", args.input), ("--prefix", args.prefix),
+                                                  ("--constraints", args.constraints), ("--model", args.model)])
     inputs = Inputs(args)  # a missing input or a prefix file of another length: before the model loads
     model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
     if args.int8:
