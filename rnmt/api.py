@@ -361,6 +361,8 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
         except UserError as exc:
             raise UserError(f"{path}: {exc}") from None
     out_dir = Path(out) if out is not None else Path("runs") / Path(str(config)).stem
+    if not resume and not isinstance(config, dict):
+        _config_outside(path, out_dir)
     if log is None:
         def log(message: str) -> None:
             print(message, file=sys.stderr, flush=True)
@@ -384,6 +386,24 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
         # leaves the process without destructors (rnmt/commands/train.py).
         _DISTRIBUTED_TRAINERS.append(trainer)
     return {**summary, "out": str(out_dir), "stop_signal": trainer.stop_signal, "step": trainer.step}
+
+
+def _config_outside(path: Path, out_dir: Path) -> None:
+    """A new run writes its resolved config to ``config.yaml`` (and a record of the file to
+    ``config.source.yaml``): given one of them as its config, it would replace the user's file,
+    comments and all. A directory that already holds a run is refused by the trainer."""
+    import os
+
+    from rnmt.training.resume import SOURCE_FILE
+    from rnmt.training.setup import STATE_FILE
+
+    if (out_dir / STATE_FILE).exists() or not path.is_file():
+        return
+    for name in ("config.yaml", SOURCE_FILE):
+        written = out_dir / name
+        if written.is_file() and os.path.samefile(path, written):
+            raise UserError(f"{path} is the {name} a new run writes into {out_dir}: keep the config outside the "
+                            f"output directory or choose another --out (--resume continues a run from its own)")
 
 
 def evaluate(hyps: Sequence[str], refs: Union[Sequence[str], Sequence[Sequence[str]]], tokenize: str = "13a",

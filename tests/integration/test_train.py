@@ -94,6 +94,25 @@ def test_existing_run_is_not_overwritten_without_resume(tiny_run, tiny_corpus):
         Trainer(config_from_dict(tree), tiny_run, log=lambda *_: None)
 
 
+def test_a_config_inside_the_output_directory_is_not_replaced(tmp_path, tiny_corpus):
+    # `rnmt train exp/config.yaml --out exp` replaced the user's file (comments and all) with
+    # the run's resolved config
+    import yaml
+
+    import rnmt
+
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    text = "# my notes\n" + yaml.safe_dump(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"]))
+    for name in ("config.yaml", "config.source.yaml"):
+        (exp / name).write_text(text, encoding="utf-8")
+        with pytest.raises(UserError, match=rf"{name} is the {name} a new run writes into .*exp: keep the config"):
+            rnmt.train(exp / name, out=exp, log=lambda *_: None)
+        assert (exp / name).read_text(encoding="utf-8") == text
+        (exp / name).unlink()
+    assert sorted(p.name for p in exp.iterdir()) == []  # nothing written
+
+
 def test_translator_keeps_empty_lines_aligned(tiny_run):
     loaded = load_model(tiny_run)
     translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search)
