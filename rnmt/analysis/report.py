@@ -46,7 +46,7 @@ ATR = "atr"  # the unit name (rnmt.cells registry) whose gates and eq. 10 weight
 
 # Subwords a side of a pictured sentence. A heatmap gives every token a labelled row and column
 # (plots.CELL_INCHES), so its pixels grow with the square of the length: five sentences of about
-# 300 subwords drew 8,000 x 8,000 pictures at 2.8 GB, one of 2,000 was killed at 21 GB.
+# 300 subwords drew 8,000 x 8,000 pictures at 2.8 GB, one line of 1,500 words was killed at 21 GB.
 MAX_PICTURE_TOKENS = 150
 PICTURE_TOKENS_LIMIT = 300  # the most a caller may ask for (a 300 x 300 heatmap: about 7,400 px a side)
 

@@ -209,7 +209,7 @@ def test_analyze_gru_model_draws_attention_only(tiny_run, texts, tmp_path):
 
 def test_analyze_passes_over_sentences_too_long_to_picture(tiny_run, tmp_path):
     # a heatmap's pixels grow with the square of the length: five sentences of ~300 subwords
-    # drew 8,000 x 8,000 pictures (2.8 GB), one of 2,000 was killed at 21 GB
+    # drew 8,000 x 8,000 pictures (2.8 GB), one line of 1,500 words was killed at 21 GB
     loaded = load_model(tiny_run)
     short_src, short_tgt = "sea la luz", "let there be light"
     limit = max(len(loaded.src_vocab.encode(short_src)), len(loaded.tgt_vocab.encode(short_tgt)))
