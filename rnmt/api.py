@@ -54,7 +54,7 @@ class Score:
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
 # beyond beam, nbest, alpha
 SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens",
-                  "no_repeat_ngram", "min_output_tokens"}
+                  "no_repeat_ngram", "min_output_tokens", "coverage"}
 SAMPLING_OPTIONS = {"sample", "topk", "topp", "temperature", "seed", "line_offset"}
 OUTPUT_OPTIONS = {"prefix", "token_scores", "constraints"}
 
@@ -91,7 +91,9 @@ class Model:
         a `rnmt.errors.LongLineWarning`; default: the longest source whose output the cap
         does not cut), ``no_repeat_ngram`` (N: no output repeats an N-subword sequence;
         `rnmt.search.repeats`), ``min_output_tokens`` (N: no output ends before N subwords,
-        `rnmt.search.min_length`). Blank lines give empty translations.
+        `rnmt.search.min_length`), ``coverage`` (beta of GNMT's coverage penalty on the finished
+        hypotheses of beam search, 0 off; `rnmt.search.coverage`). Blank lines give empty
+        translations.
 
         ``sample=True`` draws each word instead of searching (``nbest`` samples per line),
         with ``topk``, ``topp``, ``temperature`` and ``seed`` (the same seed gives the same
@@ -127,6 +129,9 @@ class Model:
         greedy = bool(options.get("greedy", False))
         if greedy and search.get("nbest", 1) > 1:
             raise UserError(f"nbest={search['nbest']} needs beam search: greedy search gives one hypothesis")
+        if search.get("coverage") and (greedy or options.get("sample") or search.get("beam") == 1):
+            raise UserError(f"coverage={search['coverage']} ranks the finished hypotheses of beam search: not with "
+                            f"greedy search or sample=True")
         ratio = search.get("max_len_ratio", self.config.search.max_len_ratio)
         max_output = options.get("max_output_tokens") or MAX_OUTPUT_TOKENS
         least = search.get("min_output_tokens", self.config.search.min_output_tokens)

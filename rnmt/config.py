@@ -256,6 +256,9 @@ class SearchConfig:
     beam: Annotated[int, AT_LEAST_1] = 5
     alpha: Annotated[float, NON_NEGATIVE] = 0.6  # GNMT length penalty ((5+|Y|)/6)^alpha; 0 disables
     normalize: Normalize = "gnmt"
+    # GNMT coverage penalty beta: a finished hypothesis also scores beta * sum_i log(min(total
+    # attention on source word i, 1)) (beam search; models with attention); 0: off
+    coverage: Annotated[float, NON_NEGATIVE] = 0.0
     max_len_ratio: Annotated[float, NON_NEGATIVE] = 1.5  # output at most ratio * source length + max_len_offset
     max_len_offset: Annotated[int, NON_NEGATIVE] = 10
     batch_tokens: Annotated[int, AT_LEAST_1] = 4000

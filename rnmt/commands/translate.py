@@ -33,6 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--greedy", action="store_true", help="greedy search")
     p.add_argument("--alpha", type=float, help="GNMT length penalty exponent")
     p.add_argument("--normalize", choices=["gnmt", "length", "none"], help="length normalisation of scores")
+    p.add_argument("--coverage", type=float, metavar="BETA",
+                   help="GNMT coverage penalty on beam search's finished hypotheses (default from the model's "
+                        "config; 0: off): beta * sum over source words of log(min(their total attention, 1))")
     p.add_argument("--nbest", type=int, help="print the N best translations as 'i ||| text ||| score'")
     p.add_argument("--max-len-ratio", type=float, help="output length limit as a multiple of the input length")
     p.add_argument("--batch-tokens", type=int, help="source tokens per decoding batch")
@@ -87,7 +90,10 @@ def run(args: argparse.Namespace) -> int:
     if args.min_output_tokens is not None and args.min_output_tokens >= args.max_output_tokens:
         raise UserError(f"--min-output-tokens ({args.min_output_tokens}) must be below --max-output-tokens "
                         f"({args.max_output_tokens}), which counts the end of sentence")
-    for name in ("alpha", "max_len_ratio"):
+    if args.coverage and (args.greedy or args.sample or args.beam == 1):
+        raise UserError("--coverage ranks the finished hypotheses of beam search: not with greedy search or "
+                        "--sample")
+    for name in ("alpha", "max_len_ratio", "coverage"):
         value = getattr(args, name)
         if value is not None and not 0 <= value < float("inf"):  # NaN fails too
             raise UserError(f"--{name.replace('_', '-')} must be a finite number of at least 0, got {value}")
@@ -108,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
     if args.cuda_graphs and torch.device(model.device).type != "cuda":
         print("note: --cuda-graphs applies on a GPU only; decoding on the CPU as usual", file=sys.stderr)
-    options = dict(beam=args.beam, nbest=args.nbest or 1, alpha=args.alpha, greedy=args.greedy,
+    options = dict(beam=args.beam, nbest=args.nbest or 1, alpha=args.alpha, coverage=args.coverage, greedy=args.greedy,
                    normalize=args.normalize, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
                    max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,
                    sample=args.sample, topk=args.topk, topp=args.topp, temperature=args.temperature,

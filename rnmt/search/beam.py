@@ -9,7 +9,8 @@ finished hypotheses, so long sentences do not keep short ones computing.
 
 Scores follow GNMT (Wu et al. 2016): a finished hypothesis of log-probability logP and
 length |Y| (end-of-sentence included) scores logP / lp(|Y|), with
-``lp = ((5 + |Y|) / 6) ** alpha`` ("gnmt"), ``|Y|`` ("length") or 1 ("none").
+``lp = ((5 + |Y|) / 6) ** alpha`` ("gnmt"), ``|Y|`` ("length") or 1 ("none"), plus GNMT's
+coverage penalty when ``coverage`` (its beta) is above 0 (`rnmt.search.coverage`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch import Tensor
 
 from rnmt.models.base import TensorDict, TranslationModel, repeat_rows, select
 from rnmt.search import step_graphs
+from rnmt.search.coverage import Coverage
 
 
 @dataclass
@@ -30,7 +32,7 @@ class SearchHypothesis:
     the public `rnmt.Hypothesis` and the server's `NBestHypothesis` are made from it)."""
 
     tokens: List[int]  # without BOS / EOS
-    score: float  # length-normalised log-probability (what the beam ranks by)
+    score: float  # length-normalised log-probability plus any coverage penalty (what the n-best ranks by)
     logprob: float  # total log-probability, EOS included
     attention: Optional[Tensor] = None  # [len(tokens) + 1, S] when requested
 
@@ -113,11 +115,16 @@ def compaction_due(dead: int, batch: int) -> bool:
     return dead > 0 and 4 * dead >= batch
 
 
+def rows_of(keep: Tensor, K: int) -> Tensor:
+    """The batch rows of the sentences ``keep``, each sentence's K rows together."""
+    return (keep.unsqueeze(1) * K + torch.arange(K, device=keep.device)).view(-1)
+
+
 def compact_rows(keep: Tensor, K: int, shared: bool, memory: TensorDict, state: TensorDict, history: Tensor,
                  prev: Tensor, attn_history: Optional[Tensor]):
     """The search's per-row tensors for the sentences ``keep`` (indices into the batch), each
     sentence's K rows kept together; ``shared``: the memory holds one row per sentence."""
-    keep_rows = (keep.unsqueeze(1) * K + torch.arange(K, device=keep.device)).view(-1)
+    keep_rows = rows_of(keep, K)
     if attn_history is not None:
         attn_history = attn_history.index_select(0, keep_rows)
     return (select(memory, keep if shared else keep_rows), select(state, keep_rows),
@@ -173,12 +180,14 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
 def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
                 beam: int = 5, alpha: float = 0.6, normalize: str = "gnmt", nbest: int = 1,
                 return_attention: bool = False,
-                should_stop: Optional[Callable[[], bool]] = None) -> List[List[SearchHypothesis]]:
+                should_stop: Optional[Callable[[], bool]] = None,
+                coverage: float = 0.0) -> List[List[SearchHypothesis]]:
     """Batched beam search; returns the ``nbest`` best finished hypotheses of each sentence.
 
     ``max_len[b]`` bounds the output length of sentence b (EOS included): at that step only
     EOS is allowed, so every sentence ends with finished hypotheses. ``should_stop`` is
-    checked before every step, as in `greedy_search`.
+    checked before every step, as in `greedy_search`. ``coverage`` > 0 adds GNMT's coverage
+    penalty with that beta to the finished hypotheses' scores (`rnmt.search.coverage`).
 
     A step's bookkeeping stays on the device and asks the host one thing (how many
     hypotheses finished and how many sentences are done), plus, on steps where some
@@ -205,6 +214,7 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     specials = torch.tensor([model.pad_id, model.bos_id], device=device)
     finished: List[List[SearchHypothesis]] = [[] for _ in range(B)]
     first_rows = first_rows_of(B, K, device)
+    cover = Coverage.of(coverage, src_mask, K)
     top_ranks = None
     t = 0
     while sent_ids:
@@ -215,6 +225,8 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
         log_probs.index_fill_(1, specials, float("-inf"))
         if t + 1 >= min(limits):
             _force_eos(log_probs, (t + 1 >= max_len).repeat_interleave(K), model.eos_id)
+        if cover is not None:
+            cover.add_step(extras)
         if return_attention:
             step_attn = extras["attention"].unsqueeze(1)
             attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
@@ -241,13 +253,16 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
             rows = cand_rows.view(-1).index_select(0, where)
             tokens = history.index_select(0, rows).tolist()
             attn = attn_history.index_select(0, rows).cpu() if attn_history is not None else None
+            cp = cover.penalty(rows).tolist() if cover is not None else [0.0] * len(tokens)
             for i, (cand, logp) in enumerate(zip(where.tolist(), top_scores.view(-1).index_select(0, where).tolist())):
                 finished[sent_ids[cand // top_scores.size(1)]].append(
-                    SearchHypothesis(tokens[i], logp / lp, logp, attn[i] if attn is not None else None))
+                    SearchHypothesis(tokens[i], logp / lp + cp[i], logp, attn[i] if attn is not None else None))
 
         history = torch.cat([history.index_select(0, alive_rows), alive_tok.view(-1, 1)], 1)
         if attn_history is not None:
             attn_history = attn_history.index_select(0, alive_rows)
+        if cover is not None:
+            cover.advance(alive_rows)
         state = select(state, alive_rows)
         scores, prev = alive_scores.masked_fill(done.unsqueeze(1), float("-inf")), alive_tok.view(-1)
         if n_done == b:
@@ -259,6 +274,8 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
             max_len, scores, counts = max_len[keep], scores[keep], counts[keep]
             memory, state, history, prev, attn_history = compact_rows(
                 keep, K, shared, memory, state, history, prev, attn_history)
+            if cover is not None:
+                cover.compact(keep, rows_of(keep, K))
             first_rows = first_rows_of(len(kept), K, device)
         t += 1
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]

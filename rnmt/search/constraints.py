@@ -50,7 +50,9 @@ from rnmt.search.beam import (
     compact_rows,
     compaction_due,
     length_penalty,
+    rows_of,
 )
+from rnmt.search.coverage import Coverage
 
 State = Tuple[int, ...]  # per phrase: subwords matched so far (its length once met)
 NEG_INF = float("-inf")
@@ -196,10 +198,12 @@ class _Candidate:
 def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor,
                             constraints: Sequence[Sequence[Sequence[int]]], beam: int = 5, alpha: float = 0.6,
                             normalize: str = "gnmt", nbest: int = 1, return_attention: bool = False,
-                            should_stop: Optional[Callable[[], bool]] = None) -> List[List[SearchHypothesis]]:
+                            should_stop: Optional[Callable[[], bool]] = None,
+                            coverage: float = 0.0) -> List[List[SearchHypothesis]]:
     """`beam_search` whose outputs contain every phrase of ``constraints[b]`` (subword id
     lists) for sentence b. ``max_len[b]`` is raised to the phrases' length plus one where
-    needed (an output must hold them and its end of sentence)."""
+    needed (an output must hold them and its end of sentence). ``coverage``: as in
+    `beam_search`."""
     B, K, device = src.size(0), beam, src.device
     sents = [SentenceConstraints([Phrase(p) for p in phrases]) for phrases in constraints]
     needed = torch.tensor([s.total + 1 for s in sents], dtype=max_len.dtype)
@@ -220,6 +224,7 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
     prev = torch.full((B * K,), model.bos_id, dtype=torch.long, device=device)
     finished: List[List[SearchHypothesis]] = [[] for _ in range(B)]
     eos = model.eos_id
+    cover = Coverage.of(coverage, src_mask, K)
     t = 0
     while sent_ids:
         _check(should_stop)
@@ -227,6 +232,8 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
         log_probs, state, extras = model.step(prev, state, memory)
         log_probs = _mask_specials(log_probs, model)
         _force_eos(log_probs, (t + 1 >= max_len).repeat_interleave(K), eos)
+        if cover is not None:
+            cover.add_step(extras)
         if return_attention:
             step_attn = extras["attention"].unsqueeze(1)
             attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
@@ -237,10 +244,13 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
         proposals = _proposals(scores, log_probs, active, hyp_states, live, eos)
         ended, alive = _choose(proposals, active, hyp_states, K, eos)
         lp = length_penalty(float(t + 1), alpha, normalize)
-        for s, c in ended:
-            row = s * K + c.beam
+        ended_rows = [s * K + c.beam for s, c in ended]
+        cp = (cover.penalty(torch.tensor(ended_rows, dtype=torch.long, device=device)).tolist()
+              if cover is not None and ended else [0.0] * len(ended))
+        for (s, c), row, penalty in zip(ended, ended_rows, cp):
             hyp_attn = attn_history[row].cpu() if attn_history is not None else None
-            finished[sent_ids[s]].append(SearchHypothesis(history[row].tolist(), c.score / lp, c.score, hyp_attn))
+            finished[sent_ids[s]].append(SearchHypothesis(history[row].tolist(), c.score / lp + penalty, c.score,
+                                                          hyp_attn))
         next_scores = [[c.score for c in cs] for cs in alive]
         beam_idx = torch.tensor([[c.beam for c in cs] for cs in alive], dtype=torch.long, device=device)
         tokens = torch.tensor([[c.token for c in cs] for cs in alive], dtype=torch.long, device=device).view(-1)
@@ -248,6 +258,8 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
         history = torch.cat([history.index_select(0, rows), tokens.view(-1, 1)], 1)
         if attn_history is not None:
             attn_history = attn_history.index_select(0, rows)
+        if cover is not None:
+            cover.advance(rows)
         state = select(state, rows)
         scores = torch.tensor(next_scores, dtype=scores.dtype, device=device)
         prev, hyp_states = tokens, [[c.state for c in cs] for cs in alive]
@@ -263,6 +275,8 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
             max_len, scores = max_len[keep], scores[keep]
             memory, state, history, prev, attn_history = compact_rows(
                 keep, K, shared, memory, state, history, prev, attn_history)
+            if cover is not None:
+                cover.compact(keep, rows_of(keep, K))
         t += 1
     return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
 

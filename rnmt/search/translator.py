@@ -161,7 +161,8 @@ class Translator:
                                            beam=1 if greedy else max(opts.beam, opts.nbest),
                                            alpha=opts.alpha, normalize=opts.normalize,
                                            nbest=1 if greedy else opts.nbest,
-                                           return_attention=return_attention, should_stop=should_stop)
+                                           return_attention=return_attention, should_stop=should_stop,
+                                           coverage=opts.coverage)
         if sampling is not None:
             return sample_search(model, src, mask, max_len, sampling, keys, n=opts.nbest, alpha=opts.alpha,
                                  normalize=opts.normalize, return_attention=return_attention,
@@ -170,7 +171,7 @@ class Translator:
             return [[h] for h in greedy_search(model, src, mask, max_len, return_attention, should_stop=should_stop)]
         return beam_search(model, src, mask, max_len, beam=max(opts.beam, opts.nbest), alpha=opts.alpha,
                            normalize=opts.normalize, nbest=opts.nbest, return_attention=return_attention,
-                           should_stop=should_stop)
+                           should_stop=should_stop, coverage=opts.coverage)
 
     def _split(self, ids: List[int], size: int) -> List[List[int]]:
         if self._word_starts is None or self._sentence_ends is None:  # per piece, once, on the first long line

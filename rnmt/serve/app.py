@@ -120,6 +120,7 @@ class TranslationService:
         with torch.inference_mode():
             results = self.translator.translate(lines, return_attention=options.return_alignment,
                                                 beam=options.beam, alpha=options.alpha, nbest=options.nbest,
+                                                coverage=options.coverage,
                                                 no_repeat_ngram=options.no_repeat_ngram,
                                                 min_output_tokens=options.min_output_tokens,
                                                 max_output=self.max_output, should_stop=should_stop,
@@ -246,7 +247,7 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
         refused = _refusal(service, settings, cost, phrases)
         if refused is not None:
             return refused
-        options = SearchOptions(beam=body.beam, alpha=body.alpha, nbest=body.nbest,
+        options = SearchOptions(beam=body.beam, alpha=body.alpha, coverage=body.coverage, nbest=body.nbest,
                                 no_repeat_ngram=body.no_repeat_ngram, min_output_tokens=body.min_output_tokens,
                                 return_alignment=body.return_alignment, constrained=constrained)
         items = await _translated(request, batcher, settings, lines, options, cost, phrases)
@@ -404,7 +405,8 @@ def _model_info(loaded: LoadedModel, service: TranslationService, settings: Serv
         "tgt_vocab_size": loaded.tgt_vocab.size, "emb_size": cfg.model.emb_size,
         "hidden_size": cfg.model.hidden_size,
         "step": loaded.meta.get("step"), "dev_bleu": loaded.meta.get("dev_bleu"),
-        "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "nbest": cfg.search.nbest,
+        "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "coverage": cfg.search.coverage,
+                   "nbest": cfg.search.nbest,
                    "no_repeat_ngram": cfg.search.no_repeat_ngram,
                    "min_output_tokens": cfg.search.min_output_tokens},
         "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),

@@ -35,6 +35,7 @@ class SearchOptions:
 
     beam: Optional[int] = None
     alpha: Optional[float] = None
+    coverage: Optional[float] = None
     nbest: Optional[int] = None
     no_repeat_ngram: Optional[int] = None
     min_output_tokens: Optional[int] = None

@@ -30,6 +30,9 @@ def make_translate_request(settings: ServeSettings) -> type:
         beam: Optional[int] = Field(None, ge=1, le=settings.max_beam, description="beam size (1 = greedy)")
         alpha: Optional[float] = Field(None, ge=0.0, le=10.0, allow_inf_nan=False,
                                        description="GNMT length penalty exponent")
+        coverage: Optional[float] = Field(None, ge=0.0, le=10.0, allow_inf_nan=False,
+                                          description="GNMT coverage penalty beta on beam search's finished "
+                                                      "hypotheses (0: off)")
         nbest: Optional[int] = Field(None, ge=1, le=settings.max_beam,
                                      description="number of hypotheses per segment")
         no_repeat_ngram: Optional[int] = Field(None, ge=0, le=32,

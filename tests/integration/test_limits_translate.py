@@ -119,6 +119,8 @@ def test_an_unwritable_output_is_one_line_before_translating(tiny_run, tmp_path,
     ("--max-input-tokens", "1", "--max-input-tokens must be at least 2"),
     ("--alpha", "nan", "--alpha must be a finite number of at least 0"),
     ("--max-len-ratio", "-1", "--max-len-ratio must be a finite number of at least 0"),
+    ("--coverage", "-0.2", "--coverage must be a finite number of at least 0"),
+    ("--coverage", "inf", "--coverage must be a finite number of at least 0"),
 ])
 def test_bad_translate_options_are_one_line(tiny_run, capsys, option, value, needle):
     assert main(["translate", "--model", str(tiny_run), option, value]) == 2

@@ -109,6 +109,17 @@ def test_min_output_tokens_reaches_the_search(client, monkeypatch):
     assert client.get("/model").json()["search"]["min_output_tokens"] == 0
 
 
+def test_coverage_reaches_the_search(client, monkeypatch):
+    from rnmt.search import translator
+
+    seen = []
+    search = translator.beam_search
+    monkeypatch.setattr(translator, "beam_search", lambda *a, **k: seen.append(k["coverage"]) or search(*a, **k))
+    r = client.post("/translate", json={"texts": SENTENCES, "beam": 3, "coverage": 0.3, "return_alignment": True})
+    assert r.status_code == 200 and seen == [0.3]
+    assert client.get("/model").json()["search"]["coverage"] == 0.0
+
+
 @pytest.mark.parametrize("body, status, message", [
     (b"{bad json", 422, "malformed JSON"),
     (b"[1, 2]", 422, "must be a JSON object"),
@@ -126,6 +137,8 @@ def test_min_output_tokens_reaches_the_search(client, monkeypatch):
     (b'{"text": "a", "return_alignment": 1}', 422, "return_alignment: Input should be a valid boolean"),
     (b'{"text": "a", "nbest": 9}', 422, "nbest:"),
     (b'{"text": "a", "alpha": -1}', 422, "alpha:"),
+    (b'{"text": "a", "coverage": -0.1}', 422, "coverage:"),
+    (b'{"text": "a", "coverage": NaN}', 422, "coverage: Input should be a finite number"),
     (b'{"text": "a", "alpha": NaN}', 422, "alpha: Input should be a finite number"),  # Python's json reads NaN
     (b'{"text": "a", "no_repeat_ngram": -1}', 422, "no_repeat_ngram:"),
     (b'{"text": "a", "min_output_tokens": -1}', 422, "min_output_tokens:"),
@@ -163,8 +176,8 @@ def test_openapi_schema_describes_the_api(client, spec):
     request = spec["components"]["schemas"][body_ref.rsplit("/", 1)[-1]]
     assert request["additionalProperties"] is False
     props = request["properties"]
-    assert set(props) == {"text", "texts", "beam", "alpha", "nbest", "no_repeat_ngram", "min_output_tokens",
-                          "return_alignment", "constraints"}
+    assert set(props) == {"text", "texts", "beam", "alpha", "coverage", "nbest", "no_repeat_ngram",
+                          "min_output_tokens", "return_alignment", "constraints"}
     texts = next(o for o in props["texts"]["anyOf"] if o.get("type") == "array")
     assert texts["maxItems"] == 8 and texts["items"]["maxLength"] == 200
     beam = next(o for o in props["beam"]["anyOf"] if o.get("type") == "integer")

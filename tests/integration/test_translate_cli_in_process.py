@@ -58,3 +58,21 @@ def test_same_seed_same_samples_through_the_command(tiny_run, src_file, tmp_path
         outputs.append(read(out))
     assert outputs[0] == outputs[1] and outputs[0] != outputs[2]
     assert len(outputs[0]) == 2 * len(GENESIS_LINES) - 1  # two samples per line, one for the blank line
+
+
+def test_coverage_reaches_the_search_from_the_option_and_the_config(tiny_run, src_file, tmp_path, monkeypatch):
+    from rnmt.cli import main
+    from rnmt.search import translator
+
+    seen = []
+    search = translator.beam_search
+    monkeypatch.setattr(translator, "beam_search", lambda *a, **k: seen.append(k["coverage"]) or search(*a, **k))
+    out = tmp_path / "out.en"
+    assert main(["translate", "--model", str(tiny_run), "--input", str(src_file), "--output", str(out),
+                 "--beam", "3", "--coverage", "0.25", "--threads", "1"]) == 0
+    assert seen and set(seen) == {0.25}
+    seen.clear()
+    model = rnmt.load(tiny_run)
+    model.config.search.coverage = 0.5  # a config's default
+    model.translate(GENESIS_LINES[:2], beam=3)
+    assert set(seen) == {0.5}

@@ -131,6 +131,12 @@ def test_greedy_search_with_an_nbest_list_is_refused(capsys):
     assert_one_line(capsys.readouterr().err, "--nbest 3 needs beam search: --greedy gives one hypothesis")
 
 
+@pytest.mark.parametrize("search", [["--greedy"], ["--beam", "1"], ["--sample"]])
+def test_a_coverage_penalty_without_beam_search_is_refused(capsys, search):
+    assert main(["translate", "--model", "no-model", *search, "--coverage", "0.2"]) == 2
+    assert_one_line(capsys.readouterr().err, "--coverage ranks the finished hypotheses of beam search")
+
+
 def test_a_minimum_output_length_at_the_maximum_is_refused(capsys):
     assert main(["translate", "--model", "no-model", "--min-output-tokens", "5", "--max-output-tokens", "5"]) == 2
     assert_one_line(capsys.readouterr().err, "--min-output-tokens (5) must be below --max-output-tokens (5)")
