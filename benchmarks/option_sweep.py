@@ -73,7 +73,8 @@ def sweep(args: argparse.Namespace, script: str, option: str, values: List, pars
               "reference": repetition(ref).to_dict(), "settings": rows, "commit": code_commit(),
               "machine": describe_machine(torch.device("cpu"), args.threads),
               "command": f"python benchmarks/{script} " + " ".join(
-                  f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None and k != "json")}
+                  f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
+                  if v is not None and k not in ("json", "outputs"))}  # where files go changes no figure
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in result.items() if k != "settings"}))
