@@ -26,6 +26,8 @@ def parser(description: str, option: str, default: str, help_values: str) -> arg
     p.add_argument(f"--{option}", default=default, help=help_values)
     p.add_argument("--beam", type=int, help="beam size (default: the model's config)")
     p.add_argument("--alpha", type=float, help="GNMT length penalty (default: the model's config)")
+    p.add_argument("--normalize", choices=["gnmt", "length", "none"],
+                   help="length normalisation of scores (default: the model's config)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", help="write the result here too")
     p.add_argument("--outputs", help="directory for each value's translations")
@@ -49,11 +51,12 @@ def sweep(args: argparse.Namespace, script: str, option: str, values: List, pars
     search = model.config.search
     beam = args.beam or search.beam
     alpha = search.alpha if args.alpha is None else args.alpha
+    normalize = args.normalize or search.normalize
     first = None
     rows = []
     for value in (parse(x) for x in values):
         t0 = time.perf_counter()
-        hyps = model.translate(src, beam=beam, alpha=alpha, **{option: value})
+        hyps = model.translate(src, beam=beam, alpha=alpha, normalize=normalize, **{option: value})
         seconds = time.perf_counter() - t0
         scores = rnmt.evaluate(hyps, ref)
         hyp_words, ref_words = sum(len(h.split()) for h in hyps), sum(len(r.split()) for r in ref)
@@ -69,7 +72,7 @@ def sweep(args: argparse.Namespace, script: str, option: str, values: List, pars
             Path(args.outputs, f"hyp.{option}{value}.txt").write_text("".join(h + "\n" for h in hyps),
                                                                      encoding="utf-8")
     result = {"model": str(args.model), "step": model.loaded.meta.get("step"), "sentences": len(src),
-              "beam": beam, "alpha": alpha, "normalize": search.normalize, "threads": args.threads,
+              "beam": beam, "alpha": alpha, "normalize": normalize, "threads": args.threads,
               "reference": repetition(ref).to_dict(), "settings": rows, "commit": code_commit(),
               "machine": describe_machine(torch.device("cpu"), args.threads),
               "command": f"python benchmarks/{script} " + " ".join(
