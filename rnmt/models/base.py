@@ -277,6 +277,22 @@ class ConditionalDecoderModel(RecurrentTranslationModel):
         return {"s": s}
 
 
+@torch.no_grad()
+def reports_attention(model: nn.Module, device: torch.device | str = "cpu") -> bool:
+    """Whether ``model``'s decoder step reports attention weights (``extras["attention"]``),
+    which alignments and the coverage penalty read: one step on a one-subword source. Seq2seq
+    and the cyclic models report none (a re-reading RNN replaces the attention)."""
+    was_training = model.training
+    model.eval()
+    try:
+        src = torch.tensor([[model.eos_id]], device=device)
+        memory = model.encode(src, torch.ones_like(src, dtype=torch.bool))
+        _, _, extras = model.step(torch.tensor([model.bos_id], device=device), model.init_state(memory), memory)
+    finally:
+        model.train(was_training)
+    return "attention" in extras
+
+
 def time_steps(x: Tensor) -> Tuple[Tensor, ...]:
     """Split [B, T, D] into T tensors [B, D] for a step loop.
 

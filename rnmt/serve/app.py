@@ -25,6 +25,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import rnmt
 from rnmt.data.vocab import EOS
+from rnmt.errors import UserError
+from rnmt.models.base import reports_attention
 from rnmt.models.loading import LoadedModel, count_parameters
 from rnmt.search.beam import SearchStopped
 from rnmt.search.translator import Translation, Translator
@@ -90,6 +92,10 @@ class TranslationService:
         self.translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search,
                                      self.device)
         self.parameters = count_parameters(loaded.model)
+        self.has_attention = reports_attention(loaded.model, self.device)
+        if loaded.config.search.coverage and not self.has_attention:
+            raise UserError(f"{loaded.path}: its search.coverage ({loaded.config.search.coverage:g}) needs attention "
+                            f"weights, which this model does not report")
 
     def cost(self, lines: List[str]) -> int:
         """Source subwords (plus EOS) of ``lines``: the batcher's token budget unit."""
@@ -244,7 +250,7 @@ def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
         cost = service.cost(lines)
         constrained = body.constraints is not None and any(body.phrases())
         phrases = body.phrases() if constrained else None
-        refused = _refusal(service, settings, cost, phrases)
+        refused = _refusal(service, settings, cost, phrases, body.return_alignment or bool(body.coverage))
         if refused is not None:
             return refused
         options = SearchOptions(beam=body.beam, alpha=body.alpha, coverage=body.coverage, nbest=body.nbest,
@@ -342,9 +348,13 @@ def _blank_items(lines: List[str], body: Any) -> List[Dict[str, Any]]:
 
 
 def _refusal(service: TranslationService, settings: ServeSettings, cost: int,
-             phrases: Optional[List[List[str]]]) -> Optional[JSONResponse]:
-    """The response refusing a request over the subword limit or with constraints the limits
-    or the target vocabulary do not allow; None for a request the model may take."""
+             phrases: Optional[List[List[str]]], needs_attention: bool) -> Optional[JSONResponse]:
+    """The response refusing a request over the subword limit, with constraints the limits
+    or the target vocabulary do not allow, or asking for attention weights the model does not
+    report; None for a request the model may take."""
+    if needs_attention and not service.has_attention:
+        return JSONResponse({"error": "this model reports no attention weights, which return_alignment and "
+                                      "coverage need"}, status_code=422)
     if cost > settings.max_request_tokens:
         return JSONResponse({"error": f"request too large: {cost} source subwords (end-of-sentence marks "
                                       f"included), the limit is {settings.max_request_tokens} per request; "

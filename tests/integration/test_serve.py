@@ -253,3 +253,40 @@ def test_bad_settings_and_taken_port_fail_with_one_line(tiny_run):
 
 def test_no_page_loads_anything_from_outside(client):
     assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
+
+
+def _without_attention(tiny_run, coverage=0.0):
+    """tiny_run's vocabularies and config around a Seq2seq model (no attention to report)."""
+    from dataclasses import replace
+
+    from rnmt.config import ModelConfig
+    from rnmt.models import build_model
+
+    loaded = loaded_model(tiny_run)
+    model = build_model(ModelConfig(arch="seq2seq", emb_size=8, hidden_size=8, src_vocab_size=loaded.src_vocab.size,
+                                    tgt_vocab_size=loaded.tgt_vocab.size))
+    config = replace(loaded.config, search=replace(loaded.config.search, coverage=coverage))
+    return replace(loaded, model=model.eval(), config=config)
+
+
+def test_attention_asked_of_a_model_without_it_is_a_422_not_a_500(tiny_run):
+    # return_alignment on a Seq2seq or cyclic model failed inside the search: 500 "translation failed: 'attention'"
+    from fastapi.testclient import TestClient
+
+    from rnmt.serve.app import create_app
+    from rnmt.serve.settings import ServeSettings
+
+    with TestClient(create_app(_without_attention(tiny_run), ServeSettings(threads=1), "cpu")) as client:
+        for extra in ({"return_alignment": True}, {"coverage": 0.2}):
+            r = client.post("/translate", json={"texts": SENTENCES, "beam": 2, **extra})
+            assert r.status_code == 422 and r.json()["error"].startswith("this model reports no attention weights")
+        assert client.post("/translate", json={"texts": SENTENCES, "beam": 2}).status_code == 200
+
+
+def test_a_config_coverage_on_a_model_without_attention_is_refused_at_start(tiny_run):
+    from rnmt.errors import UserError
+    from rnmt.serve.app import create_app
+    from rnmt.serve.settings import ServeSettings
+
+    with pytest.raises(UserError, match=r"its search.coverage \(0.3\) needs attention weights"):
+        create_app(_without_attention(tiny_run, coverage=0.3), ServeSettings(threads=1), "cpu")
