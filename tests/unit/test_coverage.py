@@ -104,3 +104,20 @@ def test_a_model_without_attention_is_refused():
     with pytest.raises(UserError, match="coverage penalty needs attention weights"):
         beam_search(model, src, src != 0, torch.tensor([4]), beam=2, coverage=0.2)
     beam_search(model, src, src != 0, torch.tensor([4]), beam=2)  # off: no attention needed
+
+
+@pytest.mark.parametrize("arch", ["atr-rnnsearch", "cseq2seq1", "cseq2seq2", "deep-rnnsearch", "dtmt", "luong",
+                                  "rnnsearch", "rnnsearch-minus", "seq2seq", "seq2seq-sutskever", "transformer"])
+def test_which_models_report_attention(arch):
+    from rnmt.models import architectures
+    from rnmt.models.base import reports_attention
+
+    assert arch in architectures()
+    torch.manual_seed(0)
+    options = {"attention": "general"} if arch == "luong" else {}
+    model = build_model(ModelConfig(arch=arch, emb_size=8, hidden_size=8, src_vocab_size=9, tgt_vocab_size=6,
+                                    options=options))
+    model.train()
+    without = arch.startswith(("seq2seq", "cseq2seq"))  # a fixed summary, or a re-reading RNN instead
+    assert reports_attention(model) is not without
+    assert model.training  # asked in eval mode, left as it was
