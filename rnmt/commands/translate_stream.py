@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import os
 import sys
 import time
 import warnings
@@ -43,7 +44,9 @@ class AlignedLines:
 
     def __init__(self, path: str, option: str, source_name: str, expected: Optional[int]) -> None:
         self.path, self.option = path, option
-        if expected is not None:  # both are files: compare before anything is done
+        # Both regular files: compare before anything is done. A pipe (`--tgt <(sed ...)`) is
+        # read once, so it is compared as it is read (counting it first consumed it all).
+        if expected is not None and os.path.isfile(path):
             n = count_lines(path)
             if n != expected:
                 raise UserError(f"{option} {path} has {n} lines but the input {source_name} has {expected}")

@@ -76,3 +76,31 @@ def test_coverage_reaches_the_search_from_the_option_and_the_config(tiny_run, sr
     model.config.search.coverage = 0.5  # a config's default
     model.translate(GENESIS_LINES[:2], beam=3)
     assert set(seen) == {0.5}
+
+
+@pytest.mark.parametrize("command", ["score", "translate"])
+def test_an_aligned_file_may_be_a_pipe_beside_a_regular_input(tiny_run, src_file, tmp_path, command, capsys):
+    # `--tgt <(sed ...)` beside a regular --src: the pipe was counted first (read to its end)
+    # and then read again, empty ("has 0 lines but the input has more")
+    import os
+
+    from rnmt.cli import main
+
+    lines = read(src_file)
+    text = "".join(("And" if command == "translate" else "And God said.") + "\n" for _ in lines)
+    r, w = os.pipe()  # as bash's process substitution: /dev/fd/N of a pipe
+    os.write(w, text.encode("utf-8"))  # far below a pipe's buffer
+    os.close(w)
+    option = "--tgt" if command == "score" else "--prefix"
+    source = "--src" if command == "score" else "--input"
+    out = tmp_path / "out.txt"
+    try:
+        code = main([command, "--model", str(tiny_run), source, str(src_file), option, f"/dev/fd/{r}",
+                     "--output", str(out), "--threads", "1"])
+    finally:
+        os.close(r)
+    assert code == 0, capsys.readouterr().err
+    got = read(out)
+    assert len(got) == len(lines)
+    if command == "translate":
+        assert all(line.startswith("And") for line, src in zip(got, lines) if src.strip())
