@@ -256,7 +256,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
-    if device.type == "cuda":  # the trainer's fp32 (TF32 as PyTorch leaves it)
+    if device.type == "cuda" and device.index is not None:  # plain "cuda" is the current device
         torch.cuda.set_device(device)
     payload: Dict[str, Any] = {"meta": {"commit": commit(args.commit), "command": " ".join(sys.argv),
                                         **machine(device)}, "systems": []}

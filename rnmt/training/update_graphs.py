@@ -163,31 +163,28 @@ def declines(model: torch.nn.Module, device: torch.device, distributed: bool) ->
 
 
 class _SideStream:
-    """One side stream per device for recording, as CUDA graphs ask, and one memory pool."""
+    """One side stream per device for recording, as CUDA graphs ask."""
 
     streams: Dict[torch.device, torch.cuda.Stream] = {}
-    pool = None
 
 
 class CudaGraphRecorder:
     """Runs ``fn`` eagerly on the side stream (its result, ``first``, is the batch's), then
-    records it into a graph drawing on the shared pool; ``replay`` runs the graph and returns
-    the recorded outputs. A recording that fails (an operation a graph cannot hold) leaves
+    records it into a graph drawing on ``pool``; ``replay`` runs the graph and returns the
+    recorded outputs. A recording that fails (an operation a graph cannot hold) leaves
     ``error`` set, ``first`` still valid."""
 
-    def __init__(self, fn: Callable[[], Tuple[Tensor, Tensor]]) -> None:
+    def __init__(self, fn: Callable[[], Tuple[Tensor, Tensor]], pool: Tuple[int, int]) -> None:
         device = torch.device("cuda", torch.cuda.current_device())
         stream = _SideStream.streams.get(device)
         if stream is None:
             stream = _SideStream.streams[device] = torch.cuda.Stream(device)
-        if _SideStream.pool is None:
-            _SideStream.pool = torch.cuda.graph_pool_handle()
         stream.wait_stream(torch.cuda.current_stream())
         self.graph = torch.cuda.CUDAGraph()
         self.error: Optional[str] = None
         with torch.cuda.stream(stream):
             self.first = fn()
-            self.graph.capture_begin(pool=_SideStream.pool)
+            self.graph.capture_begin(pool=pool)
             try:
                 self.outputs = fn()
             except RuntimeError as exc:
@@ -216,22 +213,32 @@ class _Entry:
 class UpdateGraphs:
     """The forward and backward of each (padded) batch, replayed from a graph per shape.
 
-    ``recorder`` makes a graph from a function of an entry's buffers (`CudaGraphRecorder`;
-    tests on the CPU pass one that runs the function again on every replay, which exercises
-    the same padding, buffers and bookkeeping).
+    ``recorder`` makes a graph from a function of an entry's buffers (by default a
+    `CudaGraphRecorder` on this object's own memory pool; tests on the CPU pass one that runs
+    the function again on every replay, which exercises the same padding, buffers and
+    bookkeeping).
     """
 
     def __init__(self, model: torch.nn.Module, loss_fn: LossFn, amp_dtype: Optional[torch.dtype] = None,
-                 recorder: Callable[[Callable[[], Tuple[Tensor, Tensor]]], object] = CudaGraphRecorder,
+                 recorder: Optional[Callable[[Callable[[], Tuple[Tensor, Tensor]]], object]] = None,
                  log: Callable[[str], None] = lambda _: None) -> None:
         self.model = model
         self.loss_fn = loss_fn
         self.amp_dtype = amp_dtype  # autocast's dtype, None for fp32
-        self.recorder = recorder
+        self.recorder = recorder or self._cuda_graph
+        self._pool: Optional[Tuple[int, int]] = None
         self.log = log
         self.entries: Dict[Shape, _Entry] = {}
         self.replays = 0
         self.failed: Optional[str] = None  # why a recording failed (from then on every update runs eagerly)
+
+    def _cuda_graph(self, fn: Callable[[], Tuple[Tensor, Tensor]]) -> CudaGraphRecorder:
+        # A pool of this object's own: the allocator forgets a pool once every graph recorded
+        # into it is gone, and recording into a forgotten handle fails an internal assertion
+        # (seen on an H100 when a second model trained with graphs in the same process).
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        return CudaGraphRecorder(fn, self._pool)
 
     def _forward_backward(self, entry: _Entry) -> Tuple[Tensor, Tensor]:
         x = entry.inputs

@@ -182,6 +182,35 @@ def test_a_run_trained_from_graphs_ends_where_the_eager_run_does(tmp_path, tiny_
         assert float((graphs[k] - eager[k]).norm()) <= 1e-2 * float(eager[k].norm()) + 1e-6, k
 
 
+@pytest.mark.on_device
+def test_models_trained_one_after_another_in_one_process_each_record_their_graphs(device):
+    """Each UpdateGraphs records into a pool of its own: one shared handle outlived the first
+    model's graphs, and the second model's first recording failed the allocator's internal
+    assertion (an H100, benchmarks/gpu.py training RNNSearch-GRU, then ATR, with graphs)."""
+    if device.type == "cpu":
+        pytest.skip("CUDA graphs: run with --device cuda")
+    import gc
+
+    batches = [make_batch(2, [6, 4, 5], [3, 5, 2]).to(device), make_batch(3, [5, 6], [4, 4]).to(device)]
+    for name in ("atr/rnnsearch-gru", "atr/rnnsearch-atr", "dtmt/dtmt4"):
+        model = tiny(REPO / "configs" / "papers" / f"{name}.yaml").to(device).train()
+        loss_fn = lambda logits, t, m: label_smoothed_nll(logits, t, m, 0.1)  # noqa: E731
+        expected = loss_and_grads(model, batches[1])
+        model.zero_grad(set_to_none=True)
+        graphs = UpdateGraphs(model, loss_fn)
+        graphs(batches[0], 1.0)  # recorded (one bucket for both batches)
+        model.zero_grad(set_to_none=False)
+        loss, _ = graphs(batches[1], 1.0)  # replayed
+        assert graphs.failed is None and graphs.replays == 1, name
+        assert float(loss) == pytest.approx(float(expected[0]), rel=1e-3), name
+        for n, p in model.named_parameters():  # padded shapes round differently: close, per tensor
+            e = expected[1][n]
+            assert float((p.grad - e).norm()) <= 1e-2 * float(e.norm()) + 1e-6, f"{name}: {n}"
+        del model, graphs, loss
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
 def test_the_trainer_with_graphs_trains_as_without(tmp_path, tiny_corpus):
     """The trainer's side (scale per batch, gradients zeroed in place, accumulation over two
     batches per update) with the stand-in recorder, against the eager trainer."""
