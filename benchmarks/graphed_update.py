@@ -227,7 +227,8 @@ def check(system: str, args, device: torch.device) -> Dict[str, Any]:
     losses = []
     for b in batches:
         losses.append((float(eager(b)), float(graphed(b))))
-    diff = max(float((p - q).abs().max()) for p, q in zip(eager_model.parameters(), graph_model.parameters()))
+    diff = max(float((p - q).detach().abs().max()) for p, q in zip(eager_model.parameters(),
+                                                                   graph_model.parameters()))
     return {"updates": len(batches), "max_abs_diff": diff, "losses_eager_graphed": losses}
 
 

@@ -80,6 +80,7 @@ Optimizer = Literal["adam", "adadelta", "sgd"]  # the builders of rnmt.training.
 BestMetric = Literal["bleu", "chrf", "loss"]
 Amp = Literal["auto", "bf16", "none"]
 CompileStep = Union[bool, Literal["auto"]]
+CudaGraphs = Union[bool, Literal["auto"]]
 SearchKind = Literal["greedy", "beam"]
 Normalize = Literal["gnmt", "length", "none"]
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
@@ -247,8 +248,9 @@ class TrainConfig:
     # auto: on CUDA where the step's units are not fused kernels already (docs/gpu.md)
     compile_step: CompileStep = "auto"
     # replay each update's forward and backward from CUDA graphs, one per padded batch shape
-    # (a GPU, one process; rnmt/training/update_graphs.py, docs/gpu.md)
-    cuda_graphs: bool = False
+    # (a GPU, one process; rnmt/training/update_graphs.py, docs/gpu.md). auto: on CUDA in fp32
+    # for the models whose update is one graph
+    cuda_graphs: CudaGraphs = "auto"
 
 
 @dataclass

@@ -32,7 +32,7 @@ from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
-from rnmt.training import run_lock
+from rnmt.training import run_lock, update_graphs
 from rnmt.training.checkpoint import atomic_write_text, load_train_state
 from rnmt.training.distributed import DistContext, init_distributed
 from rnmt.training.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
@@ -128,6 +128,7 @@ class RunSetup:
     data: TrainingData  # the corpora, their weights and each epoch's pairs and segmentation
     dev: Optional[DevSet]  # None without data.dev, and on every rank but 0
     model: TranslationModel
+    cuda_graphs: bool  # train.cuda_graphs resolved: updates replayed from CUDA graphs
     config_changes: List[str]  # a --resume's accepted changes to the saved config
     lock: Optional[RunLock] = None  # rank 0's hold on the output directory (rnmt/training/run_lock.py)
 
@@ -210,12 +211,15 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         log(f"fine-tuning from {init.file.path} (step {init.file.meta.get('step')}): its weights "
             f"and vocabulary, a fresh optimiser and schedule")
     model.to(device)
-    _set_up_compile_step(model, tc.compile_step, cfg.model.arch, device, log, graphs=tc.cuda_graphs)
+    graphs, why = update_graphs.choose(tc.cuda_graphs, model, device, dist.enabled, dtype, tc.compile_step)
+    if why:
+        log(why)
+    _set_up_compile_step(model, tc.compile_step, cfg.model.arch, device, log, graphs=graphs)
     if dist.rank > 0:
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
                     init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
-                    model=model, config_changes=config_changes, lock=lock)
+                    model=model, cuda_graphs=graphs, config_changes=config_changes, lock=lock)
 
 
 def _set_up_compile_step(model: TranslationModel, setting: Any, arch: str, device: torch.device,

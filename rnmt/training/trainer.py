@@ -150,14 +150,10 @@ class Trainer:
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
             self.log(f"data parallel: {self.dist.world_size} processes ({self.dist.backend}), "
                      f"{tc.accumulate} batch(es) per process and update")
-        self.update_graphs = self._set_up_graphs() if tc.cuda_graphs else None
+        self.update_graphs = self._set_up_graphs() if run.cuda_graphs else None
 
-    def _set_up_graphs(self) -> Optional[UpdateGraphs]:
-        """``train.cuda_graphs``: the graphs, or None (and a log line saying why)."""
-        why = update_graphs.declines(self.model, self.device, self.dist.enabled)
-        if why is not None:
-            self.log(f"train.cuda_graphs: the updates run eagerly ({why})")
-            return None
+    def _set_up_graphs(self) -> UpdateGraphs:
+        """The CUDA graphs of ``train.cuda_graphs`` (`update_graphs.choose` said yes)."""
         self.log(f"train.cuda_graphs: each update's forward and backward replayed from a CUDA graph per batch "
                  f"shape (rows and lengths padded to multiples of {update_graphs.BUCKET})")
         eps = self.cfg.train.label_smoothing

@@ -4,7 +4,7 @@ On a GPU a recurrent model's update is bound by the host launching small kernels
 step at a time: an RNNSearch-GRU update at the peer size launched about 3,300 kernels and
 kept an H200 busy 7% of the time (docs/performance.md, "On a GPU"). A CUDA graph records
 those kernels once and replays them with one launch. A graph reads and writes fixed
-addresses and has fixed shapes, so (``train.cuda_graphs: true``):
+addresses and has fixed shapes, so (``train.cuda_graphs``, `choose`):
 
 * each batch is padded to a bucket shape (rows, source and target lengths rounded up to a
   multiple of `BUCKET`), so that a few dozen graphs serve every batch of an epoch. The
@@ -160,6 +160,29 @@ def declines(model: torch.nn.Module, device: torch.device, distributed: bool) ->
     if not getattr(model, "compilable_step", False):
         return "the model's update is not one fixed graph (no step loop, or a data-dependent one)"
     return None
+
+
+def choose(setting: object, model: torch.nn.Module, device: torch.device, distributed: bool,
+           amp_dtype: Optional[torch.dtype], compile_step: object) -> Tuple[bool, Optional[str]]:
+    """Whether ``train.cuda_graphs`` (true, false or auto) replays this run's updates, and a
+    line for the log (None: nothing to say). ``auto`` replays them on CUDA in fp32 for every
+    model whose update is one graph: on an H100 at the peer size RNNSearch-GRU trained 2.26x
+    and ATR 2.70x faster than eagerly, a DTMT#4 update replayed in 70 ms against 751 ms
+    (results/gpu/, docs/performance.md). Left to the eager update: bf16 autocast (not timed
+    under graphs on a GPU; ``true`` forces them) and ``train.compile_step: true`` (the
+    compiled step was asked for)."""
+    if setting is False:
+        return False, None
+    why = declines(model, device, distributed)
+    if setting is True:
+        return (False, f"train.cuda_graphs: the updates run eagerly ({why})") if why else (True, None)
+    if device.type != "cuda":
+        return False, None  # auto is for GPUs; the CPU's update is matrix products, not launches
+    if why is None and amp_dtype is not None:
+        why = "bf16 autocast, not yet timed under graphs on a GPU: true forces them"
+    if why is None and compile_step is True:
+        why = "train.compile_step: true asks for the compiled step instead"
+    return (False, f"train.cuda_graphs auto: the updates run eagerly ({why})") if why else (True, None)
 
 
 class _SideStream:

@@ -142,6 +142,40 @@ def test_graphs_decline_what_they_cannot_replay():
     assert "not one fixed graph" in update_graphs.declines(tiny(by_name["survey/transformer-base"]), cuda, False)
 
 
+def test_auto_replays_fp32_updates_on_a_gpu_for_the_models_that_take_graphs():
+    by_name = {f"{p.parent.name}/{p.stem}": p for p in PAPER_CONFIGS}
+    atr, cyclic = tiny(by_name["atr/rnnsearch-atr"]), tiny(by_name["cseq2seq/cseq2seq1-ls"])
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+
+    def choose(setting, model=atr, device=cuda, distributed=False, amp=None, compile_step="auto"):
+        return update_graphs.choose(setting, model, device, distributed, amp, compile_step)
+
+    assert choose("auto") == (True, None)
+    assert choose("auto", compile_step=False) == (True, None)
+    assert choose("auto", device=cpu) == (False, None)  # nothing to say on the CPU
+    assert choose(False) == (False, None)
+    assert choose(True) == (True, None)
+    assert choose(True, amp=torch.bfloat16) == (True, None)  # true forces them under autocast too
+    for kwargs, reason in [({"amp": torch.bfloat16}, "bf16 autocast"),
+                           ({"compile_step": True}, "train.compile_step: true"),
+                           ({"model": cyclic}, "not one fixed graph"),
+                           ({"distributed": True}, "one process")]:
+        use, line = choose("auto", **kwargs)
+        assert not use and line.startswith("train.cuda_graphs auto: the updates run eagerly (") and reason in line
+    use, line = choose(True, device=cpu)
+    assert not use and "CUDA graphs need a CUDA device" in line
+
+
+def test_a_cpu_run_leaves_auto_graphs_unmentioned(tmp_path, tiny_corpus):
+    import rnmt
+    from tests.support import tiny_config_tree
+
+    lines = []
+    rnmt.train(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"]),
+               ["train.max_steps=1", "train.validate_every=0"], out=tmp_path / "run", log=lines.append)
+    assert not any("cuda_graphs" in x for x in lines)
+
+
 def test_a_cpu_run_asked_for_graphs_trains_eagerly_and_says_why(tmp_path, tiny_corpus):
     import rnmt
     from tests.support import tiny_config_tree
@@ -209,6 +243,34 @@ def test_models_trained_one_after_another_in_one_process_each_record_their_graph
         del model, graphs, loss
         gc.collect()
         torch.cuda.empty_cache()
+
+
+@pytest.mark.on_device
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_the_default_on_a_gpu_replays_graphs_and_a_resumed_run_ends_where_an_uninterrupted_one_does(
+        tmp_path, tiny_corpus, device, dropout):
+    """`train.cuda_graphs: auto` on a GPU in fp32: ATR's updates replayed; stopped at update 5
+    and resumed (its graphs recorded again, a shape's first batch eager), the run ends with the
+    weights of one that was not stopped, with dropout drawn inside the graphs too."""
+    if device.type == "cpu":
+        pytest.skip("CUDA graphs: run with --device cuda")
+    import rnmt
+    from rnmt.models import load_model
+    from tests.support import tiny_config_tree
+
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["model"].update(arch="atr-rnnsearch", cell="atr", dropout=dropout)
+    tree["train"].update(device=str(device), validate_every=0, amp="none")
+    tree["data"]["batch_tokens"] = 300  # several shapes, some seen twice
+    lines = []
+    rnmt.train(tree, ["train.max_steps=10"], out=tmp_path / "full", log=lines.append)
+    assert any("replayed from a CUDA graph per batch shape" in x for x in lines)
+    rnmt.train(tree, ["train.max_steps=5"], out=tmp_path / "part", log=lambda *_: None)
+    rnmt.train(tree, ["train.max_steps=10"], out=tmp_path / "part", resume=True, log=lambda *_: None)
+    full = load_model(tmp_path / "full" / "ckpt-10.safetensors").model.state_dict()
+    part = load_model(tmp_path / "part" / "ckpt-10.safetensors").model.state_dict()
+    for k in full:  # CUDA's backward sums are not run-to-run deterministic: test_train's tolerance
+        torch.testing.assert_close(part[k], full[k], rtol=1e-5, atol=1e-5, msg=k)
 
 
 def test_the_trainer_with_graphs_trains_as_without(tmp_path, tiny_corpus):
