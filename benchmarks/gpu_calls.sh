@@ -30,6 +30,11 @@
 #                                             # min); then train.cuda_graphs off and on for
 #                                             # RNNSearch-GRU and ATR beside fairseq (about 4 min);
 #                                             # then the GPU tests (about 2.5 min)
+#   bash benchmarks/gpu_calls.sh graphs-next  # the GPU tests at train.cuda_graphs: auto (the default
+#                                             # since b51b898); DTMT#4 with graphs once its shapes are
+#                                             # recorded, against eager (about 7 min); BF16=1 adds
+#                                             # RNNSearch-GRU and ATR in bf16 with and without graphs
+#                                             # (about 3 min more); TESTS=0 leaves the tests out
 #   bash benchmarks/gpu_calls.sh cpu-bf16     # the device's host CPU (a Xeon with AVX-512 bf16 and
 #                                             # AMX) for issue #33: peak RSS of bf16 against fp32
 #                                             # training on two of its cores (about 3 min);
@@ -123,6 +128,27 @@ graphed)
     done
     if [ "${TESTS:-1}" = 1 ]; then run_tests graphed; fi
     ;;
+graphs-next)
+    # What the graphed call left open (docs/gpu.md, "What remains"). First the GPU tests at the
+    # default train.cuda_graphs: auto, which trains their fp32 runs from graphs (about 2.5 min)
+    if [ "${TESTS:-1}" = 1 ]; then run_tests graphs-auto; fi
+    # DTMT#4 once its shapes are recorded: a warm-up of up to half the seconds records most of
+    # the epoch's 72, then the window; eager beside it (about 4.5 min)
+    for graphs in on off; do
+        secs=$( [ "$graphs" = on ] && echo "${DTMT_SECONDS:-180}" || echo 50 )
+        gpu_bench --systems dtmt4 --precisions fp32 --paper-systems "" --cuda-graphs "$graphs" --warmup 600 \
+            --seconds "$secs" --steps 300 --decode-sentences 0 --budget-minutes 4 --tag "dtmt4-graphs-$graphs" \
+            --out "$OUT" 2>&1 | grep -v -i "warn" | tee -a "$OUT/dtmt4-graphs.log"
+    done
+    # BF16=1: bf16 autocast under graphs, which auto leaves eager (about 3 min more)
+    if [ "${BF16:-0}" = 1 ]; then
+        for graphs in off on; do
+            gpu_bench --systems rnnsearch-gru,atr --precisions bf16 --paper-systems "" --cuda-graphs "$graphs" \
+                --warmup 600 --seconds 40 --steps 300 --decode-sentences 0 --budget-minutes 2 \
+                --tag "bf16-graphs-$graphs" --out "$OUT" 2>&1 | grep -v -i "warn" | tee -a "$OUT/bf16-graphs.log"
+        done
+    fi
+    ;;
 equal-length)
     bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
     # 1,000 updates each (the 15 s runs of same-call left the two models emitting translations of
@@ -174,7 +200,7 @@ bf16-parity)
     if [ -n "${tests:-}" ]; then wait "$tests"; tail -5 "$OUT/tests-bf16-parity.log"; fi
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_calls.sh same-call|compile|graphed|equal-length|bf16-parity|cpu-bf16" >&2
+    echo "usage: bash benchmarks/gpu_calls.sh same-call|compile|graphed|graphs-next|equal-length|bf16-parity|cpu-bf16" >&2
     exit 2
     ;;
 esac
