@@ -388,7 +388,7 @@ def _setup_lines(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[str
              f"- **Size**: embeddings {first.get('emb_size', settings['emb_size'])}, hidden "
              f"{first.get('hidden_size', settings['hidden_size'])} for every system (the papers use 620/1000 or "
              "1024/1024).",
-             _training_line(settings),
+             _training_line(settings, all_runs),
              f"- **Family recipe** over each paper config: {recipe}"
              + (f"; per system: {'; '.join(own)}" if own else "") + " (docs/reproduce.md says how it was found).",
              f"- **Seeds**: {', '.join(str(x) for x in seeds)} for "
@@ -523,12 +523,26 @@ def _rests_on(spec: PaperSpec, c: dict) -> str:
     return f"- {a} vs {b}: " + " | ".join(parts)
 
 
-def _training_line(settings: Dict[str, Any]) -> str:
+def record_patience(record: Dict[str, Any]) -> Optional[int]:
+    """The early-stopping patience a converged run was trained under (its recipe's)."""
+    value = (record.get("recipe") or {}).get("train.patience")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _training_line(settings: Dict[str, Any], records: Sequence[dict] = ()) -> str:
     dev = settings["dev_sentences"]
     where = (f"with greedy search on {'all' if not dev else f'the first {dev}'} dev sentences")
     if settings.get("converge"):
-        return (f"- **Training**: until dev BLEU has not improved for {settings['patience']} validations in a row "
-                f"(early stopping), at most {settings['updates']:,} updates; validation every "
+        patience = settings["patience"]
+        # A table whose patience was raised keeps the records of runs it could not continue
+        # (no checkpoint on the machine): say which rule each record stopped under.
+        other = sorted({p for r in records if (p := record_patience(r)) is not None and p != patience})
+        stopped = "".join(
+            f"; the records of {', '.join(sorted(r['run'] for r in records if record_patience(r) == p))} stopped "
+            f"under a patience of {p}, the table's before it was raised, their checkpoints not on the machine "
+            "to continue from" for p in other)
+        return (f"- **Training**: until dev BLEU has not improved for {patience} validations in a row "
+                f"(early stopping), at most {settings['updates']:,} updates{stopped}; validation every "
                 f"{settings['validate_every']} updates {where}; the learning rate (the family recipe's) warms up, "
                 f"then halves after every {settings['plateau_patience']} validations without improvement "
                 "(`train.schedule: plateau`) instead of at the recipe's fixed updates; the checkpoint with the "

@@ -47,3 +47,17 @@ def test_updates_after_the_lowest_dev_loss_come_from_the_learning_curve():
     assert updates_after_lowest_loss({"steps": 2000, "validations": curve}) == 1000  # the first of equals
     assert updates_after_lowest_loss({"steps": 1000, "validations": curve[:2]}) == 0  # still falling at the stop
     assert updates_after_lowest_loss({"steps": 2000}) is None
+
+
+def test_the_training_line_names_the_records_that_stopped_under_an_earlier_patience():
+    from rnmt.reproduce.report import _training_line, record_patience
+
+    settings = {"dev_sentences": 0, "converge": True, "patience": 8, "updates": 30000, "validate_every": 500,
+                "plateau_patience": 2}
+    under = lambda run, p: {"run": run, "recipe": {"train.patience": p}}  # noqa: E731
+    assert record_patience(under("a.seed1", 4)) == 4 and record_patience({"run": "x"}) is None
+    same = _training_line(settings, [under("a.seed1", 8), under("b.seed1", 8)])
+    assert "not improved for 8 validations" in same and "stopped under" not in same
+    mixed = _training_line(settings, [under("b.seed1", 4), under("a.seed2", 8), under("a.seed1", 4)])
+    assert "the records of a.seed1, b.seed1 stopped under a patience of 4" in mixed
+    assert "a.seed2" not in mixed
