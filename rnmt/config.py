@@ -70,6 +70,9 @@ LAYERS = Range(1, 128)
 DEPTH = Range(0, 128)
 SEED = Range(0, 4294967295)  # numpy's and sentencepiece's seeds are unsigned 32-bit
 INT64 = Range(-(2 ** 63), 2 ** 63 - 1)  # any other int: what a tensor or numpy can hold
+# GNMT's length-penalty exponent and coverage weight (the GNMT paper tunes both within
+# [0, 1]); ((5 + |Y|) / 6) ** 1e300 overflows a float, so 10 bounds them as the server does
+PENALTY = Range(0, 10)
 
 VocabType = Literal["bpe", "unigram", "word", "char"]  # word: text segmented beforehand
 Readout = Literal["tanh", "maxout"]
@@ -256,11 +259,11 @@ class TrainConfig:
 @dataclass
 class SearchConfig:
     beam: Annotated[int, AT_LEAST_1] = 5
-    alpha: Annotated[float, NON_NEGATIVE] = 0.6  # GNMT length penalty ((5+|Y|)/6)^alpha; 0 disables
+    alpha: Annotated[float, PENALTY] = 0.6  # GNMT length penalty ((5+|Y|)/6)^alpha; 0 disables
     normalize: Normalize = "gnmt"
     # GNMT coverage penalty beta: a finished hypothesis also scores beta * sum_i log(min(total
     # attention on source word i, 1)) (beam search; models with attention); 0: off
-    coverage: Annotated[float, NON_NEGATIVE] = 0.0
+    coverage: Annotated[float, PENALTY] = 0.0
     max_len_ratio: Annotated[float, NON_NEGATIVE] = 1.5  # output at most ratio * source length + max_len_offset
     max_len_offset: Annotated[int, NON_NEGATIVE] = 10
     batch_tokens: Annotated[int, AT_LEAST_1] = 4000

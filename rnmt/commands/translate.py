@@ -17,6 +17,7 @@ import sys
 
 import torch
 
+from rnmt.config import PENALTY
 from rnmt.commands import checks
 from rnmt.errors import UserError
 from rnmt.search.limits import MAX_OUTPUT_TOKENS
@@ -97,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and not 0 <= value < float("inf"):  # NaN fails too
             raise UserError(f"--{name.replace('_', '-')} must be a finite number of at least 0, got {value}")
+        if value is not None and name != "max_len_ratio" and not PENALTY.holds(value):
+            raise UserError(f"--{name} must be {PENALTY.describe()}, got {value:g}")
     sampling_options(args.sample, args.topk, args.topp, args.temperature, args.seed, args.beam, args.greedy,
                      dash="--")  # checked here for the option names; the API checks again
     if args.constraints and args.sample:

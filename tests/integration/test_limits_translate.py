@@ -121,6 +121,8 @@ def test_an_unwritable_output_is_one_line_before_translating(tiny_run, tmp_path,
     ("--max-len-ratio", "-1", "--max-len-ratio must be a finite number of at least 0"),
     ("--coverage", "-0.2", "--coverage must be a finite number of at least 0"),
     ("--coverage", "inf", "--coverage must be a finite number of at least 0"),
+    ("--alpha", "1e300", "--alpha must be in [0, 10]"),  # was an OverflowError from the length penalty
+    ("--coverage", "10.5", "--coverage must be in [0, 10]"),
 ])
 def test_bad_translate_options_are_one_line(tiny_run, capsys, option, value, needle):
     assert main(["translate", "--model", str(tiny_run), option, value]) == 2
