@@ -17,8 +17,8 @@ import sys
 
 import torch
 
-from rnmt.config import PENALTY
 from rnmt.commands import checks
+from rnmt.config import PENALTY
 from rnmt.errors import UserError
 from rnmt.search.limits import MAX_OUTPUT_TOKENS
 
