@@ -43,13 +43,12 @@ _CLOSERS = "\"')]}»”’」』"  # may follow a sentence end: 'said.' ends at 
 def output_limits(src_len: torch.Tensor, ratio: float, offset: int, cap: Optional[int]) -> torch.Tensor:
     """The longest output (subwords, end mark included) of each source of ``src_len``
     subwords (end mark included): ``ratio * length + offset``, at most ``cap``, at least 1."""
-    # clamped before the cast: a large ratio (1e300 is finite) overflows float32 to inf, whose
-    # cast to int64 is negative, and the limit became 1: an empty output, silently
-    scaled = (src_len.float() * ratio).clamp(max=float(cap if cap is not None else 2 ** 62))
-    limit = scaled.long() + offset
-    if cap is not None:
-        limit = limit.clamp(max=cap)
-    return limit.clamp(min=1)
+    # Each term clamped to the cap first: a large ratio (1e300 is finite) overflows float32 to
+    # inf, whose cast to int64 is negative, and a large offset wraps the sum; either made the
+    # limit 1, an empty output, silently. Without a cap, 2**61 stands in for none.
+    most = cap if cap is not None else 2 ** 61
+    scaled = (src_len.float() * ratio).clamp(max=float(most))
+    return (scaled.long() + min(offset, most)).clamp(min=1, max=most)
 
 
 def search_rows(vocab_size: int) -> int:

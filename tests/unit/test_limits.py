@@ -28,7 +28,8 @@ def test_output_limits_follow_the_source_up_to_the_cap():
     assert output_limits(lengths, 0.0, 0, 256).tolist() == [1, 1, 1, 1]  # room for the end mark at least
     # a ratio whose product overflows float32 (1e300 is finite) is the cap, not a limit of 1
     assert output_limits(lengths, 1e300, 10, 256).tolist() == [256] * 4
-    assert output_limits(lengths, 1e300, 10, None).tolist() == [2 ** 62 + 10] * 4
+    assert output_limits(lengths, 1e300, 10, None).tolist() == [2 ** 61] * 4
+    assert output_limits(lengths, 1.5, 2 ** 63 - 1, 256).tolist() == [256] * 4  # an offset that wrapped the sum
 
 
 def test_the_default_piece_is_the_longest_source_the_cap_does_not_cut():
