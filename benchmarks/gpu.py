@@ -326,8 +326,10 @@ def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, wor
     row["train"].update(memory(device))
     graphs = getattr(trainer, "update_graphs", None)
     if graphs is not None:  # train.cuda_graphs: shapes recorded (warm-up included) and replays
-        row["train"].update(graph_shapes=len(graphs.entries), graph_replays=graphs.replays)
-        log(f"    CUDA graphs: {len(graphs.entries)} batch shapes recorded, {graphs.replays} replays")
+        row["train"].update(graph_shapes=len(graphs.entries), graph_replays=graphs.replays,
+                            graph_eager=graphs.eager, graph_host_mib=round(graphs.host_mib, 1))
+        log(f"    CUDA graphs: {len(graphs.entries)} batch shapes recorded ({graphs.host_mib:,.0f} MiB of host "
+            f"memory), {graphs.replays} replays, {graphs.eager} updates of unrecorded shapes")
     if args.decode_sentences:
         from rnmt.search import step_graphs
 

@@ -35,6 +35,7 @@ is data-dependent). `declines` says why not otherwise.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -233,18 +234,44 @@ class _Entry:
         self.graph = None
 
 
+def host_rss_mib() -> Optional[float]:
+    """This process's resident memory now (Linux's /proc), or None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def host_budget_mib() -> float:
+    """Host memory the graphs of one run may take: an eighth of the machine's, at most 8 GiB.
+    A graph keeps every kernel it records on the host, about 8-10 KB each: on an H100 72
+    RNNSearch-GRU graphs (about 3,300 kernels an update) took 2.5 GB, 20 DTMT#4 graphs (about
+    29,000) 4.8 GB (results/gpu/, the processes' peak RSS against eager ones)."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+    except (OSError, ValueError, AttributeError):
+        total = 32768.0
+    return min(8192.0, total / 8)
+
+
 class UpdateGraphs:
     """The forward and backward of each (padded) batch, replayed from a graph per shape.
 
     ``recorder`` makes a graph from a function of an entry's buffers (by default a
     `CudaGraphRecorder` on this object's own memory pool; tests on the CPU pass one that runs
     the function again on every replay, which exercises the same padding, buffers and
-    bookkeeping).
+    bookkeeping). Recording stops once the graphs' host memory (the process's resident memory
+    grown over the recordings, ``rss``) reaches ``budget_mib`` (`host_budget_mib`): batches of
+    a shape seen later run eagerly, the recorded shapes are still replayed. The shapes seen
+    first are the commonest, so the replays cover most batches.
     """
 
     def __init__(self, model: torch.nn.Module, loss_fn: LossFn, amp_dtype: Optional[torch.dtype] = None,
                  recorder: Optional[Callable[[Callable[[], Tuple[Tensor, Tensor]]], object]] = None,
-                 log: Callable[[str], None] = lambda _: None) -> None:
+                 log: Callable[[str], None] = lambda _: None, budget_mib: Optional[float] = None,
+                 rss: Callable[[], Optional[float]] = host_rss_mib) -> None:
         self.model = model
         self.loss_fn = loss_fn
         self.amp_dtype = amp_dtype  # autocast's dtype, None for fp32
@@ -253,7 +280,12 @@ class UpdateGraphs:
         self.log = log
         self.entries: Dict[Shape, _Entry] = {}
         self.replays = 0
+        self.eager = 0  # updates of shapes left unrecorded by the budget
         self.failed: Optional[str] = None  # why a recording failed (from then on every update runs eagerly)
+        self.budget_mib = host_budget_mib() if budget_mib is None else budget_mib
+        self.host_mib = 0.0  # resident memory the recordings added
+        self.full = False  # the budget is spent: no more recordings
+        self.rss = rss
 
     def _cuda_graph(self, fn: Callable[[], Tuple[Tensor, Tensor]]) -> CudaGraphRecorder:
         # A pool of this object's own: the allocator forgets a pool once every graph recorded
@@ -262,6 +294,17 @@ class UpdateGraphs:
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
         return CudaGraphRecorder(fn, self._pool)
+
+    def _count_host_memory(self, before: Optional[float]) -> None:
+        after = self.rss()
+        if before is None or after is None:  # unmeasurable: a count stands in (64 graphs)
+            self.host_mib += self.budget_mib / 64
+        else:
+            self.host_mib += max(0.0, after - before)
+        if self.host_mib >= self.budget_mib:
+            self.full = True
+            self.log(f"train.cuda_graphs: {len(self.entries)} batch shapes recorded, {self.host_mib:,.0f} MiB of "
+                     f"host memory (the budget: {self.budget_mib:,.0f}); batches of shapes not yet seen run eagerly")
 
     def _forward_backward(self, entry: _Entry) -> Tuple[Tensor, Tensor]:
         x = entry.inputs
@@ -279,13 +322,17 @@ class UpdateGraphs:
         if self.failed is not None:
             return self._forward_backward(_Entry(batch, scale))
         shape = bucket_shape(batch.src.size(0), batch.src.size(1), batch.tgt_in.size(1))
-        padded = pad_batch(batch, shape)
         entry = self.entries.get(shape)
+        if entry is None and self.full:
+            self.eager += 1
+            return self._forward_backward(_Entry(batch, scale))
+        padded = pad_batch(batch, shape)
         if entry is None:
             for p in self.model.parameters():  # the graph accumulates into fixed addresses
                 if p.requires_grad and p.grad is None:
                     p.grad = torch.zeros_like(p)
             entry = _Entry(padded, scale)
+            before = self.rss()
             entry.graph = graph = self.recorder(lambda: self._forward_backward(entry))
             if getattr(graph, "error", None) is not None:
                 self.failed = graph.error  # type: ignore[attr-defined]
@@ -293,6 +340,7 @@ class UpdateGraphs:
                 self.log(f"train.cuda_graphs: recording failed ({self.failed}); the updates run eagerly from here")
             else:
                 self.entries[shape] = entry
+                self._count_host_memory(before)
             return graph.first  # type: ignore[attr-defined]
         for k in INPUTS:
             entry.inputs[k].copy_(getattr(padded, k))

@@ -131,6 +131,36 @@ def test_graph_bookkeeping_accumulates_the_eager_gradients_in_place():
         torch.testing.assert_close(p.grad, expected[n], rtol=1e-4, atol=1e-6, msg=n)
 
 
+def test_recording_stops_at_the_host_memory_budget_and_later_shapes_run_eagerly():
+    model = tiny(REPO / "configs" / "papers" / "atr" / "rnnsearch-atr.yaml").train()
+    resident = [1000.0]
+
+    class Costly(Rerun):  # each recording holds 30 MiB more of the process's memory
+        def __init__(self, fn):
+            super().__init__(fn)
+            resident[0] += 30.0
+
+    lines = []
+    graphs = UpdateGraphs(model, lambda x, t, m: label_smoothed_nll(x, t, m, 0.1), recorder=Costly,
+                          log=lines.append, budget_mib=50.0, rss=lambda: resident[0])
+    a, b, c = make_batch(2, [6, 4, 5], [3, 5, 2]), make_batch(4, [12, 3], [9, 2]), make_batch(5, [20], [17])
+    for batch in (a, b, c, a, c, b):
+        loss, _ = graphs(batch, 1.0)
+        model.zero_grad(set_to_none=False)
+        torch.testing.assert_close(loss, loss_and_grads(model, batch)[0], rtol=1e-5, atol=1e-5)
+        model.zero_grad(set_to_none=False)
+    # a and b recorded (60 MiB >= 50: full), c's two batches eager, a and b replayed once each
+    assert len(graphs.entries) == 2 and graphs.full and graphs.host_mib == 60.0
+    assert graphs.eager == 2 and graphs.replays == 2
+    assert sum("batches of shapes not yet seen run eagerly" in x for x in lines) == 1
+    # where the process's memory cannot be read, a count stands in: 64 graphs to the budget
+    counted = UpdateGraphs(model, lambda x, t, m: label_smoothed_nll(x, t, m, 0.1), recorder=Rerun,
+                           budget_mib=64.0, rss=lambda: None)
+    counted(a, 1.0)
+    assert counted.host_mib == 1.0 and not counted.full
+    assert 0 < update_graphs.host_budget_mib() <= 8192
+
+
 def test_graphs_decline_what_they_cannot_replay():
     by_name = {f"{p.parent.name}/{p.stem}": p for p in PAPER_CONFIGS}
     atr = tiny(by_name["atr/rnnsearch-atr"])
