@@ -18,6 +18,7 @@ from rnmt.commands import checks
 from rnmt.config import SEED
 from rnmt.device import check_threads
 from rnmt.errors import UserError
+from rnmt.evaluation.significance import MAX_BOOTSTRAP
 
 # The papers, 'all' of them, and rnmt's own protocols run the same way (bf16: precision parity).
 PAPER_CHOICES = ("atr", "cseq2seq", "dtmt", "survey", "all", "bf16")
@@ -154,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
     checks.at_least(args, 1, "updates", "jobs", "vocab_size", "validate_every", "threads", "bootstrap", "patience",
                     "plateau_patience")
     check_threads(args.threads)
+    if args.bootstrap > MAX_BOOTSTRAP:  # refused here, not after hours of training
+        raise UserError(f"--bootstrap must be at most {MAX_BOOTSTRAP:,}, got {args.bootstrap}")
     seeds = _seeds(args.seeds)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()] if args.systems else None
     papers = PAPERS if args.paper == "all" else (args.paper,)

@@ -180,3 +180,8 @@ def test_reproduce_refuses_seeds_outside_train_seed_range_before_any_run(capsys,
     assert main(["reproduce", "atr", "--seeds", seeds, "--status"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: --seeds must be integers from 0 to 4294967295, got {bad}"
+
+
+def test_reproduce_refuses_a_bootstrap_too_large_to_draw_before_any_run(capsys):
+    assert main(["reproduce", "atr", "--bootstrap", "1000000", "--status"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --bootstrap must be at most 100,000, got 1000000"

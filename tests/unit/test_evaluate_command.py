@@ -54,7 +54,8 @@ def test_json_has_first_system_scores_on_top_and_every_system_listed(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--bootstrap", "5", "--seed", "0"], "--seed must be a positive"),
-    (["--bootstrap", "-3"], "--bootstrap must be a positive"),
+    (["--bootstrap", "-3"], "--bootstrap must be a number of samples from 1 to 100,000, got -3"),
+    (["--bootstrap", "1000000000000"], "--bootstrap must be a number of samples from 1 to 100,000"),
     (["--by-length", SRC], "needs --out"),
     (["--buckets", "0,20,10", "--by-length", SRC, "--out", "x"], "increasing"),
     (["--seed", "7"], "--seed is the bootstrap's: it needs --bootstrap N"),  # was ignored without a word
