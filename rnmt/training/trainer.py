@@ -59,6 +59,7 @@ from rnmt.data.collate import Batch
 from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models.loading import read_checked
+from rnmt.modules.token_table import forget_tables
 from rnmt.search.translator import Translator
 from rnmt.training import update_graphs
 from rnmt.training.checkpoint import atomic_write_text, load_train_state, save_model, save_train_state
@@ -355,6 +356,7 @@ class Trainer:
             return {"skipped": True, "loss": loss_value, "lr": lr, "ntokens": ntokens}
         self.nonfinite_run = 0
         self.optimizer.step()
+        forget_tables(self.model)  # fused Adam changes the weights without their version counters
         self.optimizer.zero_grad(set_to_none=self.update_graphs is None)  # graphs keep .grad's addresses
         self.progress.step += 1
         if self.average is not None:
