@@ -50,3 +50,29 @@ def test_no_table_in_training_mode():
         model.step(torch.tensor([2]), {"s": torch.zeros(1, 12)},
                    model.encode(torch.tensor([[5, 3]]), torch.tensor([[True, True]])))
     assert model._token_table._table is None
+
+
+def test_a_fused_optimizer_step_is_invisible_to_the_key_until_forget_tables():
+    """PyTorch's fused Adam changes the weights without bumping their version counters, so
+    the table's key cannot see it: validation decoded with the first validation's table."""
+    from rnmt.modules.token_table import forget_tables
+
+    model = tiny()
+    prev = torch.tensor([2, 17])
+    one_step(model, prev, grad=False)  # builds the table
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.5, fused=True)
+    model.train()
+    one_step(model, prev, grad=True)
+    src = torch.tensor([[5, 6, 3], [4, 9, 3]])
+    memory = model.encode(src, src != 0)
+    log_probs, _, _ = model.step(prev, model.init_state(memory), memory)
+    log_probs.sum().backward()
+    versions = [p._version for p in model.parameters()]
+    optimizer.step()
+    model.eval()
+    assert [p._version for p in model.parameters()] == versions  # what the key misses
+    stale = one_step(model, prev, grad=False)[0]
+    products = one_step(model, prev, grad=True)[0]
+    assert not torch.allclose(stale, products, atol=1e-3)
+    forget_tables(model)
+    torch.testing.assert_close(one_step(model, prev, grad=False)[0], products, atol=1e-5, rtol=1e-5)
