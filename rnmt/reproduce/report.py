@@ -537,10 +537,13 @@ def _training_line(settings: Dict[str, Any], records: Sequence[dict] = ()) -> st
         # A table whose patience was raised keeps the records of runs it could not continue
         # (no checkpoint on the machine): say which rule each record stopped under.
         other = sorted({p for r in records if (p := record_patience(r)) is not None and p != patience})
+        def whose(p: int) -> str:
+            runs = sorted(r["run"] for r in records if record_patience(r) == p)
+            return "every record here" if len(runs) == len(records) else f"the records of {', '.join(runs)}"
+
         stopped = "".join(
-            f"; the records of {', '.join(sorted(r['run'] for r in records if record_patience(r) == p))} stopped "
-            f"under a patience of {p}, the table's before it was raised, their checkpoints not on the machine "
-            "to continue from" for p in other)
+            f"; {whose(p)} stopped under a patience of {p}, the table's before it was raised, their checkpoints "
+            "not on the machine to continue from" for p in other)
         return (f"- **Training**: until dev BLEU has not improved for {patience} validations in a row "
                 f"(early stopping), at most {settings['updates']:,} updates{stopped}; validation every "
                 f"{settings['validate_every']} updates {where}; the learning rate (the family recipe's) warms up, "

@@ -61,3 +61,5 @@ def test_the_training_line_names_the_records_that_stopped_under_an_earlier_patie
     mixed = _training_line(settings, [under("b.seed1", 4), under("a.seed2", 8), under("a.seed1", 4)])
     assert "the records of a.seed1, b.seed1 stopped under a patience of 4" in mixed
     assert "a.seed2" not in mixed
+    every = _training_line(settings, [under("b.seed1", 4), under("a.seed1", 4)])
+    assert "; every record here stopped under a patience of 4" in every
