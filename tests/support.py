@@ -49,6 +49,25 @@ def tiny_config_tree(train: str, dev: str) -> dict:
     }
 
 
+def assert_resume_is_exact(tree: dict, out: Path, steps: int, stop_at: int, log=lambda *_: None) -> None:
+    """Train ``tree`` for ``steps`` updates in one go (``log`` gets its lines), and again stopped
+    at ``stop_at`` and resumed; both runs' checkpoints at ``steps`` hold the same weights, to
+    test_train's tolerance (CUDA's backward sums are not run-to-run deterministic)."""
+    import torch
+
+    import rnmt
+    from rnmt.models import load_model
+
+    rnmt.train(tree, [f"train.max_steps={steps}"], out=out / "full", log=log)
+    rnmt.train(tree, [f"train.max_steps={stop_at}"], out=out / "part", log=lambda *_: None)
+    rnmt.train(tree, [f"train.max_steps={steps}"], out=out / "part", resume=True, log=lambda *_: None)
+    full = load_model(out / "full" / f"ckpt-{steps}.safetensors").model.state_dict()
+    part = load_model(out / "part" / f"ckpt-{steps}.safetensors").model.state_dict()
+    assert full.keys() == part.keys()
+    for k in full:
+        torch.testing.assert_close(part[k], full[k], rtol=1e-5, atol=1e-5, msg=k)
+
+
 def load_benchmark(name: str) -> ModuleType:
     """Import ``benchmarks/<name>.py`` (with benchmarks/ on the path for its own imports, and
     registered in sys.modules, which dataclasses look their module up in)."""
