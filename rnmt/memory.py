@@ -23,6 +23,10 @@ process's resident set with them, although nothing in them is in use:
 
 ``RNMT_MEMORY_BOUNDS=0`` turns both off (for comparisons: benchmarks/shape_rss.py). The
 figures that chose these settings are in docs/performance.md ("bf16 training", Memory).
+Less memory than these bounds give is bought with speed, and set in the environment before
+the process starts, not here: a fixed ``MALLOC_MMAP_THRESHOLD_`` with PyTorch's
+``THP_MEM_ALLOC_ENABLE=1`` (docs/performance.md, "bf16 on ... Zen 5", for a user short of
+memory).
 """
 
 from __future__ import annotations
