@@ -2,9 +2,11 @@
 
 Under ``torch.autocast("cpu", dtype=torch.bfloat16)`` (``train.amp: bf16``) every matrix
 product runs in bf16 and returns bf16. rnmt's fused element-wise kernels (GRU gates,
-layer-normalised gates, additive attention scores; `rnmt.kernels`) compute in fp32: they
-take their bf16 inputs cast up (one element-wise copy of a step's rows, far cheaper than the
-dozen bf16 element-wise kernels of the PyTorch expression they replace) and return fp32.
+layer-normalised gates, additive attention scores; `rnmt.kernels`) compute in fp32 and
+return fp32: the gate sweeps read their bf16 products directly, widening each row exactly
+(`rnmt/kernels/bf16_rows.h`), and the attention scores take theirs cast up (one element-wise
+copy, far cheaper than the dozen bf16 element-wise kernels of the PyTorch expression they
+replace).
 The next product casts its operand down again. So gates, states, layer-norm statistics,
 attention scores and the loss keep fp32 arithmetic while the products run at the bf16
 rate (docs/performance.md, "bf16 training").

@@ -26,8 +26,9 @@ _SEED_RANGE = 2**31 - 1
 
 
 def applies(cell, px: Optional[Tensor], state: Tensor) -> bool:
-    """The unit has layer norm, the tensors are float32 (or bf16 under CPU autocast, cast
-    up: `rnmt.precision`) with dense rows on the CPU, and the kernels are built."""
+    """The unit has layer norm, the tensors are float32 (or bf16 under CPU autocast, read
+    widened by the sweeps: `rnmt.precision`) with dense rows on the CPU, and the kernels
+    are built."""
     return (cell.gate_norm is not None and cell.weight_h.dtype == torch.float32 and precision.kernel_dtype_ok(state)
             and state.device.type == "cpu" and state.stride(-1) == 1
             and (px is None or (precision.kernel_dtype_ok(px) and px.stride(-1) == 1))
@@ -40,8 +41,8 @@ def ln_gates(cell, px: Optional[Tensor], rec: Tensor, state: Tensor, linear: boo
     (None for the T-GRU), its recurrent product without bias ``rec`` and the state.
     ``params``: (gain, offset, b_h) stacked [G, .] for G units of the cell's kind stepping
     together on G equal blocks of rows (`lockstep`); the cell's own otherwise."""
-    px = None if px is None else precision.fp32(px)
-    rec, state = precision.fp32(rec), precision.fp32(state)
+    # px and rec may stay bf16 (under CPU autocast): the sweeps read them widened
+    state = precision.fp32(state)
     keep = 1.0 - cell.dropout if cell.training else 1.0
     seed = int(torch.randint(_SEED_RANGE, (1,))) if keep < 1.0 else 0
     norm = cell.gate_norm

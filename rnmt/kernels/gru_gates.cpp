@@ -11,31 +11,18 @@
 #include <torch/types.h>
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 #include <vector>
 
+#include "bf16_rows.h"
 #include "fast_math.h"
 
+using rnmt_kernels::as_float_row;
+using rnmt_kernels::float_or_bf16;
 using rnmt_kernels::sigmoid_rational;
 using rnmt_kernels::tanh_rational;
 
 namespace {
-
-// The projected input and the recurrent product may come as bf16 (the products' dtype under
-// CPU bf16 autocast): read here and widened exactly, instead of a cast to a float32 copy of
-// each before every step (and that cast's node in the backward).
-inline float widen(float x) { return x; }
-inline float widen(c10::BFloat16 x) {
-  const uint32_t bits = static_cast<uint32_t>(x.x) << 16;
-  float out;
-  std::memcpy(&out, &bits, sizeof out);
-  return out;
-}
-
-bool float_or_bf16(const torch::Tensor& t) {
-  return t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kBFloat16;
-}
 
 int64_t check_step(const torch::Tensor& px, const torch::Tensor& rec, const torch::Tensor& state,
                    const c10::optional<torch::Tensor>& mask) {
@@ -76,15 +63,6 @@ inline void step_row(const float* __restrict__ p, const float* __restrict__ u, c
     }
     o[j] = h[j] + z * ((masked ? m[j] : 1.f) * c - h[j]);
   }
-}
-
-// A row of px or rec as float32: itself, or widened into ``buffer`` when it is bf16 (exactly,
-// so the arithmetic and its rounding are those of a float32 input, on every size and CPU).
-inline const float* as_float_row(const float* row, float*, int64_t) { return row; }
-inline const float* as_float_row(const c10::BFloat16* row, float* buffer, int64_t width) {
-#pragma omp simd
-  for (int64_t j = 0; j < width; ++j) buffer[j] = widen(row[j]);
-  return buffer;
 }
 
 // The sweep itself; with Save, it also keeps [r z h~ u_h] per row in ``saved`` ([N, 4d]).

@@ -22,8 +22,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "bf16_rows.h"
 #include "fast_math.h"
 
+using rnmt_kernels::float_or_bf16;
+using rnmt_kernels::FloatRows;
 using rnmt_kernels::sigmoid_rational;
 using rnmt_kernels::tanh_rational;
 
@@ -61,12 +64,14 @@ Layout check(const c10::optional<torch::Tensor>& px, const torch::Tensor& rec, c
   // (the linear term's gate is the third: with two, its reads and writes would leave the rows)
   TORCH_CHECK(!linear || (l.has_input && gates == 3), "ln_gates: the linear term needs the projected input and 3 gates");
   TORCH_CHECK(rec.size(0) == l.N && rec.size(1) == (gates + 1) * l.d, "ln_gates: recurrent product shape");
-  TORCH_CHECK(rec.scalar_type() == torch::kFloat && state.scalar_type() == torch::kFloat, "ln_gates: float32 only");
+  // p and u may be bf16 (the products' dtype under CPU bf16 autocast), read widened (bf16_rows.h)
+  TORCH_CHECK(float_or_bf16(rec) && state.scalar_type() == torch::kFloat,
+              "ln_gates: float32 state, float32 or bfloat16 recurrent product");
   TORCH_CHECK(rec.stride(1) == 1 && state.stride(1) == 1, "ln_gates: rows must be dense");
   if (l.has_input) {
     TORCH_CHECK(px->dim() == 2 && px->size(0) == l.N && px->size(1) == (gates + 1 + (linear ? 1 : 0)) * l.d,
                 "ln_gates: projected input shape");
-    TORCH_CHECK(px->scalar_type() == torch::kFloat && px->stride(1) == 1, "ln_gates: projected input float32, dense rows");
+    TORCH_CHECK(float_or_bf16(*px) && px->stride(1) == 1, "ln_gates: projected input float32 or bfloat16, dense rows");
   }
   return l;
 }
@@ -94,9 +99,8 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
   auto out = torch::empty({N, d}, state.options());
   auto saved = torch::empty({N, L.saved_width()}, state.options());
   auto rstd = torch::empty({N, G}, state.options());
-  const float* const pp = L.has_input ? px->data_ptr<float>() : nullptr;
-  const int64_t ps = L.has_input ? px->stride(0) : 0;
-  const float* const up = rec.data_ptr<float>();
+  const FloatRows P = L.has_input ? FloatRows(*px) : FloatRows(), U(rec);
+  const bool has_p = L.has_input;
   const float* const hp = state.data_ptr<float>();
   const float* const gp = gain.data_ptr<float>();
   const float* const op = offset.data_ptr<float>();
@@ -104,14 +108,15 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
   float* const outp = out.data_ptr<float>();
   float* const sp = saved.data_ptr<float>();
   float* const rp = rstd.data_ptr<float>();
-  const int64_t us = rec.stride(0), hs = state.stride(0), W = L.saved_width();
+  const int64_t hs = state.stride(0), W = L.saved_width();
   const bool drop = keep < 1.0;
   const uint32_t threshold = dropout_threshold(keep), key = mix(static_cast<uint32_t>(seed));
   const float inv_keep = static_cast<float>(1.0 / keep);
   at::parallel_for(0, N, 8, [=](int64_t begin, int64_t end) {
+    std::vector<float> p_buffer(P.buffer_size()), u_buffer(U.buffer_size());
     for (int64_t n = begin; n < end; ++n) {
-      const float* __restrict__ u = up + n * us;
-      const float* __restrict__ p = pp != nullptr ? pp + n * ps : u;  // never null (gru_gates.cpp, sweep)
+      const float* __restrict__ u = U.row(n, u_buffer.data());
+      const float* __restrict__ p = has_p ? P.row(n, p_buffer.data()) : u;  // never null (gru_gates.cpp, sweep)
       const float* __restrict__ h = hp + n * hs;
       float* __restrict__ xhat = sp + n * W;
       float* __restrict__ s = xhat + G * d;
@@ -124,7 +129,7 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
         float sum = 0.f;
 #pragma omp simd reduction(+ : sum)
         for (int64_t j = 0; j < d; ++j) {
-          x[j] = u[k * d + j] + (pp != nullptr ? p[k * d + j] : 0.f);
+          x[j] = u[k * d + j] + (has_p ? p[k * d + j] : 0.f);
           sum += x[j];
         }
         const float mean = sum / d;
@@ -150,7 +155,7 @@ std::vector<torch::Tensor> ln_gates_forward(const c10::optional<torch::Tensor>& 
       for (int64_t j = 0; j < d; ++j) {
         const float r = s[j], z = s[d + j];
         uh[j] = u[G * d + j] + bh[j];
-        float cand = tanh_rational((pp != nullptr ? p[G * d + j] : 0.f) + r * uh[j]);
+        float cand = tanh_rational((has_p ? p[G * d + j] : 0.f) + r * uh[j]);
         c[j] = cand;
         if (linear) cand += s[2 * d + j] * p[(G + 1) * d + j];
         const float m = drop ? dropout_scale(key, row + static_cast<uint32_t>(j), threshold, inv_keep) : 1.f;
@@ -176,6 +181,8 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
   TORCH_CHECK(grad.sizes() == state.sizes() && saved.size(0) == N && saved.size(1) == L.saved_width() &&
               saved.is_contiguous() && rstd.is_contiguous() && state.stride(1) == 1,
               "ln_gates: backward shapes");
+  TORCH_CHECK(!has_input || (float_or_bf16(*px) && px->dim() == 2 && px->size(0) == N && px->stride(1) == 1),
+              "ln_gates: backward projected input");
   const auto dn_all = grad.contiguous();
   const int64_t P = has_input ? px->size(1) : 0;
   auto grad_p = torch::empty({has_input ? N : 0, P}, state.options());
@@ -184,8 +191,8 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
   auto grad_gain = torch::empty({N, G * d}, state.options());
   auto grad_offset = torch::empty({N, G * d}, state.options());
   const float* const dp = dn_all.data_ptr<float>();
-  const float* const pp = has_input ? px->data_ptr<float>() : nullptr;
-  const int64_t ps = has_input ? px->stride(0) : 0;
+  // only the linear term reads p here (bf16 under autocast, widened as in the forward)
+  const FloatRows p_rows = linear ? FloatRows(*px) : FloatRows();
   const float* const hp = state.data_ptr<float>();
   const float* const sp = saved.data_ptr<float>();
   const float* const rp = rstd.data_ptr<float>();
@@ -202,11 +209,12 @@ std::vector<torch::Tensor> ln_gates_backward(const torch::Tensor& grad, const c1
   const uint32_t threshold = dropout_threshold(keep), key = mix(static_cast<uint32_t>(seed));
   const float inv_keep = static_cast<float>(1.0 / keep);
   at::parallel_for(0, N, 8, [=](int64_t begin, int64_t end) {
+    std::vector<float> p_buffer(p_rows.buffer_size());
     for (int64_t n = begin; n < end; ++n) {
       const float* __restrict__ dn = dp + n * d;
       const float* __restrict__ h = hp + n * hs;
       const float* __restrict__ xhat = sp + n * W;
-      const float* __restrict__ p = pp != nullptr ? pp + n * ps : xhat;  // never null, as in the forward
+      const float* __restrict__ p = linear ? p_rows.row(n, p_buffer.data()) : xhat;  // never null, as in the forward
       const float* __restrict__ s = xhat + G * d;
       const float* __restrict__ c = s + G * d;
       const float* __restrict__ uh = c + d;

@@ -469,6 +469,46 @@ def test_layer_normalised_units_fused_step_matches_pytorch(name, width):
 
 @needs_kernel
 @pytest.mark.parametrize("name,width", LN_UNITS)
+def test_layer_norm_sweeps_read_bf16_products_as_their_exact_float32_values(name, width):
+    # As the GRU's sweeps (above): under CPU bf16 autocast the projected input and the
+    # recurrent product come as bf16 and are read widened, with the float32 copies' results
+    # (dropout included: the backward draws the same hashed mask), and autograd hands back
+    # bf16 gradients that are the float32 ones rounded.
+    from rnmt.cells.ln_gates import ln_gates
+
+    torch.manual_seed(12)
+    cell = _ln_unit(name, dropout=0.3)
+    gates = cell.gate_norm.num_gates
+    px16 = torch.randn(6, 2, width).bfloat16()[:, 1] if width else None  # strided rows
+    rec16 = torch.randn(6, (gates + 1) * 16).bfloat16()
+    state, grad = torch.randn(6, 16), torch.randn(6, 16)
+    linear = name == "lgru"
+
+    def run(px, rec):
+        leaves = [t.clone().requires_grad_() for t in (px, rec) if t is not None]
+        torch.manual_seed(13)  # the dropout seed
+        new = ln_gates(cell, leaves[0] if px is not None else None, leaves[-1], state, linear)
+        new.backward(grad)
+        return new.detach(), [t.grad for t in leaves]
+
+    new16, grads16 = run(px16, rec16)
+    new32, grads32 = run(None if px16 is None else px16.float(), rec16.float())
+    assert torch.equal(new16, new32)
+    for g16, g32 in zip(grads16, grads32):
+        assert g16.dtype == torch.bfloat16 and torch.equal(g16, g32.bfloat16())
+    with torch.no_grad():  # decoding's sweep, without the autograd node
+        torch.manual_seed(13)
+        assert torch.equal(ln_gates(cell, px16, rec16, state, linear), new32)
+    # the kernel itself takes the bf16 tensors (no float32 copy made on the way)
+    norm, ext = cell.gate_norm, kernels.extension()
+    args = (state, norm.gain, norm.offset, cell.bias, gates, linear, 0.7, 5, 0)
+    for a16, a32 in zip(ext.ln_gates_forward(px16, rec16, *args),
+                        ext.ln_gates_forward(None if px16 is None else px16.float(), rec16.float(), *args)):
+        assert torch.equal(a16, a32)
+
+
+@needs_kernel
+@pytest.mark.parametrize("name,width", LN_UNITS)
 def test_layer_normalised_units_hashed_dropout_is_a_scaled_bernoulli_mask(name, width):
     """From a zero state h' = z * m * h~, so the mask is h' (dropout) / h' (none)."""
     torch.manual_seed(10)
