@@ -82,13 +82,18 @@ def curves_figure(runs: Sequence[Curves], title: Optional[str] = None):
 
 
 def plot_curves(runs: Sequence[Curves], out: str | Path, title: Optional[str] = None) -> Path:
-    """Draw `curves_figure` into the PNG file ``out``."""
+    """Draw `curves_figure` into the image file ``out`` (`rnmt.analysis.plots.image_path`:
+    PNG without a suffix); returns the path written."""
     import matplotlib.pyplot as plt
 
-    path = Path(out)
-    if not path.parent.is_dir():
-        raise UserError(f"{path.parent}: no such directory (--out)")
+    from rnmt.analysis.plots import image_path
+
+    path, fmt = image_path(out)
     fig = curves_figure(runs, title)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    try:
+        fig.savefig(path, format=fmt, dpi=80)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
     return path

@@ -24,6 +24,29 @@ def _pyplot():
     return plt
 
 
+def image_path(out: str | Path, option: str = "--out") -> tuple[Path, str]:
+    """The file a figure asked for as ``out`` goes to, and its format: the suffix's when
+    matplotlib writes it, PNG (and ``.png`` added, as matplotlib would) without one; a
+    directory or an unknown suffix is a `UserError` naming ``option``, before anything is
+    drawn."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from rnmt.errors import UserError
+
+    path = Path(out)
+    if str(out) == "" or path.is_dir():
+        raise UserError(f"{option} {str(out)!r}: a directory or nothing; name the image file to write")
+    if not path.parent.is_dir():
+        raise UserError(f"{path.parent}: no such directory ({option})")
+    fmt = path.suffix[1:].lower()
+    if not fmt:
+        return path.with_name(path.name + ".png"), "png"
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in formats:
+        raise UserError(f"{option} {path}: no image format for '.{fmt}'; use one of {', '.join(sorted(formats))}")
+    return path, fmt
+
+
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     fig.savefig(path, format="png", dpi=100)

@@ -45,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--steps must be at most {MAX_STEPS:,} (a rate is computed for every update), "
                         f"got {args.steps:,}")
     checks.output_apart("--out", args.out, [("the config", args.config)])
+    if args.out is not None:  # before the schedule is computed and printed
+        from rnmt.analysis.plots import image_path
+
+        out, fmt = image_path(args.out)
     cfg = load_config(args.config, args.overrides)
     if args.replicas is not None:
         cfg.train.replicas = args.replicas
@@ -58,8 +62,9 @@ def run(args: argparse.Namespace) -> int:
     peak = max(values, key=lambda v: v[2])
     print(f"{cfg.train.schedule}: lr(0) = {values[0][2]:.3g}, peak {peak[2]:.3g} at step {peak[0]}, "
           f"lr({args.steps - 1}) = {values[-1][2]:.3g}", file=sys.stderr)
-    if args.out:
+    if args.out is not None:
         import matplotlib
+
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -78,10 +83,10 @@ def run(args: argparse.Namespace) -> int:
         ax.grid(alpha=0.3)
         fig.tight_layout()
         try:
-            fig.savefig(args.out)
+            fig.savefig(out, format=fmt)
         except (OSError, ValueError) as exc:
-            raise UserError(f"cannot write {args.out}: {exc}") from None
+            raise UserError(f"cannot write {out}: {exc}") from None
         finally:
             plt.close(fig)
-        print(f"wrote {args.out}", file=sys.stderr)
+        print(f"wrote {out}", file=sys.stderr)
     return 0

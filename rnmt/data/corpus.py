@@ -272,9 +272,10 @@ class _UnreadableEntry(Exception):
     """A cache entry whose files do not load, or whose arrays disagree with each other."""
 
 
-def _read_entry(entry: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
+def _read_entry(entry: Path, vocab_sizes: Tuple[int, int]) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
     """The entry's meta and arrays, checked against each other (cheaply: lengths and the
-    last offsets), or `_UnreadableEntry` saying what is wrong."""
+    last offsets) and the token ids against ``vocab_sizes`` (source, target: one pass over
+    each array), or `_UnreadableEntry` saying what is wrong."""
     try:
         meta = json.loads((entry / "meta.json").read_text())
         arrays = {name: np.load(entry / f"{name}.npy", mmap_mode="r") for name in _ARRAYS}
@@ -288,11 +289,16 @@ def _read_entry(entry: Path) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]]:
         raise _UnreadableEntry(f"{type(exc).__name__}: {exc}") from None
     if not consistent:
         raise _UnreadableEntry("its files disagree with each other")
+    for name, size in zip(("src", "tgt"), vocab_sizes):
+        ids = arrays[name]
+        if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= size):
+            raise _UnreadableEntry(f"{name}.npy holds token ids outside the vocabulary (ids {int(ids.min())} to "
+                                   f"{int(ids.max())}, vocabulary size {size})")
     return meta, arrays
 
 
-def _load_entry(entry: Path, from_cache: bool) -> EncodedCorpus:
-    meta, arrays = _read_entry(entry)
+def _load_entry(entry: Path, from_cache: bool, vocab_sizes: Tuple[int, int]) -> EncodedCorpus:
+    meta, arrays = _read_entry(entry, vocab_sizes)
     corpus = EncodedCorpus(**arrays, n_empty=meta["n_empty"], n_too_long=meta["n_too_long"],
                            cache_path=entry, from_cache=from_cache)
     if hasattr(os, "pread") and all(isinstance(arrays[n], np.memmap) for n in ("src", "tgt")):
@@ -324,11 +330,12 @@ def encode_corpus(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_
     if max_len is not None and max_len < 0:
         raise UserError(f"max_len must be positive or 0 (no limit), got {max_len}")
     key = cache_key(src_path, tgt_path, src_vocab, tgt_vocab, max_len)
+    vocab_sizes = (src_vocab.size, tgt_vocab.size)
     root = Path(cache_dir)
     entry = root / key
     if (entry / "meta.json").is_file():
         try:
-            return _load_entry(entry, from_cache=True)
+            return _load_entry(entry, from_cache=True, vocab_sizes=vocab_sizes)
         except _UnreadableEntry as exc:  # derived data: encode it again rather than fail
             warnings.warn(CacheRebuiltWarning(f"{entry}: corpus cache entry unreadable ({str(exc)[:200]}); "
                                               f"encoding the corpus again"), stacklevel=2)
@@ -356,4 +363,4 @@ def encode_corpus(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
-    return _load_entry(entry, from_cache=False)
+    return _load_entry(entry, from_cache=False, vocab_sizes=vocab_sizes)

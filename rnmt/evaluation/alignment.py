@@ -78,18 +78,24 @@ class AlignmentScores:
         return 1.0 - (self.hyp_and_sure + self.hyp_and_possible) / total
 
 
+def _readable(match: re.Match[str]) -> bool:
+    """The link's two indices are ASCII numbers int() reads (not 5,000 digits, not other
+    scripts' digits, which ``\\d`` also matches)."""
+    return all(g.isascii() and len(g) <= 9 for g in match.group(1, 2))
+
+
 def parse_links(line: str, where: str = "<input>") -> SentenceAlignment:
     """Parse one line of Pharaoh links; ``where`` (``file:line``) names it in errors."""
     sure: Set[Tuple[int, int]] = set()
     possible: Set[Tuple[int, int]] = set()
     for token in line.split():
         match = _SURE_OR_MARKED.fullmatch(token)
-        if match:
+        if match and _readable(match):
             link = (int(match.group(1)), int(match.group(2)))
             (possible if match.group(3) == "P" else sure).add(link)
             continue
         match = _POSSIBLE.fullmatch(token)
-        if match:
+        if match and _readable(match):
             possible.add((int(match.group(1)), int(match.group(2))))
             continue
         raise UserError(f"{where}: malformed alignment link {token!r}; "

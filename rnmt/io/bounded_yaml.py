@@ -6,8 +6,9 @@ recursion limit inside PyYAML's composer (a traceback), and nine aliases of nine
 (a "billion laughs") construct a value that repr, copy and validation walk for minutes
 while memory grows by gigabytes. A config is a few hundred values a few levels deep, so
 `load_yaml` refuses a document nested deeper than `MAX_DEPTH` or expanding, aliases
-followed, to more than `MAX_VALUES` values, a value that contains itself (``&a [*a]``), and
-a key given twice in one mapping (PyYAML keeps the last); each refusal is a
+followed, to more than `MAX_VALUES` values, a value that contains itself (``&a [*a]``), a
+key given twice in one mapping (PyYAML keeps the last), and an integer longer than Python
+reads from text (a ValueError inside PyYAML otherwise); each refusal is a
 `yaml.MarkedYAMLError`, which callers already turn into one line naming the file and line.
 Anchors and aliases within the bounds work as usual.
 """
@@ -50,6 +51,16 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+    def construct_bounded_int(self, node: ScalarNode) -> int:
+        try:
+            return self.construct_yaml_int(node)
+        except ValueError:  # Python's bound on the digits int() reads from text (4,300)
+            raise YAMLBoundError(f"an integer of {len(node.value):,} characters, more digits than Python reads",
+                                 node.start_mark) from None
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_bounded_int)
 
 
 def _children(node: Node) -> List[Node]:

@@ -80,14 +80,85 @@ def read_model_file(path: Path) -> ModelFile:
             stored = upgrade_stored_config(metadata.get("format_version"), json.loads(metadata["config"]))
             tensors = {k: fh.get_tensor(k) for k in fh.keys()}
         config = config_from_dict(stored, source=str(path))
-        meta = json.loads(metadata.get("meta", "{}"))
+        meta = _checked_meta(metadata.get("meta", "{}"), path)
     except UserError as exc:
         raise UserError(exc if str(exc).startswith(f"{path}:") else f"{path}: {exc}") from None
     except Exception as exc:  # safetensors raises several types for damaged files
-        raise UserError(f"{path}: corrupt or truncated checkpoint ({str(exc).splitlines()[0][:120]})") from None
+        raise UserError(f"{path}: corrupt or truncated checkpoint ({first_line(exc)})") from None
     state = {k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")}
+    _check_finite(state, path)
     vocabs = {k[len("vocab."):]: bytes(v.numpy().tobytes()) for k, v in tensors.items() if k.startswith("vocab.")}
     return ModelFile(path, config, state, vocabs, meta)
+
+
+def first_line(exc: BaseException, limit: int = 120) -> str:
+    """The first line of an exception's message for a one-line error, or its class name
+    when it has none (``EOFError()`` from a file cut short)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0][:limit] if lines else type(exc).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, list) and all(check(v) for v in value)
+
+
+def _provenance(value: Any) -> bool:
+    return (isinstance(value, dict) and isinstance(value.get("path", ""), str)
+            and _optional(_is_int)(value.get("step")))
+
+
+# meta key -> (what it must be, its check): the keys the trainer (`rnmt.training.trainer`)
+# and `rnmt average` write; a key this rnmt does not know (a later one's) passes unread
+META_TYPES: Dict[str, Tuple[str, Callable[[Any], bool]]] = {
+    "step": ("an integer or null", _optional(_is_int)),
+    "epoch": ("an integer or null", _optional(_is_int)),
+    "dev_bleu": ("a number or null", _optional(_is_number)),
+    "init_from": ("an object with a path and a step", _optional(_provenance)),
+    "averaged": ("a list of paths", _list_of(lambda v: isinstance(v, str))),
+    "steps": ("a list of integers or nulls", _list_of(_optional(_is_int))),
+}
+
+
+def _checked_meta(text: Any, path: Path) -> Dict[str, Any]:
+    """The checkpoint's ``meta`` field: a JSON object whose known keys have their types, else
+    a `UserError` calling the file corrupt (what reads it calls ``meta.get(...)`` and uses
+    the values as numbers)."""
+    try:
+        meta = json.loads(text) if isinstance(text, str) else text
+    except ValueError as exc:
+        raise UserError(f"{path}: corrupt checkpoint metadata ('meta' is not JSON: {first_line(exc)})") from None
+    if not isinstance(meta, dict):
+        raise UserError(f"{path}: corrupt checkpoint metadata ('meta' is a JSON {type(meta).__name__}, "
+                        f"not an object)")
+    for key, (what, check) in META_TYPES.items():
+        if key in meta and not check(meta[key]):
+            raise UserError(f"{path}: corrupt checkpoint metadata (meta '{key}' is {json.dumps(meta[key])[:40]}, "
+                            f"not {what})")
+    return meta
+
+
+def _check_finite(state: Dict[str, torch.Tensor], path: Path) -> None:
+    """Refuse weights holding NaN or infinity: a model built from them translates nothing.
+    Training never writes them (`rnmt.training.trainer` checks before every save), so such a
+    file was damaged or written by something else."""
+    bad = [name for name, tensor in state.items()
+           if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+    if bad:
+        raise UserError(f"{path}: weight '{bad[0]}' is not finite (NaN or infinity; {len(bad)} of "
+                        f"{len(state)} tensors): a damaged checkpoint, or one not written by rnmt training, "
+                        f"which never saves non-finite weights")
 
 
 def weights_mismatch(expected: Dict[str, torch.Size], given: Dict[str, torch.Tensor],

@@ -31,7 +31,7 @@ from safetensors.torch import save as safetensors_bytes
 
 from rnmt.config import Config
 from rnmt.errors import UserError, write_failure
-from rnmt.io.checkpoint_files import FORMAT, FORMAT_VERSION
+from rnmt.io.checkpoint_files import FORMAT, FORMAT_VERSION, first_line
 
 
 def _umask() -> int:
@@ -137,6 +137,10 @@ def load_train_state(path: Path) -> Dict[str, Any]:
     if not path.is_file():
         raise UserError(f"cannot resume: {path} not found")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        state = torch.load(path, map_location="cpu", weights_only=True)  # never runs code from the file
     except Exception as exc:
-        raise UserError(f"{path}: corrupt or truncated training state ({str(exc).splitlines()[0][:120]})") from None
+        raise UserError(f"{path}: corrupt or truncated training state ({first_line(exc)})") from None
+    if not isinstance(state, dict):
+        raise UserError(f"{path}: corrupt or truncated training state (it holds a {type(state).__name__}, "
+                        f"not rnmt's dict of training state)")
+    return state

@@ -80,3 +80,14 @@ def test_a_key_given_twice_in_one_mapping_is_refused_with_both_lines():
     # the same key in different mappings, and a merged key overridden, are fine
     assert load_yaml("a: {x: 1}\nb: {x: 2}\n") == {"a": {"x": 1}, "b": {"x": 2}}
     assert load_yaml("base: &b {lr: 0.1, seed: 1}\ntrain: {<<: *b, lr: 0.5}\n")["train"] == {"lr": 0.5, "seed": 1}
+
+
+def test_an_integer_longer_than_python_reads_is_refused_with_its_line():
+    # int() refuses more than 4,300 digits from text: a ValueError inside PyYAML otherwise
+    with pytest.raises(YAMLBoundError, match="an integer of 5,000 characters") as info:
+        load_yaml("train:\n  max_steps: " + "9" * 5000 + "\n")
+    assert info.value.problem_mark.line + 1 == 2
+    assert load_yaml("a: " + "9" * 4000) == {"a": int("9" * 4000)}  # within the bound: read as before
+    from rnmt.config import parse_overrides
+
+    assert parse_overrides(["train.max_steps=" + "9" * 5000]) == [("train.max_steps", "9" * 5000)]  # a string

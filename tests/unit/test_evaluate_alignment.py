@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rnmt.commands import evaluate_alignment
+from rnmt.errors import UserError
 from rnmt.evaluation.alignment import evaluate_alignment_files, parse_links
 from tests.evaluate_support import FIXTURES, run_command
 
@@ -49,3 +50,9 @@ def test_command_json_output(capsys):
     assert report["precision"] == 0.625 and report["recall"] == 0.75
     assert report["aer"] == pytest.approx(1 / 3)
     assert report["sentences"] == 3
+
+
+@pytest.mark.parametrize("token", ["9" * 5000 + "-0", "\u0661-\u0662", "0?" + "9" * 20])
+def test_a_link_index_python_cannot_read_or_in_another_script_is_malformed(token):
+    with pytest.raises(UserError, match="malformed alignment link"):
+        parse_links("0-0 " + token, "gold.txt:3")
