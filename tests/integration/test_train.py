@@ -94,6 +94,21 @@ def test_existing_run_is_not_overwritten_without_resume(tiny_run, tiny_corpus):
         Trainer(config_from_dict(tree), tiny_run, log=lambda *_: None)
 
 
+def test_checkpoints_without_their_training_state_are_not_overwritten(tiny_run, tiny_corpus, tmp_path):
+    # A run whose train_state.pt went (deleted, or copied without it) still has weights a
+    # new run in the same directory would replace.
+    import shutil
+
+    out = tmp_path / "kept"
+    shutil.copytree(tiny_run, out)
+    (out / "train_state.pt").unlink()
+    before = {p.name: p.read_bytes() for p in out.glob("*.safetensors")}
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    with pytest.raises(UserError, match=r"already holds checkpoints \(.*safetensors.*\) but no train_state.pt"):
+        Trainer(config_from_dict(tree), out, log=lambda *_: None)
+    assert {p.name: p.read_bytes() for p in out.glob("*.safetensors")} == before
+
+
 def test_a_config_inside_the_output_directory_is_not_replaced(tmp_path, tiny_corpus):
     # `rnmt train exp/config.yaml --out exp` replaced the user's file (comments and all) with
     # the run's resolved config
