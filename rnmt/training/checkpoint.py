@@ -22,6 +22,7 @@ import contextlib
 import io
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
@@ -73,6 +74,12 @@ def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     path = Path(path)
     tmp = None
     try:
+        target = _existing_target(path)
+        if target is not None and not stat.S_ISREG(target.st_mode):
+            _write_in_place(path, write)  # a device or pipe: a rename would replace the node
+            return
+        if path.is_symlink():  # write the file the link points to and keep the link
+            path = Path(os.path.realpath(path))
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
@@ -92,6 +99,24 @@ def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
             raise UserError(f"{path}: {what} while writing it; the previous version of the file "
                             f"(if any) is intact: {advice}") from None
         raise
+
+
+def _existing_target(path: Path) -> Optional[os.stat_result]:
+    """What ``path`` names once links are followed; None where nothing exists there yet."""
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def _write_in_place(path: Path, write: Callable[[Any], None]) -> None:
+    """``write(fh)`` straight into ``path`` (a device such as /dev/stdout, or a FIFO), where
+    nothing can be kept of a previous version anyway."""
+    if stat.S_ISDIR(os.stat(path).st_mode):
+        raise UserError(f"{path}: is a directory, not a file to write")
+    with _open_for_write(str(path)) as fh:
+        write(fh)
+        fh.flush()
 
 
 def atomic_write_text(path: Path, text: str) -> None:

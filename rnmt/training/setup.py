@@ -317,8 +317,9 @@ def _check_out_dir(out: Path, resume: bool, is_main: bool) -> Optional[RunLock]:
         raise UserError(f"{out} already holds a training run; pass --resume to continue it or choose another --out")
     weights = sorted(p.name for p in out.glob("*.safetensors"))
     if weights and not resume:  # a run whose state file went: a new run would write over its checkpoints
-        raise UserError(f"{out} already holds checkpoints ({', '.join(weights[:3])}{', ...' if len(weights) > 3 else ''}) "
-                        f"but no {STATE_FILE} to resume from; choose another --out, or move them away")
+        shown = ", ".join(weights[:3]) + (", ..." if len(weights) > 3 else "")
+        raise UserError(f"{out} already holds checkpoints ({shown}) but no {STATE_FILE} to resume from; "
+                        f"choose another --out, or move them away")
     if resume and not has_run:
         raise UserError(f"cannot resume: {out / STATE_FILE} not found")
     if resume and is_main:

@@ -161,6 +161,29 @@ def test_written_files_follow_the_umask(tmp_path, mask):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~mask
 
 
+def test_a_link_keeps_its_target_and_a_pipe_stays_a_pipe(tmp_path):
+    # Written files are replaced by a rename, which must not swap a symbolic link or a
+    # device node (say --sentences /dev/stdout) for a plain file.
+    real = tmp_path / "real.txt"
+    real.write_text("old\n")
+    (tmp_path / "link.txt").symlink_to(real)
+    checkpoint.atomic_write_text(tmp_path / "link.txt", "new\n")
+    assert (tmp_path / "link.txt").is_symlink() and real.read_text() == "new\n"
+
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    checkpoint.atomic_write_text(fifo, "through\n")
+    reader.join(timeout=10)
+    assert got == ["through\n"] and stat.S_ISFIFO(os.stat(fifo).st_mode)
+    with pytest.raises(UserError, match="is a directory"):
+        checkpoint.atomic_write_text(tmp_path, "x")
+
+
 class FullDisk:
     """A file that takes ``room`` bytes, then fails as a full disk does (or with ``code``)."""
 
