@@ -115,5 +115,8 @@ def resolve_corpus(data: Optional[str], src: Optional[str], tgt: Optional[str], 
         if n_src != n_tgt:
             raise UserError(f"{prefix}.{src} has {n_src} lines but {prefix}.{tgt} has {n_tgt}")
         counts[split] = n_src
+        if split == "test":  # read (UTF-8, line lengths) now, not after hours of training; the
+            for lang in (src, tgt):  # training run itself checks train and dev before it starts
+                read_lines(f"{prefix}.{lang}")
     return Corpus(display_path(directory), src, tgt, train, dev, test,
                   counts["train"], counts["dev"], counts["test"], note)

@@ -29,6 +29,21 @@ from rnmt.search.repeats import with_repeats_blocked
 from rnmt.search.sampling import Sampling, sample_search
 
 
+def check_output_room(prefixes: Optional[Sequence[Sequence[int]]],
+                      constraints: Optional[Sequence[Sequence[Sequence[int]]]], max_output: int,
+                      first_line: int = 0) -> None:
+    """Every line's prefix, and its constraints together, fit in an output of ``max_output``
+    subwords with its end of sentence; else a `UserError` naming the line (a longer prefix
+    came out whole past the cap, and a search for more constrained subwords than the output
+    can hold ran without end)."""
+    for i in range(len(prefixes if prefixes is not None else constraints or [])):
+        for what, used in (("prefix", len(prefixes[i]) if prefixes is not None else 0),
+                           ("constraints", sum(map(len, constraints[i])) if constraints is not None else 0)):
+            if used >= max_output:
+                raise UserError(f"line {first_line + i + 1}: its {what} take {used:,} target subwords; an output "
+                                f"holds at most {max_output - 1:,} before its end of sentence (--max-output-tokens)")
+
+
 @dataclass
 class Translation:
     text: str
@@ -92,7 +107,10 @@ class Translator:
             return None if per_line is None else [per_line[todo[k]] if first else empty()
                                                   for k, first in zip(owners, first_piece)]
 
-        prefix_ids = on_first_pieces(encode_prefixes(prefixes, len(lines), self.tgt_vocab.encode), list)
+        line_prefix_ids = encode_prefixes(prefixes, len(lines), self.tgt_vocab.encode)
+        if max_output is not None:
+            check_output_room(line_prefix_ids, line_constraint_ids, max_output, first_line)
+        prefix_ids = on_first_pieces(line_prefix_ids, list)
         prefix_text = on_first_pieces(prefixes, str)
         constraint_ids = on_first_pieces(line_constraint_ids, list)
         try:

@@ -57,6 +57,20 @@ def test_api_mistakes_are_user_errors(tiny_run, constraints, message):
         model.translate(LINES, constraints=[[]] * 4, sample=True)
 
 
+@pytest.mark.filterwarnings("ignore::rnmt.errors.LongLineWarning")  # a cap of 5 splits line 2 too
+def test_a_prefix_or_constraints_longer_than_the_output_cap_are_refused(tiny_run):
+    # A prefix past --max-output-tokens came out whole past the cap; constraints past it
+    # sent the constrained search on for as long as it liked.
+    model = rnmt.load(tiny_run, device="cpu")
+    long = " ".join(["God"] * 40)
+    with pytest.raises(rnmt.UserError, match=r"line 2: its prefix take \d+ target subwords; an output holds at most 4"):
+        model.translate(LINES[:2], prefix=["", long], max_output_tokens=5)
+    with pytest.raises(rnmt.UserError, match=r"line 1: its constraints take \d+ target subwords"):
+        model.translate(LINES[:2], constraints=[[long], []], max_output_tokens=5)
+    text = model.translate(LINES[0], prefix="And", max_output_tokens=5)  # within the cap: as before
+    assert text.startswith("And")
+
+
 def test_constraints_file_on_the_command_line(tiny_run, tmp_path):
     src, cons, out = tmp_path / "in.es", tmp_path / "cons.en", tmp_path / "out.en"
     src.write_text("\n".join(LINES) + "\n", encoding="utf-8")

@@ -152,6 +152,17 @@ def test_a_corpus_without_test_split_uses_half_of_dev(tmp_path):
     assert resolve_corpus(str(plain), "xx", "yy", tmp_path / "work3", log=MessageLog()).test_pairs == 10
 
 
+def test_a_test_split_that_cannot_be_read_is_refused_before_any_training(tmp_path):
+    # it was read only to decode, after every system had trained
+    corpus = tiny_reproduction_corpus(tmp_path, "bad-es-en")
+    with open(corpus / "test.es", "ab") as f:
+        f.write(b"ab\xffcd\n")
+    with open(corpus / "test.en", "a", encoding="utf-8") as f:
+        f.write("abcd\n")
+    with pytest.raises(UserError, match=r"test\.es.*line 11"):
+        resolve_corpus(str(corpus), None, None, tmp_path / "work", log=MessageLog())
+
+
 def _rename_languages(directory: Path) -> Path:
     for path in directory.iterdir():
         path.rename(path.with_suffix(".xx" if path.suffix == ".es" else ".yy"))
