@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional
 import torch
 
 from rnmt.config import Config
-from rnmt.data import TokenBatchSampler, collate
+from rnmt.data import TokenBatchSampler, collate, read_lines
 from rnmt.models import count_parameters
 from rnmt.models.base import TranslationModel
 from rnmt.search.translator import Translator
@@ -106,6 +106,9 @@ def benchmark_config(cfg: Config, work_dir: Path, steps: int = 30, warmup: int =
     """Train ``steps`` timed updates and beam-decode ``decode_sentences`` dev sentences."""
     cfg.train.device = device
     cfg.data.dev = None  # the trainer's set-up gives vocabulary + encoded corpus; no validation
+    # the sentences to decode: data.test's source side (read now, so that a missing or
+    # unreadable file is a one-line error before the training), else the training file's
+    test_lines = read_lines(f"{cfg.data.test}.{cfg.data.src}") if cfg.data.test and decode_sentences > 0 else None
     setup = Trainer(cfg, work_dir, log=lambda *_: None)
     first = train_files(setup.cfg)[0]  # the first corpus of data.train
     dev = (first.src, first.tgt)
@@ -115,9 +118,8 @@ def benchmark_config(cfg: Config, work_dir: Path, steps: int = 30, warmup: int =
                               "params": count_parameters(model)["total"], "threads": torch.get_num_threads(),
                               "amp": "bf16" if setup.amp_dtype is not None else "fp32"}
     report.update(update_throughput(setup, steps, warmup))
-    src_file = Path(f"{cfg.data.test}.{cfg.data.src}") if cfg.data.test else dev[0]
-    sources = [line for line in src_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    sources = sources[:decode_sentences]
+    lines = test_lines if test_lines is not None else read_lines(dev[0]) if decode_sentences > 0 else []
+    sources = [line for line in lines if line.strip()][:decode_sentences]
     if model_path:
         from rnmt.models import load_model
 

@@ -58,7 +58,9 @@ def output_apart(option: str, output: Optional[Union[str, Path]], inputs: Iterab
     (option, path or paths) pairs; a model directory stands for the checkpoint it loads).
     Opened for writing first, it is emptied before it is read (``rnmt translate --input a
     --output a`` left ``a`` empty); written last, it replaces the input. Only regular files
-    compare, so ``--input /dev/stdin --output /dev/stdout`` on one terminal stays allowed."""
+    compare, so ``--input /dev/stdin --output /dev/stdout`` on one terminal stays allowed.
+    An existing checkpoint (``*.safetensors``, ``train_state.pt``) is refused whatever reads
+    it: no command's text or image belongs there."""
     if output is None or not os.path.isfile(output):
         return
     for name, given in inputs:
@@ -73,3 +75,6 @@ def output_apart(option: str, output: Optional[Union[str, Path]], inputs: Iterab
             if os.path.isfile(path) and os.path.samefile(output, path):
                 raise UserError(f"{option} {output} is the file {name} reads ({path}): writing it would destroy "
                                 f"that input; write to another file")
+    if Path(output).suffix == ".safetensors" or Path(output).name == "train_state.pt":
+        raise UserError(f"{option} {output} is a checkpoint (or a run's training state): writing "
+                        f"{option}'s output there would destroy it; write to another file")

@@ -94,3 +94,35 @@ def test_averaging_into_one_of_the_inputs_is_refused_and_the_input_kept(tiny_run
         err = capsys.readouterr().err
         assert "is one of the checkpoints being averaged" in err and err.count("\n") == 1
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
+def test_averaging_over_a_runs_own_checkpoint_is_refused(tiny_run, tmp_path, capsys):
+    # `--out RUN/best.safetensors` replaced the checkpoint the run's resume and best choice read
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    before = (run / "best.safetensors").read_bytes()
+    argv = ["average", str(tiny_run / "ckpt-3.safetensors"), str(tiny_run / "ckpt-6.safetensors"), "--out"]
+    assert main([*argv, str(run / "best.safetensors")]) == 2
+    err = capsys.readouterr().err
+    assert "is a checkpoint of the training run in" in err and err.count("\n") == 1
+    assert (run / "best.safetensors").read_bytes() == before
+    assert main([*argv, str(run / "averaged.safetensors")]) == 0  # a file of its own there: fine
+    assert main([*argv, str(run / "averaged.safetensors")]) == 0  # and again
+
+
+def test_text_written_over_a_checkpoint_is_refused(tiny_run, tmp_path, capsys):
+    import shutil
+
+    ckpt = tmp_path / "keep.safetensors"
+    shutil.copy(tiny_run / "ckpt-3.safetensors", ckpt)
+    before = ckpt.read_bytes()
+    src = tmp_path / "in.es"
+    src.write_text("Y dijo Dios\n", encoding="utf-8")
+    for argv in (["translate", "--model", str(tiny_run), "--input", str(src), "--output", str(ckpt)],
+                 ["evaluate", "--hyp", str(src), "--ref", str(src), "--sentences", str(ckpt)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "is a checkpoint" in err and err.count("\n") == 1
+    assert ckpt.read_bytes() == before

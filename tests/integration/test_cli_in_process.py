@@ -40,6 +40,23 @@ def test_bench_reports_training_and_decoding_throughput(tiny_corpus, tmp_path, c
     assert report["params"] > 0 and report["peak_rss_mb"] > 0
 
 
+def test_bench_refuses_an_unreadable_test_set_before_it_trains(tiny_corpus, tmp_path, capsys, monkeypatch):
+    import yaml
+
+    from rnmt.training import trainer
+    from tests.support import tiny_config_tree
+
+    (tmp_path / "bad.es").write_bytes(b"Y dijo\nab\xffcd\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])))
+    monkeypatch.setattr(trainer.Trainer, "__init__", lambda *a, **k: pytest.fail("trained first"))
+    for test, needle in ((tmp_path / "bad", "bad.es: line 2"), (tmp_path / "missing", "missing.es")):
+        assert main(["bench", str(cfg), "--set", f"data.test={test}", "--steps", "1", "--warmup", "0",
+                     "--decode-sentences", "2", "--threads", "1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and "\n" not in err
+
+
 @pytest.mark.parametrize("amp, dtype", [("bf16", "torch.bfloat16"), ("none", "torch.float32")])
 def test_bench_trains_in_the_precision_the_run_would(amp, dtype, tiny_corpus, tmp_path, capsys, monkeypatch):
     import yaml
