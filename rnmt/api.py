@@ -53,6 +53,10 @@ class Score:
 
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
 # beyond beam, nbest, alpha
+# Subwords a side of a pair score() and align() force-decode: one pass over the whole pair,
+# whose time and attention memory grow with both lengths (a 5,000-word line scored for three
+# minutes and aligned out of memory); 10x the training's default length limit.
+MAX_FORCED_TOKENS = 1024
 SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens",
                   "no_repeat_ngram", "min_output_tokens", "coverage"}
 SAMPLING_OPTIONS = {"sample", "topk", "topp", "temperature", "seed", "line_offset"}
@@ -166,26 +170,35 @@ class Model:
             out = [hyps[0].text for hyps in results]
         return out[0] if single else out
 
-    def _pair_ids(self, src: Sequence[str], tgt: Sequence[str],
-                  batch_tokens: int) -> Tuple[List[List[int]], List[List[int]]]:
-        """The pairs' subword ids, after checking them and the batch size."""
+    def _pair_ids(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int,
+                  numbers: Sequence[int]) -> Tuple[List[List[int]], List[List[int]]]:
+        """The pairs' subword ids, after checking them, their lengths and the batch size
+        (``numbers``: each pair's line number, for the errors)."""
         src, tgt = _check_pairs(src, tgt)
         _count("batch_tokens", batch_tokens, 1)
         v = self.loaded
-        return [v.src_vocab.encode(s) for s in src], [v.tgt_vocab.encode(t) for t in tgt]
+        src_ids, tgt_ids = [v.src_vocab.encode(s) for s in src], [v.tgt_vocab.encode(t) for t in tgt]
+        for number, s, t in zip(numbers, src_ids, tgt_ids):
+            if max(len(s), len(t)) > MAX_FORCED_TOKENS:
+                raise UserError(f"line {number}: {len(s):,} source and {len(t):,} target subwords; score and align "
+                                f"take at most {MAX_FORCED_TOKENS:,} a side (one pass over the whole pair): split it")
+        return src_ids, tgt_ids
 
-    def _forced(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int) -> list:
+    def _forced(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int, numbers: Sequence[int]) -> list:
         from rnmt.search.forced import forced_decode
 
-        src_ids, tgt_ids = self._pair_ids(src, tgt, batch_tokens)
+        src_ids, tgt_ids = self._pair_ids(src, tgt, batch_tokens, numbers)
         return forced_decode(self.loaded.model, src_ids, tgt_ids, batch_tokens, self.device)
 
-    def score(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int = 4000) -> List[Score]:
+    def score(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int = 4000,
+              first_line: int = 0) -> List[Score]:
         """Force-decode each (source, target) pair: log-probabilities per sentence and token
-        (one teacher-forced pass per batch, `rnmt.search.forced.forced_log_probs`)."""
+        (one teacher-forced pass per batch, `rnmt.search.forced.forced_log_probs`). A pair of
+        more than `MAX_FORCED_TOKENS` subwords a side is a `UserError` naming its line
+        (``first_line`` + its index + 1: a file scored in chunks names the file's line)."""
         from rnmt.search.forced import forced_log_probs
 
-        src_ids, tgt_ids = self._pair_ids(src, tgt, batch_tokens)
+        src_ids, tgt_ids = self._pair_ids(src, tgt, batch_tokens, range(first_line + 1, first_line + len(src) + 1))
         log_probs = forced_log_probs(self.loaded.model, src_ids, tgt_ids, batch_tokens, self.device)
         tgt_vocab = self.loaded.tgt_vocab
         return [Score(float(lp.sum()), [tgt_vocab.id_to_piece(i) for i in ids] + ["</s>"], [float(x) for x in lp])
@@ -207,7 +220,7 @@ class Model:
         _count("batch_tokens", batch_tokens, 1)
         v = self.loaded
         keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s.strip() and t.strip()]
-        decoded = self._forced([src[k] for k in keep], [tgt[k] for k in keep], batch_tokens)
+        decoded = self._forced([src[k] for k in keep], [tgt[k] for k in keep], batch_tokens, [k + 1 for k in keep])
         links: List[List[Link]] = [[] for _ in src]
         for k, fd in zip(keep, decoded):
             src_pieces = [v.src_vocab.id_to_piece(i) for i in fd.src_ids]

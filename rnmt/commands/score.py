@@ -45,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
         model = load(args.model, args.device)
         out = open_output(args.output)
         try:
+            done = 0
             for chunk in source.chunks(args.chunk_lines):
-                scores = model.score(chunk, targets.take(len(chunk)), batch_tokens=args.batch_tokens)
+                scores = model.score(chunk, targets.take(len(chunk)), batch_tokens=args.batch_tokens, first_line=done)
+                done += len(chunk)
                 out.write("".join(_line(s, args.normalize, args.tokens) for s in scores))
                 out.flush()
             targets.finish()

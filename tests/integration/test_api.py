@@ -55,6 +55,30 @@ def test_readme_python_examples_run(tmp_path, monkeypatch, capsys):
     assert set(eval(out[-1])) == {"bleu", "chrf"}
 
 
+def test_score_and_align_refuse_a_pair_longer_than_they_take_naming_its_line(tiny_run, tmp_path, capsys, monkeypatch):
+    # a 5,000-word line scored for three minutes and aligned out of memory
+    from rnmt import api
+    from rnmt.cli import main
+
+    monkeypatch.setattr(api, "MAX_FORCED_TOKENS", 8)
+    model = rnmt.load(tiny_run, device="cpu")
+    long = " ".join(["Y dijo Dios"] * 5)
+    with pytest.raises(rnmt.UserError, match=r"line 2: \d+ source and \d+ target subwords; .* at most 8 a side"):
+        model.score(["sea", long], ["light", "And God said"])
+    with pytest.raises(rnmt.UserError, match="line 12: "):
+        model.score(["sea", long], ["light", "And God said"], first_line=10)
+    with pytest.raises(rnmt.UserError, match="line 3: "):
+        model.align(["", "sea", long], ["x", "light", "And God said"])
+    src, tgt = tmp_path / "s.es", tmp_path / "t.en"
+    src.write_text("sea\nla luz\n" + long + "\n", encoding="utf-8")
+    tgt.write_text("light\nthe light\nAnd\n", encoding="utf-8")
+    for command in ("score", "align"):
+        assert main([command, "--model", str(tiny_run), "--src", str(src), "--tgt", str(tgt),
+                     *(["--chunk-lines", "2"] if command == "score" else [])]) == 2
+        err = capsys.readouterr().err
+        assert "line 3: " in err and err.count("\n") == 1
+
+
 def test_score_agrees_with_teacher_forcing(tiny_run):
     import torch
 
