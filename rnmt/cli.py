@@ -36,8 +36,16 @@ COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose mistakes (``--beam abc``, a missing ``--model``) are one line
+    like every other error, instead of the usage block before it; exit status 2 as before."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"error: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rnmt", description="Recurrent neural machine translation.")
+    parser = _Parser(prog="rnmt", description="Recurrent neural machine translation.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (module_name, help_text) in COMMANDS.items():

@@ -30,7 +30,8 @@ from rnmt.errors import LongLineWarning, UserError, write_failure
 
 
 def open_output(path: Optional[str]) -> TextIO:
-    if not path:
+    """The output file, or standard output for none or ``-`` (as ``--input -`` is standard input)."""
+    if not path or path == "-":
         return sys.stdout
     try:
         return open(path, "w", encoding="utf-8")

@@ -61,8 +61,8 @@ def sampling_options(sample: bool, topk: Optional[int] = None, topp: Optional[fl
         raise UserError(f"{dash}topk must be at least 1, got {topk}")
     if topp is not None and not 0.0 < topp <= 1.0:
         raise UserError(f"{dash}topp must be in (0, 1], got {topp}")
-    if temperature is not None and not temperature > 0.0:
-        raise UserError(f"{dash}temperature must be above 0, got {temperature}")
+    if temperature is not None and not 0.0 < temperature < float("inf"):  # inf: every word alike
+        raise UserError(f"{dash}temperature must be a finite number above 0, got {temperature}")
     return Sampling(topk=topk or 0, topp=1.0 if topp is None else topp,
                     temperature=1.0 if temperature is None else temperature, seed=1 if seed is None else seed)
 

@@ -104,3 +104,12 @@ def test_an_aligned_file_may_be_a_pipe_beside_a_regular_input(tiny_run, src_file
     assert len(got) == len(lines)
     if command == "translate":
         assert all(line.startswith("And") for line, src in zip(got, lines) if src.strip())
+
+
+def test_output_dash_is_standard_output_as_input_dash_is_standard_input(tiny_run, src_file, tmp_path, capsys,
+                                                                         monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    whole = tmp_path / "whole"
+    assert translate("--model", tiny_run, "--input", src_file, "--output", whole) == 0
+    assert translate("--model", tiny_run, "--input", src_file, "--output", "-") == 0
+    assert capsys.readouterr().out.splitlines() == read(whole) and not (tmp_path / "-").exists()

@@ -185,3 +185,18 @@ def test_reproduce_refuses_seeds_outside_train_seed_range_before_any_run(capsys,
 def test_reproduce_refuses_a_bootstrap_too_large_to_draw_before_any_run(capsys):
     assert main(["reproduce", "atr", "--bootstrap", "1000000", "--status"]) == 2
     assert capsys.readouterr().err.strip() == "error: --bootstrap must be at most 100,000, got 1000000"
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["translate", "--beam", "abc"], "argument --beam: invalid int value: 'abc' (see rnmt translate --help)"),
+    (["frob"], "invalid choice: 'frob'"),
+    ([], "the following arguments are required: COMMAND"),
+])
+def test_argument_mistakes_are_one_line_with_status_2(argv, needle, capsys):
+    from rnmt.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and needle in err and err.count("\n") == 1

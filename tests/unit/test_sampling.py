@@ -78,7 +78,8 @@ def test_topk_of_one_is_greedy_search():
     ({"sample": True, "greedy": True}, "does not combine with greedy"),
     ({"sample": True, "topk": 0}, "topk must be at least 1"),
     ({"sample": True, "topp": 1.5}, "topp must be in (0, 1]"),
-    ({"sample": True, "temperature": 0.0}, "temperature must be above 0"),
+    ({"sample": True, "temperature": 0.0}, "temperature must be a finite number above 0"),
+    ({"sample": True, "temperature": float("inf")}, "temperature must be a finite number above 0, got inf"),
 ])
 def test_sampling_options_are_checked(kwargs, message):
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
