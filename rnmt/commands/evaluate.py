@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"decimal digits in the plain output (default 2, at most {MAX_WIDTH})")
     parser.add_argument("--bootstrap", type=int, default=0, metavar="N",
                         help="paired bootstrap with N samples: 95%% confidence intervals and "
-                             "p-values against the first system")
+                             "p-values against the first system (0, the default: none)")
     parser.add_argument("--seed", type=int,
                         help=f"bootstrap random seed, a positive integer (default {DEFAULT_SEED})")
     parser.add_argument("--by-length", metavar="SRC_FILE", dest="by_length",

@@ -58,4 +58,7 @@ class ServeSettings:
                             f"--max-batch-tokens ({self.max_batch_tokens})")
         if self.api_key is not None and not self.api_key.strip():
             raise UserError("--api-key must not be empty")
+        for name in self.allowed_hosts or []:  # an empty name matches no Host header: every request a 400
+            if not name.strip() or any(ch.isspace() for ch in name):
+                raise UserError(f"--allowed-host must be a host name (no spaces, not empty), got {name!r}")
         return self

@@ -126,6 +126,17 @@ def test_server_times_must_be_finite(option, value):
         ServeSettings(**{field: float(value)}).check()
 
 
+@pytest.mark.parametrize("name", ["", " ", "a b"])
+def test_an_allowed_host_that_no_header_can_match_is_refused(name):
+    # the server started and answered every request with 400
+    from rnmt.errors import UserError
+    from rnmt.serve.settings import ServeSettings
+
+    with pytest.raises(UserError, match="--allowed-host must be a host name"):
+        ServeSettings(allowed_hosts=["localhost", name]).check()
+    ServeSettings(allowed_hosts=["localhost", "example.org"]).check()
+
+
 def test_greedy_search_with_an_nbest_list_is_refused(capsys):
     assert main(["translate", "--model", "no-model", "--greedy", "--nbest", "3"]) == 2
     assert_one_line(capsys.readouterr().err, "--nbest 3 needs beam search: --greedy gives one hypothesis")
