@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from rnmt.commands import checks
+from rnmt.errors import UserError, write_failure
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,8 +57,12 @@ def run(args: argparse.Namespace) -> int:
                       f"has {len(text.split())} whitespace words; positions may be shifted", file=sys.stderr)
     text = "".join(format_pharaoh(line) + "\n" for line in links)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:  # a full disk, a file size limit: one line naming the file
+            what, advice = write_failure(exc)
+            raise UserError(f"{args.output}: {what} while writing the alignments: {advice}") from None
     else:
         sys.stdout.write(text)
     return 0

@@ -10,9 +10,11 @@ line of ``--tgt`` with its source repeated on the same line of ``--src``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from rnmt.commands import checks
+from rnmt.errors import UserError, write_failure
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,12 +51,19 @@ def run(args: argparse.Namespace) -> int:
             for chunk in source.chunks(args.chunk_lines):
                 scores = model.score(chunk, targets.take(len(chunk)), batch_tokens=args.batch_tokens, first_line=done)
                 done += len(chunk)
-                out.write("".join(_line(s, args.normalize, args.tokens) for s in scores))
-                out.flush()
+                try:
+                    out.write("".join(_line(s, args.normalize, args.tokens) for s in scores))
+                    out.flush()
+                except OSError as exc:  # one line naming the file, as translate's
+                    if out is sys.stdout or isinstance(exc, BrokenPipeError):
+                        raise
+                    what, advice = write_failure(exc)
+                    raise UserError(f"{args.output}: {what} while writing the scores: {advice}") from None
             targets.finish()
         finally:
             if out is not sys.stdout:
-                out.close()
+                with contextlib.suppress(OSError):  # a failing write is reported above
+                    out.close()
     finally:
         source.close()
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -189,3 +190,16 @@ def test_api_errors_are_user_errors(tiny_run):
     with pytest.raises(rnmt.UserError, match="reference 1"):
         rnmt.evaluate(["a", "b"], ["a"])
     assert rnmt.evaluate(["the cat sat on the mat"], [["the cat sat on the mat"]])["bleu"] == pytest.approx(100)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command", ["score", "align"])
+def test_a_full_disk_under_score_and_align_names_the_file(command, tiny_run, tmp_path, capsys):
+    from rnmt.cli import main
+
+    src, tgt = tmp_path / "s.es", tmp_path / "t.en"
+    src.write_text("sea\nla luz\n", encoding="utf-8")
+    tgt.write_text("light\nthe light\n", encoding="utf-8")
+    assert main([command, "--model", str(tiny_run), "--src", str(src), "--tgt", str(tgt), "--output", "/dev/full"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: /dev/full: no space left on device while writing the") and err.count("\n") == 1
