@@ -35,8 +35,9 @@ def file_vocabularies(mf: ModelFile) -> tuple:
             raise UserError(f"{mf.path}: checkpoint has no vocabulary")
         try:
             vocabs.append(Vocab.from_bytes(blob))
-        except UserError:
-            raise
+        except UserError as exc:  # said of "vocabulary bytes": name the checkpoint and the side
+            raise UserError(f"{mf.path}: the {side} vocabulary in the checkpoint: "
+                            f"{str(exc).removeprefix('vocabulary bytes: ')}") from None
         except Exception:
             raise UserError(f"{mf.path}: the {side} vocabulary in the checkpoint is damaged") from None
     return tuple(vocabs)

@@ -156,3 +156,13 @@ def test_cache_ids_outside_the_vocabulary_are_encoded_again(tmp_path, name, valu
         again = encode_corpus(src, tgt, vocab, vocab, tmp_path / "cache")
     assert not again.from_cache
     assert [tuple(map(tuple, again.pair(i))) for i in range(len(again))] == pairs
+
+
+def test_a_vocabulary_that_is_not_sentencepiece_names_the_checkpoint_and_side(tmp_path, tiny_run, capsys):
+    # the error said "vocabulary bytes: not a sentencepiece model", naming no file
+    bad = _rewrite(tiny_run / "best.safetensors", tmp_path / "bad.safetensors",
+                   tensors={"vocab.tgt": torch.frombuffer(bytearray(b"not a model at all"), dtype=torch.uint8)})
+    src = tmp_path / "in.es"
+    src.write_text("Y dijo Dios\n", encoding="utf-8")
+    assert main(["translate", "--model", str(bad), "--input", str(src)]) == 2
+    assert_one_line(capsys.readouterr().err, f"{bad}: the tgt vocabulary in the checkpoint: not a sentencepiece model")
