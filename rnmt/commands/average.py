@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-from pathlib import Path
-
-from rnmt.errors import UserError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,11 +19,6 @@ def run(args: argparse.Namespace) -> int:
     paths = args.checkpoints
     if args.last is not None:
         paths = [p for run_dir in args.checkpoints for p in last_checkpoints(run_dir, args.last)]
-    out = Path(args.out)
-    if (out.is_file() and (out.parent / "train_state.pt").is_file()
-            and re.fullmatch(r"best\.safetensors|ckpt-\d+\.safetensors", out.name)):
-        raise UserError(f"--out {out} is a checkpoint of the training run in {out.parent}, which its "
-                        f"--resume and best-checkpoint choice read; write the average to another file")
     meta = average_checkpoints(paths, args.out)
     print(f"averaged {len(paths)} checkpoints (steps {meta['steps']}) into {args.out}", file=sys.stderr)
     return 0

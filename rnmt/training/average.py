@@ -65,6 +65,19 @@ def _check_not_an_input(out: Path, read: Path) -> None:
                         "to a new file so that no checkpoint is replaced")
 
 
+# the step checkpoints a training run writes (`rnmt.training.trainer`), its step in group 1
+STEP_CHECKPOINT = re.compile(r"ckpt-(\d+)\.safetensors")
+
+
+def _check_not_a_runs_own(out: Path) -> None:
+    """Averaging over a run's own ``best.safetensors`` or ``ckpt-STEP.safetensors`` would
+    replace what the run's ``--resume`` and best-checkpoint choice read."""
+    if (out.is_file() and (out.parent / "train_state.pt").is_file()
+            and (out.name == "best.safetensors" or STEP_CHECKPOINT.fullmatch(out.name))):
+        raise UserError(f"--out {out} is a checkpoint of the training run in {out.parent}, which its "
+                        f"--resume and best-checkpoint choice read; write the average to another file")
+
+
 def last_checkpoints(run_dir: str | Path, n: int) -> List[Path]:
     """The ``n`` step checkpoints (``ckpt-STEP.safetensors``) of ``run_dir`` with the highest
     steps, oldest first: what ``rnmt average RUN --last N`` averages."""
@@ -74,7 +87,7 @@ def last_checkpoints(run_dir: str | Path, n: int) -> List[Path]:
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: with --last, give run directories (this is not one)")
     steps = sorted((int(m.group(1)), p) for p in run_dir.glob("ckpt-*.safetensors")
-                   if (m := re.fullmatch(r"ckpt-(\d+)\.safetensors", p.name)))
+                   if (m := STEP_CHECKPOINT.fullmatch(p.name)))
     if len(steps) < n:
         raise UserError(f"{run_dir}: {len(steps)} step checkpoint(s) (ckpt-STEP.safetensors), --last {n} needs "
                         f"{n}; a run keeps train.keep_last of them (and train.keep_steps)")
@@ -86,6 +99,7 @@ def average_checkpoints(paths: Sequence[str | Path], out: str | Path) -> Dict[st
     if len(paths) < 1:
         raise UserError("give at least one checkpoint to average")
     out = Path(out)
+    _check_not_a_runs_own(out)
     from rnmt.data.vocab import Vocab
     from rnmt.models import build_model
 
