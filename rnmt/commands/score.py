@@ -14,7 +14,6 @@ import contextlib
 import sys
 
 from rnmt.commands import checks
-from rnmt.errors import UserError, write_failure
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import load
-    from rnmt.commands.translate_stream import AlignedLines, open_output
+    from rnmt.commands.translate_stream import AlignedLines, open_output, write_chunk
     from rnmt.data.streaming import LineSource
 
     checks.at_least(args, 1, "batch_tokens", "chunk_lines")
@@ -51,14 +50,7 @@ def run(args: argparse.Namespace) -> int:
             for chunk in source.chunks(args.chunk_lines):
                 scores = model.score(chunk, targets.take(len(chunk)), batch_tokens=args.batch_tokens, first_line=done)
                 done += len(chunk)
-                try:
-                    out.write("".join(_line(s, args.normalize, args.tokens) for s in scores))
-                    out.flush()
-                except OSError as exc:  # one line naming the file, as translate's
-                    if out is sys.stdout or isinstance(exc, BrokenPipeError):
-                        raise
-                    what, advice = write_failure(exc)
-                    raise UserError(f"{args.output}: {what} while writing the scores: {advice}") from None
+                write_chunk(out, "".join(_line(s, args.normalize, args.tokens) for s in scores), args.output, "scores")
             targets.finish()
         finally:
             if out is not sys.stdout:

@@ -40,6 +40,20 @@ def open_output(path: Optional[str]) -> TextIO:
         raise UserError(f"{path}: {what}: {advice}") from None
 
 
+def write_chunk(out: TextIO, text: str, path: Optional[str], what: str) -> None:
+    """Write and flush one chunk of output; a write the system refuses (a full disk, a file
+    size limit) is a one-line `UserError` naming ``path``. Standard output's failures, and a
+    closed pipe, go up as they are."""
+    try:
+        out.write(text)
+        out.flush()
+    except OSError as exc:
+        if out is sys.stdout or isinstance(exc, BrokenPipeError):
+            raise
+        failure, advice = write_failure(exc)
+        raise UserError(f"{path}: {failure} while writing the {what}: {advice}") from None
+
+
 class AlignedLines:
     """A file read alongside the input, one line per input line (``--prefix``, ``--constraints``, ``--tgt``)."""
 
@@ -153,14 +167,8 @@ def translate_stream(model: Any, inputs: Inputs, args: argparse.Namespace, optio
                 warnings.showwarning = show
                 results = model.translate(chunk, line_offset=lines, **options)
             seconds += time.perf_counter() - start
-            try:
-                out.write("".join(format_result(lines + k, r, nbest, args.scores) for k, r in enumerate(results)))
-                out.flush()
-            except OSError as exc:
-                if out is sys.stdout or isinstance(exc, BrokenPipeError):
-                    raise
-                what, advice = write_failure(exc)
-                raise UserError(f"{args.output}: {what} while writing the translations: {advice}") from None
+            write_chunk(out, "".join(format_result(lines + k, r, nbest, args.scores) for k, r in enumerate(results)),
+                        args.output, "translations")
             lines += len(chunk)
             words += sum(len(_best_text(r).split()) for r in results)
             if bar is not None:
