@@ -65,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         import matplotlib
 
-
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 

@@ -10,6 +10,7 @@ translation (`rnmt.search.limits`). Lines with terminology constraints are searc
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import zip_longest
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -36,9 +37,9 @@ def check_output_room(prefixes: Optional[Sequence[Sequence[int]]],
     subwords with its end of sentence; else a `UserError` naming the line (a longer prefix
     came out whole past the cap, and a search for more constrained subwords than the output
     can hold ran without end)."""
-    for i in range(len(prefixes if prefixes is not None else constraints or [])):
-        for what, used in (("prefix", len(prefixes[i]) if prefixes is not None else 0),
-                           ("constraints", sum(map(len, constraints[i])) if constraints is not None else 0)):
+    per_line = zip_longest([len(p) for p in prefixes or []], constraint_lengths(constraints or []), fillvalue=0)
+    for i, lengths in enumerate(per_line):
+        for what, used in zip(("prefix", "constraints"), lengths):
             if used >= max_output:
                 raise UserError(f"line {first_line + i + 1}: its {what} take {used:,} target subwords; an output "
                                 f"holds at most {max_output - 1:,} before its end of sentence (--max-output-tokens)")

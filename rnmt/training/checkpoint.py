@@ -75,6 +75,8 @@ def atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     tmp = None
     try:
         target = _existing_target(path)
+        if target is not None and stat.S_ISDIR(target.st_mode):
+            raise UserError(f"{path}: is a directory, not a file to write")
         if target is not None and not stat.S_ISREG(target.st_mode):
             _write_in_place(path, write)  # a device or pipe: a rename would replace the node
             return
@@ -112,8 +114,6 @@ def _existing_target(path: Path) -> Optional[os.stat_result]:
 def _write_in_place(path: Path, write: Callable[[Any], None]) -> None:
     """``write(fh)`` straight into ``path`` (a device such as /dev/stdout, or a FIFO), where
     nothing can be kept of a previous version anyway."""
-    if stat.S_ISDIR(os.stat(path).st_mode):
-        raise UserError(f"{path}: is a directory, not a file to write")
     with _open_for_write(str(path)) as fh:
         write(fh)
         fh.flush()
