@@ -201,23 +201,33 @@ def run_child(cmd: List[str], env: Dict[str, str], log_path: Path, timeout: floa
 
 # -- GEMM peak -------------------------------------------------------------------------
 def gemm_peak(threads: int, n: int = 1024, reps: int = 10, rounds: int = 5) -> float:
-    """Best fp32 GFLOP/s of ``torch.matmul`` on n x n matrices at ``threads`` threads."""
+    """Best fp32 GFLOP/s of an n x n product at ``threads`` threads, through PyTorch's BLAS
+    (``torch.matmul``) or through oneDNN where rnmt multiplies with it (`rnmt.products`):
+    the faster of the two is what this machine's fp32 products can reach from PyTorch."""
     import torch
 
+    try:
+        from rnmt import products
+    except ImportError:  # an interpreter without rnmt: the BLAS alone
+        products = None
     old = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         a, b = torch.randn(n, n), torch.randn(n, n)
         c = torch.empty(n, n)
-        for _ in range(3):
-            torch.matmul(a, b, out=c)
+        ways = [lambda: torch.matmul(a, b, out=c)]
+        if products is not None and products.active():
+            ways.append(lambda: products.add_product_(c, a, b))  # out += a @ b: the same product
         best = 0.0
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                torch.matmul(a, b, out=c)
-            dt = time.perf_counter() - t0
-            best = max(best, 2 * n ** 3 * reps / dt / 1e9)
+        for product in ways:
+            for _ in range(3):
+                product()
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    product()
+                dt = time.perf_counter() - t0
+                best = max(best, 2 * n ** 3 * reps / dt / 1e9)
         return best
     finally:
         torch.set_num_threads(old)

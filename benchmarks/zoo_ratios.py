@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import torch  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
+from rnmt import products  # noqa: E402
 from rnmt.bench.throughput import decode_throughput, train_throughput  # noqa: E402
 from rnmt.config import load_config  # noqa: E402
 from rnmt.data import collate  # noqa: E402
@@ -96,17 +97,19 @@ def first_batch_step(cfg, setup):
 
 def flops_per_token(cfg, setup) -> float:
     """Matrix-product FLOPs of one forward + backward pass, per real target token. Counted
-    with plain autograd: the deferred weight gradients (rnmt/deferred_grads.py) do the
-    same products through in-place ``addmm_``, which the FLOP counter does not see."""
+    with plain autograd and PyTorch's products: the deferred weight gradients
+    (rnmt/deferred_grads.py) do the same products through in-place ``addmm_``, and oneDNN's
+    (rnmt/products.py) bypass the dispatcher, and the FLOP counter sees neither."""
     from rnmt import deferred_grads
 
     step, ntokens = first_batch_step(cfg, setup)
-    with deferred_grads.enabled(False), FlopCounterMode(display=False) as counter:
+    with deferred_grads.enabled(False), products.use(False), FlopCounterMode(display=False) as counter:
         step()
     return counter.get_total_flops() / ntokens
 
 
-PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm"}
+PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::addmm_",
+            "aten::baddbmm_", products.PROFILE_NAME, "mkldnn::_linear_pointwise"}
 NORMS = {"aten::native_layer_norm", "aten::native_layer_norm_backward"}
 # The units' fused element-wise steps (rnmt/kernels/gru_gates.cpp, ln_gates.cpp; the layer
 # norm of the layer-normalised units runs inside them) and the attention-score kernel.
@@ -140,7 +143,7 @@ def decode_cost(translator, sources: List[str], beam: int, top: int = 8) -> Dict
     from torch.profiler import ProfilerActivity, profile
 
     with torch.inference_mode():
-        with FlopCounterMode(display=False) as counter:
+        with products.use(False), FlopCounterMode(display=False) as counter:
             results = translator.translate(sources, beam=beam)
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             translator.translate(sources, beam=beam)

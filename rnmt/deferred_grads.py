@@ -22,7 +22,11 @@ pass, the step products run in bf16, and every weight's gradient is a bf16 produ
 the stacked per-step operands (accumulated in fp32 inside the GEMM, rounded once, added to
 an fp32 buffer), made at the end of the pass or each time the operands reach
 `FLUSH_BYTES`: CPU torch has no bf16 x bf16 -> fp32 ``addmm_``, and a running bf16 sum over
-the steps would round at every step. On a GPU the models keep
+the steps would round at every step. fp32 passes whose products go through oneDNN
+(`rnmt.products`) stack their operands the same way: there one product over all steps ran
+1.13-1.30x faster end to end than a per-step ``addmm_`` into the buffer, which reads and
+writes the whole [in x out] buffer at every step (docs/performance.md, "fp32 products
+through oneDNN"); with the BLAS the per-step ``addmm_`` stays. On a GPU the models keep
 plain autograd, in fp32 and under autocast: there the time goes to launching kernels and
 the scope's Python-level step functions cost more than they save (`_wants_scope`).
 
@@ -51,7 +55,7 @@ import torch
 from torch import Tensor
 from torch.autograd import Function
 
-from rnmt import precision
+from rnmt import precision, products
 
 _local = threading.local()  # .scope: the open _Scope of this thread, or None
 # Bytes of step operands a collector gathers before it multiplies them (`Collector.append`):
@@ -87,7 +91,7 @@ class Collector:
     to ``parts`` for a batched product ``a^T g`` that is computed once at the end.
     """
 
-    __slots__ = ("params", "token", "grad", "grad_bias", "parts", "part_bytes", "low")
+    __slots__ = ("params", "token", "grad", "grad_bias", "parts", "part_bytes", "low", "packs")
 
     def __init__(self, tensor: Tensor, bias: Optional[Tensor]) -> None:
         self.params: Optional[tuple] = (tensor, bias)  # kept alive while the scope's keys are their ids
@@ -97,12 +101,22 @@ class Collector:
         self.parts: List[Tuple[Tensor, Tensor]] = []
         self.part_bytes = 0
         self.low: Optional[Tensor] = None  # the tensor in bf16, cast once per pass under CPU autocast
+        # oneDNN's packed copies of the product's matrix ("forward") and its transpose
+        # ("backward"), made at their first step of the pass (`packed`)
+        self.packs: Dict[str, Optional[products.Packed]] = {}
 
     def lowered(self, tensor: Tensor) -> Tensor:
         """``tensor`` (detached) in bf16, cast at the first call of the pass."""
         if self.low is None:
             self.low = tensor.detach().to(torch.bfloat16)
         return self.low
+
+    def packed(self, direction: str, matrix: Tensor) -> Optional[products.Packed]:
+        """``matrix`` packed for oneDNN, once per pass and direction (None where oneDNN does
+        not multiply it: `products.pack`)."""
+        if direction not in self.packs:
+            self.packs[direction] = products.pack(matrix, rows=32)
+        return self.packs[direction]
 
     def add(self, grad: Tensor) -> None:
         self.grad = grad if self.grad is None else self.grad.add_(grad)
@@ -119,13 +133,14 @@ class Collector:
         a = torch.cat([a for a, _ in self.parts], -2)
         g = torch.cat([g for _, g in self.parts], -2)
         self.parts, self.part_bytes = [], 0
-        self.add(torch.matmul(a.transpose(-1, -2), g).float())  # bf16 parts: rounded once per product
+        self.add(products.matmul(a.transpose(-1, -2), g).float())  # bf16 parts: rounded once per product
 
     def finish(self) -> Tuple[Optional[Tensor], Optional[Tensor]]:
         if self.parts:
             self._flush()
         grad, grad_bias = self.grad, self.grad_bias
         self.grad = self.grad_bias = self.low = None  # a second backward (retain_graph) starts afresh
+        self.packs = {}
         return grad, grad_bias
 
 
@@ -160,31 +175,30 @@ class _StepProduct(Function):
         ctx.save_for_backward(x, weight)
         ctx.collector, ctx.has_bias, ctx.transposed = collector, bias is not None, transposed
         w = weight.transpose(-1, -2) if transposed else weight
-        if x.dim() == 3:  # [G, B, in] x [G, in, out]: G units stepping together (`pair_product`)
-            return torch.bmm(x, w) if base is None else torch.baddbmm(base, x, w)
-        return torch.mm(x, w) if base is None else torch.addmm(base, x, w)
+        packed = collector.packed("forward", w)
+        if packed is not None:
+            return products.packed_product(x, packed, base)
+        # x [B, in], or [G, B, in] x [G, in, out] for G units stepping together (`pair_product`)
+        return products.mm(x, w) if base is None else products.addmm(base, x, w)
 
     @staticmethod
     def backward(ctx, grad: Tensor):
         x, weight = ctx.saved_tensors
         c = ctx.collector
         batched = x.dim() == 3
-        if weight.dtype != torch.float32:  # a bf16 pass
+        if weight.dtype != torch.float32 or products.active():  # a bf16 pass, or oneDNN's fp32 products
             c.append(*((grad, x) if ctx.transposed else (x, grad)))
         else:
             a, b = (grad.transpose(-1, -2), x) if ctx.transposed else (x.transpose(-1, -2), grad)
-            if c.grad is None:
-                c.grad = torch.bmm(a, b) if batched else torch.mm(a, b)
-            elif batched:
-                c.grad.baddbmm_(a, b)
-            else:
-                c.grad.addmm_(a, b)
+            c.grad = products.mm(a, b) if c.grad is None else products.add_product_(c.grad, a, b)
         if ctx.has_bias:
             rows = grad.sum(-2, keepdim=batched, dtype=torch.float32)
             c.grad_bias = rows if c.grad_bias is None else c.grad_bias.add_(rows)
         grad_x = None
         if ctx.needs_input_grad[0]:
-            grad_x = torch.matmul(grad, weight if ctx.transposed else weight.transpose(-1, -2))
+            w_t = weight if ctx.transposed else weight.transpose(-1, -2)
+            packed = c.packed("backward", w_t)
+            grad_x = products.packed_product(grad, packed) if packed is not None else products.matmul(grad, w_t)
         grad_addend = grad if ctx.needs_input_grad[2] else None
         return grad_x, grad.new_empty(0), grad_addend, None, None, None, None
 
@@ -252,10 +266,11 @@ def step_product(x: Tensor, weight: Tensor, addend: Optional[Tensor] = None, tra
     as usual."""
     scope = _open_scope()
     if scope is None or x.dim() != 2 or not (weight.requires_grad and weight.is_leaf):
-        w = weight.t() if transposed else weight
         if addend is None:
-            return torch.matmul(x, w)
-        return torch.addmm(addend, x, w) if x.dim() == 2 else torch.matmul(x, w) + addend
+            return products.linear(x, weight, transposed=transposed)
+        if x.dim() == 2:
+            return products.addmm(addend, x, weight.t() if transposed else weight)
+        return products.linear(x, weight, transposed=transposed) + addend
     if addend is not None and addend.dim() == 1 and addend.requires_grad and addend.is_leaf:
         return scope.product(x, weight, None, addend, transposed)
     return scope.product(x, weight, addend, None, transposed)
@@ -268,7 +283,7 @@ def pair_product(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Te
     `step_product` gives a single unit's."""
     scope = _open_scope()
     if scope is None or not weight.requires_grad:
-        return torch.bmm(x, weight) if bias is None else torch.baddbmm(bias, x, weight)
+        return products.mm(x, weight) if bias is None else products.addmm(bias, x, weight)
     if bias is not None and not bias.requires_grad:
         return scope.product(x, weight, bias.expand(x.size(0), x.size(1), -1), None, False)
     return scope.product(x, weight, None, bias, False)

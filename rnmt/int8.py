@@ -24,6 +24,8 @@ from typing import Any, Callable, Optional
 import torch
 from torch import Tensor, nn
 
+from rnmt import products
+
 
 def pack(weight: Tensor) -> Any:
     """Packed int8 twin of ``weight`` [in, out] (a unit's layout, x @ weight), quantised per
@@ -100,6 +102,7 @@ def quantize_for_decoding(model: nn.Module, keep_fp32: Optional[Callable[[str], 
         raise ValueError("int8 decoding runs on the CPU; load the model with device cpu")
     keep = keep_fp32 or (lambda name: False)
     model.eval()
+    products.plain_linears(model)  # PyTorch quantises nn.Linear itself, not a subclass
     linears = {name: torch.ao.quantization.per_channel_dynamic_qconfig
                for name, module in model.named_modules()
                if isinstance(module, nn.Linear) and module.out_features > 1 and not keep(name)}

@@ -21,6 +21,8 @@ from typing import Optional, Tuple
 import torch
 from torch import Tensor
 
+from rnmt import products
+
 
 def cpu_autocast() -> bool:
     """bf16 autocast is on for the CPU."""
@@ -61,8 +63,9 @@ GPU_BF16_MIN_HIDDEN = 1000
 @functools.cache
 def cpu_bf16_speedup(hidden: int) -> float:
     """fp32 time / bf16 time of a [256 x hidden] x [hidden x 3 hidden] product (a unit's input
-    projection) on this CPU: best of 5 alternating rounds, about a tenth of a second. 0.0
-    where oneDNN has no bf16 products for this CPU.
+    projection) on this CPU, the fp32 one as rnmt multiplies (`rnmt.products`: oneDNN where
+    it beats the BLAS): best of 5 alternating rounds, about a tenth of a second. 0.0 where
+    oneDNN has no bf16 products for this CPU.
 
     On one thread, timed in that thread's CPU time: the ratio is a property of the core's
     instructions, and on a busy machine a multi-threaded product waits for its slowest
@@ -82,10 +85,10 @@ def cpu_bf16_speedup(hidden: int) -> float:
         best = dict.fromkeys(operands, float("inf"))
         for _ in range(5):
             for dtype, (a, b) in operands.items():
-                torch.mm(a, b)  # warm: oneDNN's first call of a shape builds its kernel
+                products.mm(a, b)  # warm: oneDNN's first call of a shape builds its kernel
                 t0 = time.thread_time()
                 for _ in range(reps):
-                    torch.mm(a, b)
+                    products.mm(a, b)
                 best[dtype] = min(best[dtype], time.thread_time() - t0)
         return best[torch.float32] / max(best[torch.bfloat16], 1e-9)
     finally:

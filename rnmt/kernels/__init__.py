@@ -35,7 +35,8 @@ _active: object = _UNDECIDED  # what extension() returns once decided: the modul
 _switch: Optional[bool] = None  # set by `use`; None: follow RNMT_KERNELS
 _built: dict = {}  # "module": the loaded extension, or None once a build has failed
 # Built into one module.
-SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp")
+SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp",
+           "onednn_products.cpp")
 
 
 def _environment_allows() -> bool:

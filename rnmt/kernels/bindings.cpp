@@ -29,6 +29,7 @@ std::vector<torch::Tensor> smoothed_nll_forward(const torch::Tensor& scores, con
 torch::Tensor smoothed_nll_backward(const torch::Tensor& scores, const torch::Tensor& lse, const torch::Tensor& target,
                                     const torch::Tensor& p_coef, const torch::Tensor& off_coef,
                                     const torch::Tensor& gold_coef);
+void onednn_matmul(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, double beta);
 
 // How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
 int64_t parallel_threads() {
@@ -56,5 +57,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("ln_gates_forward", &ln_gates_forward, "the layer-normalised gated units' element-wise step");
   m.def("ln_gates_backward", &ln_gates_backward, "gradients of ln_gates_forward");
   m.def("smoothed_nll_forward", &smoothed_nll_forward, "log-sum-exp, row sum and gold score of each row");
+  m.def("onednn_matmul", &onednn_matmul, "out = beta * out + a @ b in fp32 through oneDNN", py::arg("out"),
+        py::arg("a"), py::arg("b"), py::arg("beta"));
   m.def("smoothed_nll_backward", &smoothed_nll_backward, "the label-smoothed loss's gradient in one pass");
 }

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.scores import additive_scores, keys_for_scores
+from rnmt.products import Linear
 
 NEG_INF = -1e9  # added to the scores of padded positions (SPEC section 0)
 
@@ -33,9 +34,9 @@ class AdditiveAttention(nn.Module):
                  score_bias: bool = True) -> None:
         super().__init__()
         attn_size = attn_size or key_size
-        self.key_proj = nn.Linear(key_size, attn_size, bias=True)  # W_c_att, b_att
-        self.query_proj = nn.Linear(query_size, attn_size, bias=False)  # W_comb_att
-        self.score = nn.Linear(attn_size, 1, bias=score_bias)  # U_att, c_tt
+        self.key_proj = Linear(key_size, attn_size, bias=True)  # W_c_att, b_att
+        self.query_proj = Linear(query_size, attn_size, bias=False)  # W_comb_att
+        self.score = Linear(attn_size, 1, bias=score_bias)  # U_att, c_tt
 
     def precompute(self, memory: Tensor) -> Tensor:
         """Project all annotations once: [B, S, key_size] -> [B, S, attn_size]."""

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.attention import NEG_INF
 from rnmt.modules.scores import additive_scores, keys_for_scores
+from rnmt.products import Linear
 
 SCORES = ("dot", "general", "concat", "local-p")
 
@@ -38,14 +39,14 @@ class LuongAttention(nn.Module):
         self.window = window
         self.key_proj = None
         if score in ("general", "local-p"):
-            self.key_proj = nn.Linear(key_size, query_size, bias=False)  # W_a
+            self.key_proj = Linear(key_size, query_size, bias=False)  # W_a
         elif score == "concat":
-            self.key_proj = nn.Linear(key_size, query_size, bias=False)  # W_a, h_s half
-            self.query_proj = nn.Linear(query_size, query_size, bias=False)  # W_a, h_t half
-            self.v = nn.Linear(query_size, 1, bias=False)  # v_a
+            self.key_proj = Linear(key_size, query_size, bias=False)  # W_a, h_s half
+            self.query_proj = Linear(query_size, query_size, bias=False)  # W_a, h_t half
+            self.v = Linear(query_size, 1, bias=False)  # v_a
         if score == "local-p":
-            self.position_proj = nn.Linear(query_size, query_size, bias=False)  # W_p
-            self.position_v = nn.Linear(query_size, 1, bias=False)  # v_p
+            self.position_proj = Linear(query_size, query_size, bias=False)  # W_p
+            self.position_v = Linear(query_size, 1, bias=False)  # v_p
 
     def precompute(self, memory: Tensor) -> Tensor:
         if self.key_proj is None:

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.attention import NEG_INF
 from rnmt.modules.scores import additive_scores, keys_for_scores
+from rnmt.products import Linear
 
 
 class MultiHeadAdditiveAttention(nn.Module):
@@ -32,11 +33,11 @@ class MultiHeadAdditiveAttention(nn.Module):
             raise ValueError(f"{heads} heads must divide the attention size {attn_size} and the "
                              f"annotation size {key_size}")
         self.heads = heads
-        self.key_proj = nn.Linear(key_size, attn_size, bias=False)  # W_k
-        self.query_proj = nn.Linear(query_size, attn_size, bias=False)  # W_q
+        self.key_proj = Linear(key_size, attn_size, bias=False)  # W_k
+        self.query_proj = Linear(query_size, attn_size, bias=False)  # W_q
         self.v = nn.Parameter(torch.empty(heads if per_head_v else 1, attn_size // heads))
         nn.init.uniform_(self.v, -0.1, 0.1)
-        self.output_proj = nn.Linear(key_size, output_size) if output_size else None  # W_o, b_o
+        self.output_proj = Linear(key_size, output_size) if output_size else None  # W_o, b_o
         self.output_size = output_size or key_size
 
     def precompute(self, memory: Tensor) -> Tensor:

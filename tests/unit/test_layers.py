@@ -20,7 +20,8 @@ PACKAGE = REPO / "rnmt"
 LAYERS = [
     ("errors", "config", "device", "io", "resources", "memory"),  # no model, no data: what every layer may use
     ("data",),  # vocabularies, corpora, batches and the special token ids
-    ("kernels", "precision", "deferred_grads", "int8", "cells", "modules"),  # the pieces models are built from
+    # the pieces models are built from
+    ("kernels", "precision", "products", "deferred_grads", "int8", "cells", "modules"),
     ("models",),
     ("search", "training", "evaluation"),  # what is done with a model
     ("analysis", "serve", "reproduce", "bench", "api"),  # built on search and training
