@@ -403,7 +403,7 @@ def tables(results: List[SystemResult], peak: float, meta: Dict) -> str:
         f"{meta['threads']} threads, {amount}, "
         f"batches of {meta['batch_tokens']} padded source+target tokens (rnmt's count; see benchmarks/README.md).",
         f"Machine fp32 GEMM peak at {meta['threads']} threads: {peak:.1f} GFLOP/s "
-        f"(torch.matmul 1024^3, best of the runs before and after).",
+        f"(1024^3 through torch.matmul or, where rnmt uses it, oneDNN; best of the runs before and after).",
     ]
     if meta.get("decode_only"):
         lines.append(f"Decoding repeated with the trained models (--decode-only) at {meta['decode_threads']} threads; "
