@@ -8,16 +8,18 @@ product [27 x 512] x [512 x 1536]: 325 against 120 GFLOP/s; the output layer's [
 x [512 x 8000]: 492 against 203), in the same IEEE fp32 arithmetic with another summation
 order (docs/performance.md, "fp32 products through oneDNN").
 
-The hot paths call these functions where they multiply fp32 CPU tensors outside autograd's
-own products: the per-step products and their deferred gradients (`rnmt.deferred_grads`),
-and the decoders' step products. Each falls back to the PyTorch operation it replaces for
-anything else (another dtype or device, CPU autocast on, the C++ kernels unavailable) and
-when oneDNN is off, so a caller never needs to ask.
+Who calls them: the per-step products of a training pass and their deferred gradients
+(`rnmt.deferred_grads`, each unit's matrix `Packed` once per pass), the decoders' step
+products, and every layer of the models (`Linear`: an ``nn.Linear`` whose forward is the
+differentiable `linear`). Each falls back to the PyTorch operation it replaces for anything
+else (another dtype or device, CPU autocast on, a compiled step, the C++ kernels
+unavailable, a sum longer than the product has outputs: `_long_reduction`) and when oneDNN
+is off, so a caller never needs to ask.
 
 Whether oneDNN is on is decided once per process (`active`): ``RNMT_ONEDNN_PRODUCTS=1`` or
 ``0`` in the environment forces it; otherwise it is on where it multiplies a unit's product
 at least `MIN_SPEEDUP` times faster than the BLAS (timed at the first product, a tenth of a
-second), so a CPU where the BLAS is the faster one (Intel's own, say) keeps it. ``with
+second), so a CPU where the BLAS is as fast keeps it. ``with
 products.use(False): ...`` switches it within a block, for comparisons and tests.
 """
 
@@ -36,6 +38,7 @@ from torch import Tensor, nn
 from torch.autograd import Function
 
 from rnmt import kernels
+from rnmt.errors import UserError
 
 # oneDNN must beat the BLAS by this much on this CPU to be used under the automatic choice:
 # a margin over timing noise, so that a CPU where the two are alike keeps PyTorch's default.
@@ -49,12 +52,15 @@ _lock = threading.Lock()
 
 
 def _environment_choice() -> Optional[bool]:
+    """``RNMT_ONEDNN_PRODUCTS``: True (1, on), False (0, off) or None (auto, or unset)."""
     value = os.environ.get("RNMT_ONEDNN_PRODUCTS", "auto").strip().lower()
     if value in ("1", "on", "true", "yes"):
         return True
     if value in ("0", "off", "false", "no"):
         return False
-    return None
+    if value in ("auto", ""):
+        return None
+    raise UserError(f"RNMT_ONEDNN_PRODUCTS must be 1, 0 or auto, got {value!r}")
 
 
 @functools.cache

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from rnmt import int8, kernels, products
+from rnmt.errors import UserError
 from tests.unit.test_deferred_grads import ARCHS, gradients, tiny_model_and_batch
 
 pytestmark = pytest.mark.skipif(kernels.extension() is None or not torch.backends.mkldnn.is_available(),
@@ -118,6 +119,9 @@ def test_the_environment_decides_unless_a_block_switches(monkeypatch):
     assert products._environment_choice() is True
     monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "auto")
     assert products._environment_choice() is None
+    monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "maybe")
+    with pytest.raises(UserError, match="RNMT_ONEDNN_PRODUCTS must be 1, 0 or auto, got 'maybe'"):
+        products._environment_choice()
     with products.use(False):
         with products.use(True):
             assert products.active()
