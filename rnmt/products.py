@@ -119,6 +119,19 @@ def active() -> bool:
     return bool(_decided) if _decided is not _UNDECIDED else _decide()
 
 
+def describe() -> str:
+    """One line for a run's log: where this process's fp32 CPU products go, and why."""
+    forced = _environment_choice()
+    if kernels.extension() is None or not torch.backends.mkldnn.is_available():
+        return "PyTorch's BLAS (no C++ kernels or no oneDNN here)"
+    if forced is not None:
+        where = "oneDNN" if forced else "PyTorch's BLAS"
+        return f"{where} (RNMT_ONEDNN_PRODUCTS={int(forced)})"
+    where = "oneDNN" if active() else "PyTorch's BLAS"
+    return (f"{where} (oneDNN ran a unit's product {speedup():.2f}x the BLAS's speed on this CPU; "
+            f"{MIN_SPEEDUP}x decides; RNMT_ONEDNN_PRODUCTS=0/1 fixes the choice)")
+
+
 @contextmanager
 def use(on: bool) -> Iterator[None]:
     """Within the block (in this thread) fp32 CPU products go through oneDNN (``on``, where

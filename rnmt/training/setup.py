@@ -23,7 +23,7 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 
-from rnmt import precision
+from rnmt import precision, products
 from rnmt.config import Config, SubwordSamplingConfig, load_config
 from rnmt.data import EncodedCorpus, Vocab, iter_parallel, load_vocab, train_vocabs
 from rnmt.data.corpora import TrainingData, load_training_data
@@ -300,6 +300,8 @@ def _run_amp(cfg: Config, out: Path, resume: bool, device: torch.device, dist: D
         if dist.enabled:
             dtype, why = dist.broadcast_object((dtype, why))
     log(f"train.amp {cfg.train.amp}: {why}")
+    if device.type == "cpu":  # the fp32 products of training, or of validation under bf16
+        log(f"fp32 products: {products.describe()}")
     return dtype
 
 

@@ -165,3 +165,11 @@ def test_timing_the_choice_leaves_the_global_random_numbers_alone():
     products.speedup.cache_clear()
     assert products.speedup(rows=8, size=32) > 0.0
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_the_log_line_says_where_the_products_go(monkeypatch):
+    monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "0")
+    assert products.describe() == "PyTorch's BLAS (RNMT_ONEDNN_PRODUCTS=0)"
+    monkeypatch.delenv("RNMT_ONEDNN_PRODUCTS")
+    line = products.describe()
+    assert ("oneDNN (" if products.active() else "PyTorch's BLAS (") in line and "x the BLAS's speed" in line
