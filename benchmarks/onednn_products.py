@@ -71,24 +71,17 @@ def shape_table(rounds: int) -> None:
 def training_table(args) -> None:
     import zoo_ratios
 
-    from rnmt.bench.throughput import train_throughput
-
     settings = argparse.Namespace(dims=(256, 512), batch_tokens=args.batch_tokens, threads=args.threads,
-                                  vocab_size=8000)
-    work = Path(tempfile.mkdtemp(prefix="onednn-"))
-    vocab = zoo_ratios.shared_vocabulary(settings, work)
+                                  vocab_size=8000, rounds=args.rounds, steps=args.steps, warmup=args.warmup)
     print("\n| config (256/512) | BLAS tok/s | oneDNN tok/s | speed-up |\n|---|---:|---:|---:|")
-    for config in args.configs:
-        cfg, setup = zoo_ratios.system(config, settings, vocab, work)
-        rates = {False: [], True: []}
-        for _ in range(args.rounds):
-            for on in (False, True):
-                with products.use(on):
-                    torch.manual_seed(1)
-                    r = train_throughput(setup.model, setup.corpus, cfg, args.steps, args.warmup, setup.device)
-                rates[on].append(r["train_tokens_per_s"])
-        off, on = statistics.median(rates[False]), statistics.median(rates[True])
-        print(f"| {Path(config).stem} | {off:.0f} | {on:.0f} | {on / off:.2f}x |", flush=True)
+    with tempfile.TemporaryDirectory(prefix="onednn-") as tmp:
+        work = Path(tmp)
+        vocab = zoo_ratios.shared_vocabulary(settings, work)
+        for config in args.configs:
+            cfg, setup = zoo_ratios.system(config, settings, vocab, work)
+            rates = zoo_ratios.alternating_rates(setup, cfg, settings, products.use)
+            off, on = statistics.median(rates[False]), statistics.median(rates[True])
+            print(f"| {Path(config).stem} | {off:.0f} | {on:.0f} | {on / off:.2f}x |", flush=True)
 
 
 def decoding_table(args) -> None:

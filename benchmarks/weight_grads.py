@@ -22,10 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
-from zoo_ratios import shared_vocabulary, system  # noqa: E402
+from zoo_ratios import alternating_rates, shared_vocabulary, system  # noqa: E402
 
 from rnmt import deferred_grads  # noqa: E402
-from rnmt.bench.throughput import train_throughput  # noqa: E402
 
 
 def main() -> int:
@@ -47,13 +46,7 @@ def main() -> int:
         vocab = shared_vocabulary(args, work)
         for config in args.configs:
             cfg, setup = system(config, args, vocab, work)
-            speeds = {False: [], True: []}
-            for _ in range(args.rounds):
-                for deferred in (False, True):
-                    with deferred_grads.enabled(deferred):
-                        torch.manual_seed(1)
-                        r = train_throughput(setup.model, setup.corpus, cfg, args.steps, args.warmup, setup.device)
-                    speeds[deferred].append(r["train_tokens_per_s"])
+            speeds = alternating_rates(setup, cfg, args, deferred_grads.enabled)
             plain, deferred = statistics.median(speeds[False]), statistics.median(speeds[True])
             rows.append((Path(config).stem, plain, deferred))
             print(f"{Path(config).stem}: plain {speeds[False]}, deferred {speeds[True]}", flush=True)

@@ -156,6 +156,20 @@ def decode_cost(translator, sources: List[str], beam: int, top: int = 8) -> Dict
             "top": [(e.key, e.self_cpu_time_total / total, e.count) for e in ranked]}
 
 
+def alternating_rates(setup, cfg, args, switch) -> Dict[bool, List[float]]:
+    """Training target tokens/s of one system with ``switch(False)`` and ``switch(True)`` (each
+    a context manager: a way of computing to compare) in ``args.rounds`` alternating rounds
+    of ``args.steps`` updates after ``args.warmup``, the same batches each time."""
+    rates: Dict[bool, List[float]] = {False: [], True: []}
+    for _ in range(args.rounds):
+        for on in (False, True):
+            with switch(on):
+                torch.manual_seed(1)
+                r = train_throughput(setup.model, setup.corpus, cfg, args.steps, args.warmup, setup.device)
+            rates[on].append(r["train_tokens_per_s"])
+    return rates
+
+
 def compare_training(a, b, args) -> Dict[str, float]:
     speeds: Dict[str, List[float]] = {"a": [], "b": []}
     for _ in range(args.rounds):

@@ -15,7 +15,6 @@ rate (docs/performance.md, "bf16 training").
 from __future__ import annotations
 
 import functools
-import time
 from typing import Optional, Tuple
 
 import torch
@@ -75,24 +74,13 @@ def cpu_bf16_speedup(hidden: int) -> float:
     docs/performance.md "bf16 training")."""
     if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
         return 0.0
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        a32 = torch.randn(256, hidden)
-        b32 = torch.randn(hidden, 3 * hidden)
-        operands = {torch.float32: (a32, b32), torch.bfloat16: (a32.bfloat16(), b32.bfloat16())}
-        reps = max(2, int(1e9 / (2 * 256 * hidden * 3 * hidden)))  # about 1 GFLOP a round
-        best = dict.fromkeys(operands, float("inf"))
-        for _ in range(5):
-            for dtype, (a, b) in operands.items():
-                products.mm(a, b)  # warm: oneDNN's first call of a shape builds its kernel
-                t0 = time.thread_time()
-                for _ in range(reps):
-                    products.mm(a, b)
-                best[dtype] = min(best[dtype], time.thread_time() - t0)
-        return best[torch.float32] / max(best[torch.bfloat16], 1e-9)
-    finally:
-        torch.set_num_threads(before)
+    a32 = torch.randn(256, hidden)
+    b32 = torch.randn(hidden, 3 * hidden)
+    a16, b16 = a32.bfloat16(), b32.bfloat16()
+    reps = max(2, int(1e9 / (2 * 256 * hidden * 3 * hidden)))  # about 1 GFLOP a round
+    best = products.best_thread_seconds({torch.float32: lambda: products.mm(a32, b32),
+                                         torch.bfloat16: lambda: products.mm(a16, b16)}, reps)
+    return best[torch.float32] / max(best[torch.bfloat16], 1e-9)
 
 
 def cpu_auto_dtype(hidden: int) -> Tuple[Optional[torch.dtype], str]:

@@ -30,7 +30,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Callable, Dict, Iterator, Optional, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -49,6 +49,7 @@ _UNDECIDED = object()
 _state = threading.local()  # .switch: set by `use` in this thread (None: the process's choice)
 _decided: object = _UNDECIDED  # the process's choice once made: True or False
 _lock = threading.Lock()
+K = TypeVar("K")
 
 
 def _environment_choice() -> Optional[bool]:
@@ -63,38 +64,47 @@ def _environment_choice() -> Optional[bool]:
     raise UserError(f"RNMT_ONEDNN_PRODUCTS must be 1, 0 or auto, got {value!r}")
 
 
-@functools.cache
-def speedup(rows: int = 64, size: int = 512) -> float:
-    """BLAS time / oneDNN time of a [rows x size] x [size x 3 size] fp32 product (a unit's
-    per-step product) on this CPU, one thread, best of 5 alternating rounds in this thread's
-    CPU time (wall time on a busy machine measures the neighbours: `rnmt.precision`). 0.0
-    where the C++ kernels or oneDNN are unavailable."""
-    ext = kernels.extension()
-    if ext is None or not torch.backends.mkldnn.is_available():
-        return 0.0
+def best_thread_seconds(candidates: Dict[K, Callable[[], object]], reps: int, rounds: int = 5) -> Dict[K, float]:
+    """Each candidate's best time for ``reps`` calls over ``rounds`` alternating rounds, on one
+    thread and in this thread's CPU time (wall time on a busy machine measures the
+    neighbours), each round after a warm-up call (oneDNN builds its kernel at a shape's first
+    call). What `speedup` and `rnmt.precision.cpu_bf16_speedup` time their candidates with."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        # its own generator: the choice is made at the first product, maybe within a seeded
-        # run, whose random numbers must not depend on when that is
-        generator = torch.Generator().manual_seed(0)
-        a, b = torch.randn(rows, size, generator=generator), torch.randn(size, 3 * size, generator=generator)
-        out = torch.empty(rows, 3 * size)
-        candidates = {"blas": lambda: torch.mm(a, b), "onednn": lambda: ext.onednn_matmul(out, a, b, 0.0)}
-        reps = max(2, int(2e8 / (2 * rows * size * 3 * size)))  # about 0.2 GFLOP a round
         best = dict.fromkeys(candidates, float("inf"))
-        for _ in range(5):
+        for _ in range(rounds):
             for name, run in candidates.items():
-                run()  # warm: oneDNN builds its kernel at a shape's first call
+                run()
                 t0 = time.thread_time()
                 for _ in range(reps):
                     run()
                 best[name] = min(best[name], time.thread_time() - t0)
-        return best["blas"] / max(best["onednn"], 1e-9)
-    except RuntimeError:  # a build of PyTorch whose oneDNN refuses fp32 products
-        return 0.0
+        return best
     finally:
         torch.set_num_threads(before)
+
+
+@functools.cache
+def speedup(rows: int = 64, size: int = 512) -> float:
+    """BLAS time / oneDNN time of a [rows x size] x [size x 3 size] fp32 product (a unit's
+    per-step product) on this CPU, one thread, best of 5 alternating rounds in this thread's
+    CPU time (`best_thread_seconds`). 0.0 where the C++ kernels or oneDNN are unavailable."""
+    ext = kernels.extension()
+    if ext is None or not torch.backends.mkldnn.is_available():
+        return 0.0
+    # its own generator: the choice is made at the first product, maybe within a seeded
+    # run, whose random numbers must not depend on when that is
+    generator = torch.Generator().manual_seed(0)
+    a, b = torch.randn(rows, size, generator=generator), torch.randn(size, 3 * size, generator=generator)
+    out = torch.empty(rows, 3 * size)
+    candidates = {"blas": lambda: torch.mm(a, b), "onednn": lambda: ext.onednn_matmul(out, a, b, 0.0)}
+    reps = max(2, int(2e8 / (2 * rows * size * 3 * size)))  # about 0.2 GFLOP a round
+    try:
+        best = best_thread_seconds(candidates, reps)
+    except RuntimeError:  # a build of PyTorch whose oneDNN refuses fp32 products
+        return 0.0
+    return best["blas"] / max(best["onednn"], 1e-9)
 
 
 def _decide() -> bool:
