@@ -172,8 +172,9 @@ def _long_reduction(a: Tensor, b: Tensor) -> bool:
     sum between threads, and its result would then depend on the thread count (measured:
     [1 x 3000] x [3000 x 16] and [64 x 20000] x [20000 x 64] did, [512 x 20000] x [20000 x
     1536] and every per-step shape did not, at 1, 2 and 16 threads). PyTorch's BLAS keeps
-    those, so that a run gives the same numbers at any thread count (`rnmt reproduce --jobs`
-    relies on it)."""
+    those, so that a run gives the same numbers at any thread count where the BLAS does
+    (MKL on AMD; on an Intel Xeon MKL splits such sums as well; `rnmt reproduce --jobs` relies
+    on rnmt's own shapes, which none of them split)."""
     return a.size(-1) > a.size(-2) * b.size(-1)
 
 

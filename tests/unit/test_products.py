@@ -135,9 +135,12 @@ def test_the_environment_decides_unless_a_block_switches(monkeypatch):
 
 def test_results_do_not_depend_on_the_thread_count():
     """Long reductions over few outputs, where oneDNN would split the sum between threads,
-    stay with the BLAS; the rest gives the same bits at 1 and 2 threads."""
+    stay with the BLAS (bit for bit what it gives: MKL on an Intel Xeon splits those sums too,
+    so their thread-count independence is the BLAS's to give); the rest, and a model's
+    gradients, give the same bits at 1 and 2 threads."""
     before = torch.get_num_threads()
-    shapes = [(1, 3000, 16), (64, 20000, 64), (30, 512, 1536), (12, 700, 36), (300, 64, 200)]
+    long_sums = [(1, 3000, 16), (64, 20000, 64)]
+    shapes = long_sums + [(30, 512, 1536), (12, 700, 36), (300, 64, 200)]
     try:
         with products.use(True):
             for m, k, n in shapes:
@@ -146,7 +149,10 @@ def test_results_do_not_depend_on_the_thread_count():
                 for threads in (1, 2):
                     torch.set_num_threads(threads)
                     got.append(products.mm(a, b))
-                assert torch.equal(*got), (m, k, n)
+                    if (m, k, n) in long_sums:
+                        assert torch.equal(got[-1], torch.mm(a, b)), (m, k, n, threads)
+                if (m, k, n) not in long_sums:
+                    assert torch.equal(*got), (m, k, n)
             model, src, mask, tgt = tiny_model_and_batch("rnnsearch")
             grads = []
             for threads in (1, 2):
