@@ -3,9 +3,10 @@
 oneDNN builds (JIT-compiles) a kernel for every new product shape, a "primitive", and keeps
 the last ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` of them (rnmt sets 64: `rnmt.memory`). Token
 batches differ in shape from update to update, so each update brings new shapes; on a CPU
-with AMX a creation costs milliseconds. This trains RNNSearch-GRU at the peer size for some
-warm-up updates, then logs oneDNN's creations over the measured ones, in one child process
-per cache capacity, and reports the creations (cache misses), their time and the updates'.
+with AMX a creation costs milliseconds. This trains a system at the peer size (RNNSearch-GRU
+unless ``--system`` names another of benchmarks/gpu.py's) for some warm-up updates, then
+logs oneDNN's creations over the measured ones, in one child process per cache capacity,
+and reports the creations (cache misses), their time and the updates'.
 
     python benchmarks/onednn_creations.py --capacities 64,1024 --precision bf16
 """
@@ -41,7 +42,7 @@ def child(args) -> None:
                  f"data.vocab.model={prepared / 'spm.model'}", f"data.cache_dir={work / 'cache'}",
                  "train.device=cpu", f"train.amp={gpu.PRECISIONS[args.precision]}", "train.seed=1",
                  "train.progress=false", "train.compile_step=false", f"train.threads={args.threads}"]
-    trainer = gpu.make_trainer(gpu.SYSTEMS["rnnsearch-gru"][0], overrides, work / f"run-{args.capacity}")
+    trainer = gpu.make_trainer(gpu.SYSTEMS[args.system][0], overrides, work / f"run-{args.capacity}")
     batches = trainer.sampler.forever()
     for _ in range(args.warmup):
         trainer.train_step([next(batches)])
@@ -73,6 +74,8 @@ def tally(output: str):
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--capacities", default="64,1024", help="oneDNN primitive cache capacities, comma-separated")
+    p.add_argument("--system", choices=("rnnsearch-gru", "atr", "dtmt1", "dtmt4", "cseq2seq1"),
+                   default="rnnsearch-gru", help="a peer-size system of benchmarks/gpu.py")
     p.add_argument("--precision", choices=("bf16", "fp32"), default="bf16")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-tokens", type=int, default=4000)
@@ -86,7 +89,7 @@ def main() -> int:
     if args.child:
         child(args)
         return 0
-    print(f"RNNSearch-GRU 256/512, {args.precision}, {args.threads} threads, {args.batch_tokens}-token batches: "
+    print(f"{args.system} 256/512, {args.precision}, {args.threads} threads, {args.batch_tokens}-token batches: "
           f"{args.steps} updates after {args.warmup}\n")
     print("| cache capacity | creations | their ms | ms per creation | cache hits | update ms | creations' share |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
@@ -94,7 +97,7 @@ def main() -> int:
         for capacity in [int(c) for c in args.capacities.split(",") if c.strip()]:
             env = dict(os.environ, ONEDNN_PRIMITIVE_CACHE_CAPACITY=str(capacity))
             cmd = [sys.executable, __file__, "--child", f"--capacity={capacity}", f"--work={work}",
-                   f"--precision={args.precision}", f"--threads={args.threads}",
+                   f"--system={args.system}", f"--precision={args.precision}", f"--threads={args.threads}",
                    f"--batch-tokens={args.batch_tokens}", f"--warmup={args.warmup}", f"--steps={args.steps}",
                    f"--data={args.data}"]
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)

@@ -107,12 +107,17 @@ def speedup(rows: int = 64, size: int = 512) -> float:
     return best["blas"] / max(best["onednn"], 1e-9)
 
 
+def _available() -> bool:
+    """The C++ kernels are built and PyTorch carries oneDNN."""
+    return kernels.extension() is not None and torch.backends.mkldnn.is_available()
+
+
 def _decide() -> bool:
     global _decided
     with _lock:
         if _decided is _UNDECIDED:
             forced = _environment_choice()
-            if forced is False or kernels.extension() is None or not torch.backends.mkldnn.is_available():
+            if forced is False or not _available():
                 _decided = False
             else:
                 _decided = forced is True or speedup() >= MIN_SPEEDUP
@@ -132,7 +137,7 @@ def active() -> bool:
 def describe() -> str:
     """One line for a run's log: where this process's fp32 CPU products go, and why."""
     forced = _environment_choice()
-    if kernels.extension() is None or not torch.backends.mkldnn.is_available():
+    if not _available():
         return "PyTorch's BLAS (no C++ kernels or no oneDNN here)"
     if forced is not None:
         where = "oneDNN" if forced else "PyTorch's BLAS"
