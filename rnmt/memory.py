@@ -8,10 +8,10 @@ process's resident set with them, although nothing in them is in use:
   primitive compiled for its exact shape, kept (with its buffers) in a cache of 1,024
   entries by default. One training update uses a few dozen product shapes; the cache holds
   those of dozens of earlier batches. `PRIMITIVE_CACHE` entries keep every shape that
-  repeats within an update (a recurrent step's products, once per time step) and most of
-  the previous update's. oneDNN reads the bound when it makes its first primitive, so
-  `configure_process` runs before any product (the CLI calls it first); a value the user
-  set in ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.
+  repeats within an update (a recurrent step's products, once per time step, one after
+  the other); a new batch's shapes are new to any small cache. oneDNN reads the bound when
+  it makes its first primitive, so `configure_process` runs before any product (the CLI
+  calls it first); a value the user set in ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` wins.
 - **The C library's heap.** glibc serves large buffers from its heap once its adaptive mmap
   threshold has grown past them, and freed heap pages stay resident. `trim` hands the free
   pages back (``malloc_trim``); the trainer calls it after every `TRIM_EVERY`-th update
@@ -37,9 +37,11 @@ import functools
 import os
 from typing import Optional
 
-# oneDNN primitives kept; sized by measurement (benchmarks/shape_rss.py and docs/performance.md:
-# 64 held bf16 training's peak 200 MiB below 256 at the same speed on an AVX-512 bf16 EPYC)
-PRIMITIVE_CACHE = 64
+# oneDNN primitives kept; sized by measurement (docs/performance.md, "bf16 training" and "An
+# Intel Xeon with AMX"): 64 held bf16 training's peak 200 MiB below 256 at the same speed on an
+# AVX-512 bf16 EPYC, and 8 another 9-10% below 64 there and on an AMX Xeon, where the
+# creations come from each batch's new shapes, not from a step's shapes evicting each other
+PRIMITIVE_CACHE = 8
 # updates between heap trims in training (`PeriodicTrim`); sized by measurement too
 TRIM_EVERY = 10
 _ENV_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
