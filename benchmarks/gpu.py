@@ -297,23 +297,33 @@ def profile_text(title: str, fn: Callable[[], Any], device: torch.device, rows: 
     return "\n".join(head) + "\n" + events.table(sort_by=sort, row_limit=rows) + "\n"
 
 
+def system_overrides(dims, batch_tokens: int, prepared: Path, stats: Dict, work: Path, device: str,
+                     precision: str, threads: Optional[int]) -> List[str]:
+    """The config overrides of a peer-size system's row: its size and batches, the prepared
+    data, the device and precision, seed 1, and the eager step."""
+    E, H = dims
+    overrides = [f"model.emb_size={E}", f"model.hidden_size={H}", f"data.batch_tokens={batch_tokens}",
+                 f"data.train={prepared / 'raw' / 'train'}", "data.dev=null", "data.test=null",
+                 "data.src=src", "data.tgt=tgt", f"data.max_len={stats['max_len']}",
+                 f"data.vocab.model={prepared / 'spm.model'}", f"data.cache_dir={work / 'cache'}",
+                 f"train.device={device}", f"train.amp={PRECISIONS[precision]}", "train.seed=1",
+                 "train.progress=false",
+                 # the `train` row is the eager step; --compile-step adds `train_compiled`, which is
+                 # what the default `auto` runs on a GPU for the systems whose units are not fused
+                 "train.compile_step=false"]
+    if threads:
+        overrides.append(f"train.threads={threads}")
+    return overrides
+
+
 def run_system(name: str, precision: str, args, prepared: Path, stats: Dict, work: Path, sources: List[str],
                device: torch.device, log, profiles: List[str]) -> Dict[str, Any]:
     from rnmt.models import count_parameters
 
     config, label = SYSTEMS[name]
     E, H = args.dims
-    overrides = [f"model.emb_size={E}", f"model.hidden_size={H}", f"data.batch_tokens={args.batch_tokens}",
-                 f"data.train={prepared / 'raw' / 'train'}", "data.dev=null", "data.test=null",
-                 "data.src=src", "data.tgt=tgt", f"data.max_len={stats['max_len']}",
-                 f"data.vocab.model={prepared / 'spm.model'}", f"data.cache_dir={work / 'cache'}",
-                 f"train.device={args.device}", f"train.amp={PRECISIONS[precision]}", "train.seed=1",
-                 "train.progress=false",
-                 # the `train` row is the eager step; --compile-step adds `train_compiled`, which is
-                 # what the default `auto` runs on a GPU for the systems whose units are not fused
-                 "train.compile_step=false", f"train.cuda_graphs={args.cuda_graphs == 'on'}"]
-    if args.threads:
-        overrides.append(f"train.threads={args.threads}")
+    overrides = system_overrides(args.dims, args.batch_tokens, prepared, stats, work, args.device, precision,
+                                 args.threads) + [f"train.cuda_graphs={args.cuda_graphs == 'on'}"]
     row: Dict[str, Any] = {"system": name, "label": label, "config": config, "precision": precision,
                            "dims": [E, H], "batch_tokens": args.batch_tokens, "status": "ok"}
     log(f"[{name} {precision}] {label}, {E}/{H}, {args.batch_tokens}-token batches")

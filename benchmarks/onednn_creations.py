@@ -23,25 +23,21 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+import gpu  # noqa: E402  (benchmarks/gpu.py: its systems, and their trainers as its rows build them)
 
 
 def child(args) -> None:
     """One process at one capacity: warm up, then the measured updates with the creation log on
     (oneDNN writes it to standard output; the parent reads it)."""
-    sys.path.insert(0, str(HERE))
-    import gpu  # benchmarks/gpu.py: the trainer as its rows build it
     import torch
     from prepare import prepare
 
     work = Path(args.work)
-    stats = prepare(Path(args.data), work / "data", log=lambda *_: None)
     prepared = work / "data"
-    overrides = ["model.emb_size=256", "model.hidden_size=512", f"data.batch_tokens={args.batch_tokens}",
-                 f"data.train={prepared / 'raw' / 'train'}", "data.dev=null", "data.test=null",
-                 "data.src=src", "data.tgt=tgt", f"data.max_len={stats['max_len']}",
-                 f"data.vocab.model={prepared / 'spm.model'}", f"data.cache_dir={work / 'cache'}",
-                 "train.device=cpu", f"train.amp={gpu.PRECISIONS[args.precision]}", "train.seed=1",
-                 "train.progress=false", "train.compile_step=false", f"train.threads={args.threads}"]
+    stats = prepare(Path(args.data), prepared, log=lambda *_: None)
+    overrides = gpu.system_overrides((256, 512), args.batch_tokens, prepared, stats, work, "cpu", args.precision,
+                                     args.threads)
     trainer = gpu.make_trainer(gpu.SYSTEMS[args.system][0], overrides, work / f"run-{args.capacity}")
     batches = trainer.sampler.forever()
     for _ in range(args.warmup):
@@ -74,8 +70,8 @@ def tally(output: str):
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--capacities", default="64,1024", help="oneDNN primitive cache capacities, comma-separated")
-    p.add_argument("--system", choices=("rnnsearch-gru", "atr", "dtmt1", "dtmt4", "cseq2seq1"),
-                   default="rnnsearch-gru", help="a peer-size system of benchmarks/gpu.py")
+    p.add_argument("--system", choices=sorted(gpu.SYSTEMS), default="rnnsearch-gru",
+                   help="a peer-size system of benchmarks/gpu.py")
     p.add_argument("--precision", choices=("bf16", "fp32"), default="bf16")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-tokens", type=int, default=4000)

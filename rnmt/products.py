@@ -85,14 +85,19 @@ def best_thread_seconds(candidates: Dict[K, Callable[[], object]], reps: int, ro
         torch.set_num_threads(before)
 
 
+def _available() -> bool:
+    """The C++ kernels are built and PyTorch carries oneDNN."""
+    return kernels.extension() is not None and torch.backends.mkldnn.is_available()
+
+
 @functools.cache
 def speedup(rows: int = 64, size: int = 512) -> float:
     """BLAS time / oneDNN time of a [rows x size] x [size x 3 size] fp32 product (a unit's
     per-step product) on this CPU, one thread, best of 5 alternating rounds in this thread's
     CPU time (`best_thread_seconds`). 0.0 where the C++ kernels or oneDNN are unavailable."""
-    ext = kernels.extension()
-    if ext is None or not torch.backends.mkldnn.is_available():
+    if not _available():
         return 0.0
+    ext = kernels.extension()
     # its own generator: the choice is made at the first product, maybe within a seeded
     # run, whose random numbers must not depend on when that is
     generator = torch.Generator().manual_seed(0)
@@ -105,11 +110,6 @@ def speedup(rows: int = 64, size: int = 512) -> float:
     except RuntimeError:  # a build of PyTorch whose oneDNN refuses fp32 products
         return 0.0
     return best["blas"] / max(best["onednn"], 1e-9)
-
-
-def _available() -> bool:
-    """The C++ kernels are built and PyTorch carries oneDNN."""
-    return kernels.extension() is not None and torch.backends.mkldnn.is_available()
 
 
 def _decide() -> bool:
