@@ -2,11 +2,14 @@
 
     python benchmarks/int8_decode.py --model RUN [--src test.es --ref test.en] [--rounds 2] [--profile]
     python benchmarks/int8_decode.py --model RUN --layers [--limit 200]
+    python benchmarks/int8_decode.py --model RUN --kernels fbgemm,onednn [--rounds 5]
 
 Loads the model twice per round (fp32, then int8, alternating), translates the whole source
 file with the model's own search settings on one thread, and prints sentences/s (best round)
 and BLEU of each, the speed ratio and the int8 output's BLEU against the fp32 output
 (self-BLEU: 100 = the same translations). Defaults to the Bible test set next to the checkout.
+``--kernels`` times the int8 model once per library of int8 kernels named (fbgemm's,
+oneDNN's; default: the one `rnmt.int8.engine` picks on this CPU), each in every round.
 ``--profile`` then prints where one int8 pass over the first 100 sentences spends its time.
 ``--layers`` instead measures where the int8 loss arises: each group of products (by module:
 encoder, attention, readouts, output layer, ...; the units' recurrent and input matrices
@@ -23,6 +26,7 @@ import torch
 from sacrebleu.metrics import BLEU
 
 import rnmt
+from rnmt import int8
 
 
 def main() -> None:
@@ -35,6 +39,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--layers", action="store_true", help="self-BLEU with each group of products in int8")
     parser.add_argument("--limit", type=int, default=0, help="only the first N sentences (0: all)")
+    parser.add_argument("--kernels", default="", help="int8 kernels to time, comma-separated: fbgemm, onednn "
+                                                      "(default: rnmt's choice on this CPU)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     src = open(args.src, encoding="utf-8").read().splitlines()
@@ -43,21 +49,29 @@ def main() -> None:
         src, ref = src[:args.limit], ref[:args.limit]
     if args.layers:
         return layers(args.model, src)
-    seconds = {False: [], True: []}
+    kernels = [k.strip() for k in args.kernels.split(",") if k.strip()] or [int8.engine()]
+    variants = ["fp32", *(f"int8 {k}" for k in kernels)]
+    seconds = {v: [] for v in variants}
     hyps = {}
     for _ in range(args.rounds):
-        for quantized in (False, True):
-            model = rnmt.load(args.model, device="cpu", int8=quantized)
+        for variant in variants:
+            model = rnmt.load(args.model, device="cpu")
+            if variant != "fp32":
+                int8.quantize_for_decoding(model.loaded.model, kernels=variant.split()[1])
             model.translate(src[:8])  # warm-up
             start = time.perf_counter()
-            hyps[quantized] = model.translate(src)
-            seconds[quantized].append(time.perf_counter() - start)
-    for quantized in (False, True):
-        bleu = BLEU().corpus_score(hyps[quantized], [ref]).score
-        print(f"{'int8' if quantized else 'fp32'}: {len(src) / min(seconds[quantized]):.2f} sentences/s "
-              f"(best of {args.rounds}), BLEU {bleu:.2f}")
-    print(f"int8 / fp32 speed: {min(seconds[False]) / min(seconds[True]):.2f}x")
-    print(f"self-BLEU (int8 against fp32): {BLEU().corpus_score(hyps[True], [hyps[False]]).score:.2f}")
+            hyps[variant] = model.translate(src)
+            seconds[variant].append(time.perf_counter() - start)
+    for variant in variants:
+        bleu = BLEU().corpus_score(hyps[variant], [ref]).score
+        per_round = " ".join(f"{len(src) / t:.1f}" for t in seconds[variant])
+        print(f"{variant}: {len(src) / min(seconds[variant]):.2f} sentences/s (best of {args.rounds}; rounds: "
+              f"{per_round}), BLEU {bleu:.2f}")
+    for variant in variants[1:]:
+        ratios = sorted(f / q for f, q in zip(seconds["fp32"], seconds[variant]))
+        print(f"{variant} / fp32 speed: {min(seconds['fp32']) / min(seconds[variant]):.2f}x (best against best; "
+              f"per round, median {ratios[len(ratios) // 2]:.2f}x, {ratios[0]:.2f}-{ratios[-1]:.2f}x)")
+        print(f"self-BLEU ({variant} against fp32): {BLEU().corpus_score(hyps[variant], [hyps['fp32']]).score:.2f}")
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 

@@ -4,9 +4,17 @@
 CPU: every ``nn.Linear`` with more than one output (readouts, the output layer, attention
 projections, initial-state layers) and every recurrent unit's input and recurrent matrices
 (``weight_x``, ``weight_h``). Weights are quantised once, per output channel; activations
-are quantised at each call with their own range (dynamic quantisation, fbgemm's int8
-GEMM), and results come back in fp32, so everything else (gates, layer norms, softmax, the
-search) is unchanged. Attention score vectors (one output) and embeddings stay fp32.
+are quantised at each call with their own range (dynamic quantisation), and results come
+back in fp32, so everything else (gates, layer norms, softmax, the search) is unchanged.
+Attention score vectors (one output) and embeddings stay fp32.
+
+Whose int8 kernels (`engine`): fbgemm's (PyTorch's default, VNNI dot products where the CPU
+has them), or oneDNN's, which run on AMX's int8 tiles: on a 2-core Xeon with AMX the
+quickstart model decoded 1.16-1.33x faster with oneDNN's than with fbgemm's, the same BLEU
+(docs/performance.md, "int8 decoding"). The automatic choice takes oneDNN's where
+/proc/cpuinfo lists ``amx_int8`` and fbgemm's elsewhere; ``RNMT_INT8_KERNELS=fbgemm`` or
+``onednn`` forces one. The choice is made when the weights are packed (PyTorch's packed
+weights carry their library), so it holds for the model's life.
 
 The units read their packed twins through `Cell.recurrent_product` / `Cell.input_product`
 (``int8_h`` / ``int8_x``, None unless quantised); a quantised model is for decoding only.
@@ -16,24 +24,74 @@ that uses it.
 
 from __future__ import annotations
 
+import os
+import threading
 import warnings
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch import Tensor, nn
 
 from rnmt import products
+from rnmt.errors import UserError
+
+# PyTorch's name for each library's int8 kernels (torch.backends.quantized.engine).
+ENGINES = {"fbgemm": "x86", "onednn": "onednn"}
+_engine_lock = threading.Lock()  # the engine setting is process-wide: one packing at a time
 
 
-def pack(weight: Tensor) -> Any:
+def cpu_flags() -> Optional[str]:
+    """The ``flags`` line of /proc/cpuinfo, or None where it cannot be read."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return next((line.split(":", 1)[-1] for line in text.splitlines() if line.startswith("flags")), "")
+
+
+def engine_for(flags: Optional[str], requested: str = "auto") -> str:
+    """Whose int8 kernels to pack for: ``requested`` (fbgemm, onednn or auto, as in
+    ``RNMT_INT8_KERNELS``), where auto is oneDNN's on a CPU whose flags list ``amx_int8`` (AMX
+    int8 tiles, which fbgemm does not use) and fbgemm's elsewhere."""
+    choice = requested.strip().lower() or "auto"
+    if choice == "auto":
+        return "onednn" if flags is not None and "amx_int8" in flags.split() else "fbgemm"
+    if choice not in ENGINES:
+        raise UserError(f"RNMT_INT8_KERNELS must be fbgemm, onednn or auto, got {requested!r}")
+    return choice
+
+
+@lru_cache(maxsize=1)
+def engine() -> str:
+    """This process's int8 kernels (`engine_for` this CPU and ``RNMT_INT8_KERNELS``); fbgemm's
+    where this PyTorch build lacks the chosen one."""
+    chosen = engine_for(cpu_flags(), os.environ.get("RNMT_INT8_KERNELS", "auto"))
+    return chosen if ENGINES[chosen] in torch.backends.quantized.supported_engines else "fbgemm"
+
+
+@contextmanager
+def _packing_for(name: str) -> Iterator[None]:
+    """PyTorch packs int8 weights for its current quantised engine: set it for a block."""
+    with _engine_lock:
+        before = torch.backends.quantized.engine
+        torch.backends.quantized.engine = ENGINES[name]
+        try:
+            yield
+        finally:
+            torch.backends.quantized.engine = before
+
+
+def pack(weight: Tensor, kernels: Optional[str] = None) -> Any:
     """Packed int8 twin of ``weight`` [in, out] (a unit's layout, x @ weight), quantised per
-    output channel with a symmetric range."""
-    w = weight.detach().t().contiguous().float()  # [out, in], the layout fbgemm packs
+    output channel with a symmetric range, for ``kernels`` (fbgemm or onednn; default
+    `engine`)."""
+    w = weight.detach().t().contiguous().float()  # [out, in], the layout both libraries pack
     scales = (w.abs().amax(dim=1) / 127.0).clamp_min(1e-8).double()
     zero_points = torch.zeros(w.size(0), dtype=torch.long)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _packing_for(kernels or engine()):
         warnings.simplefilter("ignore")  # the deprecation notices of the quantised API
         q = torch.quantize_per_channel(w, scales, zero_points, 0, torch.qint8)
         return torch.ops.quantized.linear_prepack(q, None)
@@ -53,11 +111,8 @@ def reduce_range() -> bool:
     step's recurrent product 5.7% relative error against 1.0% with 7 bits, and the quickstart
     model's int8 output fell to self-BLEU 77 (docs/performance.md, "int8 decoding"). torch's
     dynamic ``nn.Linear`` always reduces. Where /proc/cpuinfo cannot be read: reduce."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return True
-    return saturates(next((line.split(":", 1)[-1] for line in text.splitlines() if line.startswith("flags")), ""))
+    flags = cpu_flags()
+    return True if flags is None else saturates(flags)
 
 
 # What int8 decoding gained where products saturate (no VNNI): the quickstart model at 1,000
@@ -93,21 +148,24 @@ def decoding_device(requested: str) -> torch.device:
     return device
 
 
-def quantize_for_decoding(model: nn.Module, keep_fp32: Optional[Callable[[str], bool]] = None) -> nn.Module:
+def quantize_for_decoding(model: nn.Module, keep_fp32: Optional[Callable[[str], bool]] = None,
+                          kernels: Optional[str] = None) -> nn.Module:
     """Quantise ``model``'s products to int8 in place (see the module docstring); returns it
-    in eval mode. CPU only: the int8 kernels are fbgemm's. ``keep_fp32(name)`` true leaves a
-    product in fp32: ``name`` is an ``nn.Linear``'s module name or a unit's module name plus
-    ``.weight_h`` / ``.weight_x`` (benchmarks/int8_decode.py --layers measures each group)."""
+    in eval mode. CPU only. ``kernels``: fbgemm or onednn (default `engine`). ``keep_fp32(name)``
+    true leaves a product in fp32: ``name`` is an ``nn.Linear``'s module name or a unit's
+    module name plus ``.weight_h`` / ``.weight_x`` (benchmarks/int8_decode.py --layers
+    measures each group)."""
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("int8 decoding runs on the CPU; load the model with device cpu")
     keep = keep_fp32 or (lambda name: False)
+    kernels = engine_for(None, kernels) if kernels else engine()
     model.eval()
     products.plain_linears(model)  # PyTorch quantises nn.Linear itself, not a subclass
     linears = {name: torch.ao.quantization.per_channel_dynamic_qconfig
                for name, module in model.named_modules()
                if isinstance(module, nn.Linear) and module.out_features > 1 and not keep(name)}
     units = list(model.named_modules())
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _packing_for(kernels):
         warnings.simplefilter("ignore")
         torch.ao.quantization.quantize_dynamic(model, linears, dtype=torch.qint8, inplace=True)
     for module_name, module in units:
@@ -115,7 +173,7 @@ def quantize_for_decoding(model: nn.Module, keep_fp32: Optional[Callable[[str], 
             weight = getattr(module, f"weight_{name}", None)
             if (isinstance(weight, nn.Parameter) and hasattr(module, f"int8_{name}")
                     and not keep(f"{module_name}.weight_{name}")):
-                setattr(module, f"int8_{name}", pack(weight))
+                setattr(module, f"int8_{name}", pack(weight, kernels))
     return model
 
 

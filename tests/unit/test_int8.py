@@ -10,6 +10,7 @@ import torch
 
 from rnmt import int8
 from rnmt.config import load_config
+from rnmt.errors import UserError
 from rnmt.models import build_model
 from rnmt.models.base import uniform_init_
 from rnmt.search.beam import beam_search
@@ -50,21 +51,40 @@ def test_products_saturate_only_without_vnni():
     assert not int8.saturates("avx2 avx512f avx512_vnni")
 
 
-def test_unit_products_stay_accurate_on_this_cpu():
+# The int8 kernels this PyTorch build has: fbgemm's always on x86, oneDNN's where built in.
+KERNELS = [k for k, engine in int8.ENGINES.items() if engine in torch.backends.quantized.supported_engines]
+
+
+def test_oneDNN_kernels_are_chosen_where_the_cpu_has_amx_int8():
+    assert int8.engine_for("avx2 avx512f avx512_vnni amx_bf16 amx_tile amx_int8") == "onednn"
+    assert int8.engine_for("avx2 avx512f avx512_vnni avx512_bf16") == "fbgemm"  # Zen 4/5: no AMX
+    assert int8.engine_for("avx2 fma") == "fbgemm"
+    assert int8.engine_for(None) == "fbgemm"  # /proc/cpuinfo unreadable
+    assert int8.engine_for("avx2 amx_int8", "fbgemm") == "fbgemm"  # the environment decides
+    assert int8.engine_for("avx2", " OneDNN ") == "onednn"
+    with pytest.raises(UserError, match="RNMT_INT8_KERNELS must be fbgemm, onednn or auto, got 'mkl'"):
+        int8.engine_for("avx2", "mkl")
+
+
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_unit_products_stay_accurate_on_this_cpu(kernels):
     """A recurrent product's input is a tanh-bounded state with values near +-1; with 8-bit
     activations where fbgemm saturates (AVX2 without VNNI) its error was 5.7%."""
     torch.manual_seed(0)
     weight = torch.randn(64, 192) * 0.1
     state = torch.randn(200, 64).tanh()
     exact = state @ weight
-    error = (int8.product(state, int8.pack(weight)) - exact).norm() / exact.norm()
+    before = torch.backends.quantized.engine
+    error = (int8.product(state, int8.pack(weight, kernels)) - exact).norm() / exact.norm()
     assert error < 0.02
+    assert torch.backends.quantized.engine == before  # the packing's engine setting is undone
 
 
+@pytest.mark.parametrize("kernels", KERNELS)
 @pytest.mark.parametrize("name", CONFIGS)
-def test_int8_scores_follow_fp32(name):
+def test_int8_scores_follow_fp32(name, kernels):
     model = tiny(name)
-    quantized = int8.quantize_for_decoding(copy.deepcopy(model))
+    quantized = int8.quantize_for_decoding(copy.deepcopy(model), kernels=kernels)
     assert int8.is_quantized(quantized)
     src, mask, tgt_in = batch()
     with torch.no_grad():
