@@ -1,6 +1,7 @@
-"""How steady `train.amp: auto`'s CPU probe is: its bf16/fp32 ratio as rnmt measures it (one
-thread, that thread's CPU time) beside the same product at N threads in wall time, the way
-it was measured until b553bd3.
+"""How steady `train.amp: auto`'s CPU probe is: its bf16/fp32 ratio as rnmt measures it (a
+simulated batch's products at new shapes, one thread, that thread's CPU time;
+`precision.batch_speedup`) beside one repeated product at N threads in wall time, the way it
+was measured until b553bd3.
 
     python benchmarks/amp_probe.py [--hidden 256] [--threads 2] [--trials 3]
 
@@ -50,9 +51,12 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--trials", type=int, default=3)
     args = ap.parse_args()
-    print(f"threshold {precision.BF16_MIN_SPEEDUP}x; [256 x {args.hidden}] x [{args.hidden} x {3 * args.hidden}]")
+    print(f"threshold {precision.BF16_MIN_SPEEDUP}x; the repeated product [256 x {args.hidden}] x "
+          f"[{args.hidden} x {3 * args.hidden}]")
     for trial in range(1, args.trials + 1):
-        probe = precision.cpu_bf16_speedup.__wrapped__(args.hidden)  # uncached: a fresh measurement
+        # a fresh measurement at row counts no earlier trial used (oneDNN keeps the shapes it built)
+        rows = tuple(range(41 + 10 * trial, 51 + 10 * trial, 2))
+        probe = precision.batch_speedup(args.hidden, rows)
         wall = wall_ratio(args.hidden, args.threads)
         print(f"trial {trial}: rnmt's probe (1 thread, CPU time) {probe:.2f}x; "
               f"{args.threads} threads, wall time {wall:.2f}x", flush=True)

@@ -15,6 +15,7 @@ rate (docs/performance.md, "bf16 training").
 from __future__ import annotations
 
 import functools
+import time
 from typing import Optional, Tuple
 
 import torch
@@ -46,10 +47,10 @@ def fp32(tensor: Tensor) -> Tensor:
     return tensor if tensor.dtype == torch.float32 else tensor.float()
 
 
-# `train.amp: auto` on the CPU: bf16 when this processor's bf16 products are this much faster
-# than fp32 ones. Below it the casts and the step's fp32 parts eat the gain: the RNNSearch-GRU
-# step ran 1.7x fp32 where products ran 2.1-2.7x, and 0.58x where they ran 0.5-0.8x
-# (docs/performance.md, "bf16 training").
+# `train.amp: auto` on the CPU: bf16 when a batch's products (`batch_speedup`) run this much
+# faster in bf16 than in fp32. Below it the casts and the step's fp32 parts eat the gain: the
+# RNNSearch-GRU step ran 1.7x fp32 where products ran 2.1-2.7x, and 0.58x where they ran
+# 0.5-0.8x (docs/performance.md, "bf16 training").
 BF16_MIN_SPEEDUP = 1.5
 # Models narrower than this train in fp32 under auto: their products are too small to gain.
 BF16_MIN_HIDDEN = 128
@@ -59,28 +60,63 @@ BF16_MIN_HIDDEN = 128
 GPU_BF16_MIN_HIDDEN = 1000
 
 
-@functools.cache
-def cpu_bf16_speedup(hidden: int) -> float:
-    """fp32 time / bf16 time of a [256 x hidden] x [hidden x 3 hidden] product (a unit's input
-    projection) on this CPU, the fp32 one as rnmt multiplies (`rnmt.products`: oneDNN where
-    it beats the BLAS): best of 5 alternating rounds, about a tenth of a second. 0.0 where
-    oneDNN has no bf16 products for this CPU.
+# The probe's simulated batch: this many time steps, at row counts (one per round) that the
+# process's other products are unlikely to have met, so each round's products are new shapes.
+PROBE_STEPS = 16
+PROBE_ROWS = (53, 59, 67, 71, 79)
+
+
+def batch_speedup(hidden: int, rows: Tuple[int, ...] = PROBE_ROWS) -> float:
+    """fp32 time / bf16 time of a simulated batch's products at a unit of ``hidden`` units on
+    this CPU: the input projections of `PROBE_STEPS` steps as one [steps x r, hidden] x
+    [hidden, 3 hidden] product, then the steps' own [r, hidden] x [hidden, 3 hidden] products,
+    at a row count r not met before (one per round, ``rows``); the fp32 ones as rnmt
+    multiplies (`rnmt.products`: oneDNN where it beats the BLAS). Best of the rounds, fp32 and
+    bf16 alternating. 0.0 where oneDNN has no bf16 products for this CPU.
+
+    New shapes because training meets them: token batches change shape at every update, and
+    oneDNN builds a kernel for each new bf16 product shape, which on a CPU with AMX costs
+    milliseconds (docs/performance.md, "An Intel Xeon with AMX"). A ratio of one repeated
+    product, as this probe was up to 97a4af7 (3.65x at 256 units on an AMX Xeon), hid that: the
+    quickstart's 256-unit RNNSearch then trained in bf16 at 0.73-0.92x fp32's speed; this
+    probe gives 0.80-1.03x there and 1.61-1.87x at 512 units, where bf16 trains 1.17-1.32x faster.
 
     On one thread, timed in that thread's CPU time: the ratio is a property of the core's
     instructions, and on a busy machine a multi-threaded product waits for its slowest
-    thread, so wall time moved it anywhere: on a 2-core Zen 5 beside two training runs the
-    same product at 2 threads in wall time gave 1.44x once (under `BF16_MIN_SPEEDUP`) and
-    up to 9.08x, at one thread in CPU time 4.25-4.43x (``benchmarks/amp_probe.py``,
+    thread, so wall time moved it anywhere: on a 2-core Zen 5 beside two training runs a
+    product at 2 threads in wall time gave 1.44x once (under `BF16_MIN_SPEEDUP`) and up to
+    9.08x, at one thread in CPU time 4.25-4.43x (``benchmarks/amp_probe.py``,
     docs/performance.md "bf16 training")."""
     if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
         return 0.0
-    a32 = torch.randn(256, hidden)
-    b32 = torch.randn(hidden, 3 * hidden)
-    a16, b16 = a32.bfloat16(), b32.bfloat16()
-    reps = max(2, int(1e9 / (2 * 256 * hidden * 3 * hidden)))  # about 1 GFLOP a round
-    best = products.best_thread_seconds({torch.float32: lambda: products.mm(a32, b32),
-                                         torch.bfloat16: lambda: products.mm(a16, b16)}, reps)
+    weights = {torch.float32: torch.randn(hidden, 3 * hidden)}
+    weights[torch.bfloat16] = weights[torch.float32].bfloat16()
+    multiply = {torch.float32: products.mm, torch.bfloat16: torch.mm}
+    best = dict.fromkeys(weights, float("inf"))
+    products.active()  # the fp32 library is chosen (and timed) before, not inside, the first round
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for r in rows:
+            for dtype, weight in weights.items():
+                inputs = torch.randn(PROBE_STEPS * r, hidden).to(dtype)
+                step = inputs[:r]
+                start = time.thread_time()
+                multiply[dtype](inputs, weight)
+                for _ in range(PROBE_STEPS):
+                    multiply[dtype](step, weight)
+                best[dtype] = min(best[dtype], time.thread_time() - start)
+    finally:
+        torch.set_num_threads(before)
     return best[torch.float32] / max(best[torch.bfloat16], 1e-9)
+
+
+@functools.cache
+def cpu_bf16_speedup(hidden: int) -> float:
+    """`batch_speedup` at ``hidden`` units, measured once per process (0.3-0.4 s at 256
+    units, 1.1-1.3 s at 1,024 on an AMX Xeon, the first fp32 product's choice of library
+    included)."""
+    return batch_speedup(hidden)
 
 
 def cpu_auto_dtype(hidden: int) -> Tuple[Optional[torch.dtype], str]:
@@ -88,10 +124,10 @@ def cpu_auto_dtype(hidden: int) -> Tuple[Optional[torch.dtype], str]:
     if hidden < BF16_MIN_HIDDEN:
         return None, f"fp32 (hidden size {hidden} < {BF16_MIN_HIDDEN}: too small for bf16 to pay)"
     speedup = cpu_bf16_speedup(hidden)
-    shape = f"256 x {hidden} x {3 * hidden}"
+    what = f"a {PROBE_STEPS}-step batch's products at {hidden} units, new shapes included"
     if speedup >= BF16_MIN_SPEEDUP:
-        return torch.bfloat16, f"bf16 (this CPU's bf16 products run {speedup:.2f}x fp32's at {shape})"
+        return torch.bfloat16, f"bf16 (this CPU ran {what}, {speedup:.2f}x faster in bf16 than in fp32)"
     if speedup == 0.0:
         return None, "fp32 (no bf16 products on this CPU)"
-    return None, (f"fp32 (this CPU's bf16 products run {speedup:.2f}x fp32's at {shape}, "
+    return None, (f"fp32 (this CPU ran {what}, {speedup:.2f}x as fast in bf16 as in fp32, "
                   f"under the {BF16_MIN_SPEEDUP}x that bf16 training needs to pay)")

@@ -68,7 +68,7 @@ def best_thread_seconds(candidates: Dict[K, Callable[[], object]], reps: int, ro
     """Each candidate's best time for ``reps`` calls over ``rounds`` alternating rounds, on one
     thread and in this thread's CPU time (wall time on a busy machine measures the
     neighbours), each round after a warm-up call (oneDNN builds its kernel at a shape's first
-    call). What `speedup` and `rnmt.precision.cpu_bf16_speedup` time their candidates with."""
+    call). What `speedup` times its candidates with."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

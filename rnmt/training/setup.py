@@ -61,11 +61,12 @@ def resolve_amp(name: str, device: torch.device, hidden: int = 0) -> Tuple[Optio
     least `precision.GPU_BF16_MIN_HIDDEN`: the steps of smaller models are bound by kernel
     launches, and bf16 adds casts (measured on an H100, docs/performance.md "Which precision
     on a GPU"). On the CPU it is bf16 when the
-    model's hidden size is at least `precision.BF16_MIN_HIDDEN` and this processor's bf16
-    products, measured at that size on one thread, run at least
-    `precision.BF16_MIN_SPEEDUP` times fp32's (`precision.cpu_bf16_speedup`): processors
-    that list ``avx512_bf16`` differ (2.1-2.7x fp32 on a Zen 4, 0.5-0.8x on a Xeon without
-    AMX), so the flag alone cannot decide. bf16 keeps quality at equal updates
+    model's hidden size is at least `precision.BF16_MIN_HIDDEN` and a simulated batch's
+    products at that size, new shapes included, run at least `precision.BF16_MIN_SPEEDUP`
+    times faster in bf16 than in fp32 on one thread (`precision.cpu_bf16_speedup`):
+    processors that list ``avx512_bf16`` differ (products 2.1-2.7x fp32's on a Zen 4, 0.5-0.8x
+    on a Xeon without AMX; on a Xeon with AMX fast products but slow kernel builds for new
+    shapes), so the flag alone cannot decide. bf16 keeps quality at equal updates
     (`rnmt reproduce bf16`, docs/performance.md). ``bf16`` and ``none`` force the choice.
     """
     if name == "none":

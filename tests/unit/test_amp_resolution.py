@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rnmt import precision
+from rnmt import precision, products
 from rnmt.errors import UserError
 from rnmt.training.trainer import amp_dtype, resolve_amp
 
@@ -28,6 +28,7 @@ def test_amp_resolution_on_cpu(monkeypatch):
 def test_the_cpu_bf16_probe_measures_a_ratio_on_one_thread(monkeypatch):
     # one thread whatever the training's count: on a busy machine a multi-threaded product
     # waits for its slowest thread, and the ratio moved from 1.44x to 6x between probes
+    products.active()  # fp32's library chosen first: that choice times on one thread too
     counts, set_threads = [], torch.set_num_threads
     monkeypatch.setattr(torch, "set_num_threads", lambda n: (counts.append(n), set_threads(n)))
     before = torch.get_num_threads()
@@ -52,3 +53,22 @@ def test_amp_resolution_on_a_gpu(monkeypatch):
     assert amp_dtype("auto", gpu, hidden=2048) is None
     with pytest.raises(UserError, match="does not support bf16"):
         amp_dtype("bf16", gpu, hidden=2048)
+
+
+def test_the_cpu_bf16_probe_meets_new_shapes_without_a_warm_up(monkeypatch):
+    """Training meets a new product shape at every update, and oneDNN builds a kernel for each
+    (milliseconds on a CPU with AMX): the probe must time those builds, so each round's bf16
+    products are at a row count of their own and no untimed call comes first."""
+    if not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        pytest.skip("no bf16 products on this CPU")
+    shapes, mm = [], torch.mm
+    def recording(a, b):
+        if a.dtype == torch.bfloat16:
+            shapes.append(tuple(a.shape))
+        return mm(a, b)
+
+    monkeypatch.setattr(torch, "mm", recording)
+    rows = (37, 43)
+    assert precision.batch_speedup(64, rows) > 0
+    steps = precision.PROBE_STEPS
+    assert shapes == [s for r in rows for s in [(steps * r, 64)] + [(r, 64)] * steps]
