@@ -55,3 +55,18 @@ def test_cuda_graphs_are_on_by_default_and_the_flags_switch_them(tiny_run, tmp_p
         outputs[tuple(flags)] = out.read_text(encoding="utf-8")
     assert len(set(outputs.values())) == 1
     assert step_graphs._enabled is True  # restored after the command
+
+
+def test_an_unknown_int8_kernels_choice_is_a_one_line_error(tiny_run, tmp_path, capsys, monkeypatch):
+    src = tmp_path / "in.es"
+    src.write_text("hola mundo\n", encoding="utf-8")
+    monkeypatch.setenv("RNMT_INT8_KERNELS", "mkl")
+    int8.engine.cache_clear()  # the process's choice is made once; this test makes it anew
+    try:
+        code = main(["translate", "--model", str(tiny_run), "--input", str(src), "--output",
+                     str(tmp_path / "out.en"), "--device", "cpu", "--int8"])
+    finally:
+        int8.engine.cache_clear()
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip().splitlines() == ["error: RNMT_INT8_KERNELS must be fbgemm, onednn or auto, got 'mkl'"]
