@@ -10,7 +10,8 @@ Attention score vectors (one output) and embeddings stay fp32.
 
 Whose int8 kernels (`engine`): fbgemm's (PyTorch's default, VNNI dot products where the CPU
 has them), or oneDNN's, which run on AMX's int8 tiles: on a 2-core Xeon with AMX the
-quickstart model decoded 1.16-1.33x faster with oneDNN's than with fbgemm's, the same BLEU
+quickstart model decoded 1.73-1.84x fp32's speed with oneDNN's against 1.39-1.58x with
+fbgemm's (three runs; oneDNN's faster in 15 of 18 paired rounds), at fp32's BLEU
 (docs/performance.md, "int8 decoding"). The automatic choice takes oneDNN's where
 /proc/cpuinfo lists ``amx_int8`` and fbgemm's elsewhere; ``RNMT_INT8_KERNELS=fbgemm`` or
 ``onednn`` forces one. The choice is made when the weights are packed (PyTorch's packed

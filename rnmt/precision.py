@@ -79,7 +79,7 @@ def batch_speedup(hidden: int, rows: Tuple[int, ...] = PROBE_ROWS) -> float:
     milliseconds (docs/performance.md, "An Intel Xeon with AMX"). A ratio of one repeated
     product, as this probe was up to 97a4af7 (3.65x at 256 units on an AMX Xeon), hid that: the
     quickstart's 256-unit RNNSearch then trained in bf16 at 0.73-0.92x fp32's speed; this
-    probe gives 0.80-1.03x there and 1.61-1.87x at 512 units, where bf16 trains 1.17-1.32x faster.
+    probe gives 0.73-1.03x there and 1.61-1.87x at 512 units, where bf16 trains 1.17-1.32x faster.
 
     On one thread, timed in that thread's CPU time: the ratio is a property of the core's
     instructions, and on a busy machine a multi-threaded product waits for its slowest
