@@ -123,6 +123,10 @@ class Difference:
     low: float  # the interval's ends: percentiles of the resampled differences
     high: float
     level: float  # e.g. 0.95
+    # Two-sided, from the same resamples as the interval (`percentile_p_value`): below
+    # 1 - level exactly when the interval excludes 0, so the word a verdict reads from the
+    # interval and the p shown beside it never disagree.
+    p_value: float = 1.0
 
     def as_list(self) -> List[float]:
         return [round(self.low, 4), round(self.high, 4)]
@@ -161,4 +165,38 @@ def difference_interval(hyps_a: Sequence[str], hyps_b: Sequence[str], references
     tail = (1.0 - level) / 2 * 100
     low, high = np.percentile(diffs, [tail, 100 - tail])
     observed = score(stats_a.sum(0)) - score(stats_b.sum(0))
-    return Difference(observed=observed, low=float(low), high=float(high), level=level)
+    return Difference(observed=observed, low=float(low), high=float(high), level=level,
+                      p_value=percentile_p_value(diffs))
+
+
+def percentile_p_value(diffs: Sequence[float]) -> float:
+    """Two-sided p-value of "no difference" from resampled differences, by inverting the
+    percentile interval: twice the share of the distribution (numpy's linear percentiles,
+    as `difference_interval` reads its ends) that lies beyond 0. So p < 1 - level exactly
+    when the central ``level`` interval excludes 0. No resample beyond 0 gives 1/n, the
+    smallest share n resamples can show; all of them at 0 (identical outputs) give 1."""
+    import numpy as np
+
+    s = np.sort(np.asarray(diffs, dtype="float64"))
+    n = len(s)
+    if n < 2:
+        return 1.0
+
+    def share_up_to_zero() -> float:  # sup{u: Q(u) <= 0}, Q the linear percentile function
+        if s[0] > 0:
+            return 0.0
+        if s[-1] <= 0:
+            return 1.0
+        j = int(np.searchsorted(s, 0.0, side="right")) - 1  # last s[j] <= 0
+        return (j + (-s[j]) / (s[j + 1] - s[j])) / (n - 1)
+
+    def share_from_zero() -> float:  # 1 - inf{u: Q(u) >= 0}
+        if s[-1] < 0:
+            return 0.0
+        if s[0] >= 0:
+            return 1.0
+        i = int(np.searchsorted(s, 0.0, side="left"))  # first s[i] >= 0
+        return 1.0 - ((i - 1) + (-s[i - 1]) / (s[i] - s[i - 1])) / (n - 1)
+
+    p = 2 * min(share_up_to_zero(), share_from_zero())
+    return float(min(1.0, max(p, 1.0 / n)))

@@ -18,33 +18,23 @@ from rnmt.reproduce.machine import machine_line
 from rnmt.reproduce.spec import Claim, PaperSpec, SystemSpec
 from rnmt.training.checkpoint import atomic_write_text
 
-SIGNIFICANT = 0.05
-BOOTSTRAP_SEED = 12345  # sacrebleu's default, so `sacrebleu --paired-bs` gives the same p-values
+SIGNIFICANT = 0.05  # = 1 - the intervals' level: p < SIGNIFICANT exactly when the 95% interval excludes 0
+BOOTSTRAP_SEED = 12345  # sacrebleu's default: the resampled test sets are the ones `sacrebleu --paired-bs` draws
 # Eq. 13 of the ATR paper is the decoder: s~_j = ATR(s_{j-1}, y_{j-1}) (unit 1), then
 # s_j = ATR(s~_j, c_j) (unit 2). Unit 1, the one reading the target words, is the headline.
 HEADLINE_GATES = "decoder.unit1"
 
 
-def _p_value(hyps_a: List[str], hyps_b: List[str], refs: List[str], n: int) -> float:
-    """Paired bootstrap p-value of BLEU(a) against BLEU(b) (b is the reference system)."""
-    from rnmt.evaluation.significance import paired_bootstrap
-
-    _, results = paired_bootstrap([("b", hyps_b), ("a", hyps_a)], [refs], metrics=("bleu",),
-                                  n_samples=n, seed=BOOTSTRAP_SEED)
-    return results["a"]["bleu"].p_value
-
-
 def baseline_p_values(names: Sequence[str], baseline: str, hyps: Dict[str, List[str]], refs: List[str],
                       n: int) -> Dict[str, Optional[float]]:
-    """BLEU p-value of every system against the paper's baseline (None for the baseline)."""
-    from rnmt.evaluation.significance import paired_bootstrap
+    """BLEU p-value of every system against the paper's baseline (None for the baseline),
+    by the same test as the claims' verdicts and intervals (`difference_interval`)."""
+    from rnmt.evaluation.significance import difference_interval
 
     if baseline not in hyps:
         return {name: None for name in names}
-    ordered = [baseline] + [s for s in names if s != baseline and s in hyps]
-    _, results = paired_bootstrap([(s, hyps[s]) for s in ordered], [refs], metrics=("bleu",),
-                                  n_samples=n, seed=BOOTSTRAP_SEED)
-    return {name: results[name]["bleu"].p_value if name in results else None for name in names}
+    return {name: difference_interval(hyps[name], hyps[baseline], refs, n_samples=n, seed=BOOTSTRAP_SEED).p_value
+            if name in hyps and name != baseline else None for name in names}
 
 
 # The sanity check a system must pass before any ordering is read from it: below this BLEU,
@@ -140,9 +130,11 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
     """Whether the miniature shows the paper's ordering, seed by seed.
 
     ``records[s]`` / ``hyps[s]``: one entry per finished seed of system ``s``. Only seeds
-    both systems were trained with are compared, by the paired bootstrap (``n`` samples):
-    ``better`` is "held" when a beats b at p < `SIGNIFICANT` in every common seed,
-    "reversed" when b beats a so in every one, and "undecided" otherwise; ``about`` (a,
+    both systems were trained with are compared, by one paired bootstrap per seed (``n``
+    samples, `difference_interval`) that gives the 95% interval of BLEU(a) - BLEU(b) and
+    the p-value shown with it (p < `SIGNIFICANT` exactly when the interval excludes 0):
+    ``better`` is "held" when the interval lies above 0 in every common seed, "reversed"
+    when it lies below 0 in every one, and "undecided" otherwise; ``about`` (a,
     with fewer parameters, about as good as b) and ``same`` are equivalence claims, judged
     by each seed's 95% interval of BLEU(a) - BLEU(b) against `MARGIN` (`_judge_about`,
     `_judge_same`). A run that fails the sanity check (`sanity_problem`) leaves any of
@@ -171,21 +163,22 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
                 for why in [sanity_problem(records[name][k], hyps[name][k], refs)] if why]
     from rnmt.evaluation.significance import difference_interval
 
-    p_values = [_p_value(hyps[claim.a][i], hyps[claim.b][j], refs, n) for i, j, _ in pairs]
-    out["p_values"] = p_values
-    out["p_value"] = max(p_values)
     diffs = [difference_interval(hyps[claim.a][i], hyps[claim.b][j], refs, n_samples=n, seed=BOOTSTRAP_SEED)
              for i, j, _ in pairs]
+    # One test for the word, the interval and the p shown: the interval's resamples.
+    p_values = [d.p_value for d in diffs]
+    out["p_values"] = p_values
+    out["p_value"] = max(p_values)
     out["ci"] = [d.as_list() for d in diffs]  # per seed: 95% interval of BLEU(a) - BLEU(b)
     out["differences"] = [round(d.observed, 4) for d in diffs]
     if problems:
         out.update(status="undecided: fails the sanity check (" + "; ".join(problems) + ")")
         return out
-    a_wins = [va > vb and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
+    a_wins = [d.low > 0 for d in diffs]  # the interval wholly above 0 (so p < SIGNIFICANT)
     if claim.kind == "better":
-        b_wins = [vb > va and p < SIGNIFICANT for (va, vb), p in zip(values, p_values)]
-        per_seed = ", ".join(f"seed {seed}: {va:.2f} vs {vb:.2f}, p {_p(p)}"
-                             for (_, _, seed), (va, vb), p in zip(pairs, values, p_values))
+        b_wins = [d.high < 0 for d in diffs]
+        per_seed = ", ".join(f"seed {seed}: {va:.2f} vs {vb:.2f}, interval {d.low:+.2f}..{d.high:+.2f}, "
+                             f"p {_p(d.p_value)}" for (_, _, seed), (va, vb), d in zip(pairs, values, diffs))
         if all(a_wins):
             out.update(held=True, status="held")
         elif all(b_wins):
@@ -223,7 +216,7 @@ def _judge_about(out: Dict[str, Any], diffs: Sequence[Any], fewer: bool, signifi
     elif all(d.high < -MARGIN for d in diffs):
         out.update(held=False, status=f"reversed: more than {MARGIN:g} BLEU worse in every seed")
     else:
-        out.update(status=f"undecided: not shown within {MARGIN:g} BLEU")
+        out.update(status=f"undecided: not shown to be at most {MARGIN:g} BLEU worse in every seed")
 
 
 def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -350,15 +343,26 @@ def _per_seed(runs: List[dict], key: str, digits: int = 2) -> str:
 def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[str, List[dict]],
                   p_values: Dict[str, Optional[float]], claims: List[dict], corpus: Corpus,
                   settings: Dict[str, Any], command: str, length_md: Optional[str],
-                  gates: Optional[dict], missing: Sequence[str], ref_loops: str = "-") -> str:
+                  gates: Optional[dict], missing: Sequence[str], ref_loops: str = "-",
+                  results_dir: Optional[Path] = None) -> str:
+    """The table's README. A converged table states its regime (patience, precision, CPU
+    class) under the title; ``results_dir`` lets it name a rerun of the table in one regime."""
+    from rnmt.reproduce.regimes import regime_header
+
     all_runs = [r for runs in records.values() for r in runs]
     converge = bool(settings.get("converge"))
     kind = ("converged: every system trained until dev BLEU stopped improving" if converge else
             "learning speed: every system trained for the same number of updates")
-    lines = [f"# {spec.paper}: miniature reproduction ({kind})", "",
-             f"{spec.title}. Systems of {spec.tables}.", "",
-             "Written by `rnmt reproduce`; rerunning the command regenerates this page. Command:", "",
-             f"    {command}", ""]
+    mixed, regime = regime_header(all_runs, settings, results_dir) if converge and all_runs else (False, [])
+    lines = [f"# {spec.paper}: miniature reproduction ({kind}{'; MIXED REGIME' if mixed else ''})", ""]
+    lines += regime + [f"{spec.title}. Systems of {spec.tables}.", "",
+                       "Written by `rnmt reproduce`; rerunning the command regenerates this page. Command:", "",
+                       f"    {command}", ""]
+    if mixed:
+        lines += ["Rerunning it continues a run only from a checkpoint on the machine, under the settings' "
+                  "patience; records whose checkpoints are gone stay as they are. Without this table's run "
+                  "directories the command trains every run in one regime, which is not how the runs above "
+                  "were made.", ""]
     lines += _setup_lines(spec, order, records, all_runs, corpus, settings, missing)
     lines += _results_lines(spec, order, records, all_runs, p_values, converge, ref_loops)
     if claims:
@@ -441,8 +445,9 @@ def _results_lines(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[s
         cells = (_system_cells(spec, s, runs, p_values, converge, mixed) if runs else
                  [s.label, s.paper_params or "-", "-", _num(s.paper_bleu), "not run"] + ["-"] * (len(header) - 5))
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"p: paired bootstrap resampling of test BLEU against {base_label} (sacrebleu), first seed of "
-              f"each; below {SIGNIFICANT} the difference is unlikely to be chance. len ratio: output length over "
+    lines += ["", f"p: paired bootstrap of test BLEU against {base_label}, first seed of each, two-sided, from the "
+              f"same resamples as the claims' intervals; below {SIGNIFICANT} (the 95% interval of the difference "
+              "excludes 0) the difference is unlikely to be chance. len ratio: output length over "
               "reference length (BLEU's tokens). dev ppl: per-token perplexity of the validation sentences at the "
               "last validation. rep. 4-grams: the share of each line's 4-grams that repeat one seen earlier in the "
               f"line; looping lines: lines with a 4-gram three times or more (the references: {ref_loops})."
@@ -486,16 +491,20 @@ def _claims_lines(spec: PaperSpec, claims: List[dict], converge: bool) -> List[s
         seeds_text = ", ".join(str(x) for x in c.get("seeds", [])) or "-"
         lines.append(f"| {c['text']} | {c['source']} | {_claim_values(c, spec)} | {seeds_text} | {p_text} | "
                      f"{_intervals(c)} | {c['status']} |")
-    lines += ["", "A claim is **held** (or **reversed**) only when the paired bootstrap finds the difference in "
-              f"the paper's (or the opposite) direction at p < {SIGNIFICANT} for every seed both systems were "
-              f"trained with, and both pass the sanity check (at least {SANE_BLEU:g} BLEU, output/reference "
+    lines += ["", "Every quality verdict, interval and p-value comes from one paired bootstrap per seed: the test "
+              "set resampled with replacement (the resampled sets sacrebleu's paired test draws), both systems "
+              "scored on each, the 95% interval being the central 95% of the differences (first system minus "
+              f"second) and p twice the share of them beyond 0, so p < {SIGNIFICANT} exactly when the interval "
+              "excludes 0. A claim is **held** (or **reversed**) only when the interval lies wholly on the paper's "
+              "(or the opposite) side of 0 in every seed both systems were trained with, and both pass the sanity "
+              f"check (at least {SANE_BLEU:g} BLEU, output/reference "
               f"length within {SANE_LENGTH_RATIO[0]:g}-{SANE_LENGTH_RATIO[1]:g}, at most {SANE_REPEATED_RATE:g}% "
               f"repeated 4-grams and {SANE_LOOPING_SHARE:g}% looping lines); otherwise it is "
               "**undecided**, with the reason. \"About as good\" and \"same\" are equivalence claims, decided "
-              "by the paired bootstrap's 95% interval of the BLEU difference (first system minus second) in "
-              f"every seed: an \"about\" claim holds when the first system has fewer parameters and is at most "
-              f"{MARGIN:g} BLEU worse (the interval's lower end at -{MARGIN:g} or above), a \"same\" claim when "
-              f"the interval lies within ±{MARGIN:g}; no significant difference alone is not enough. Speed "
+              "by the same intervals in every seed: an \"about\" claim (non-inferiority, one-sided) holds when "
+              f"the first system has fewer parameters and is at most {MARGIN:g} BLEU worse (the interval's lower "
+              f"end at -{MARGIN:g} or above, whatever its upper end), a \"same\" claim when the interval lies "
+              f"within ±{MARGIN:g}; no significant difference alone is not enough. Speed "
               "claims "
               "are timed side by side (`speed.json`: both systems' models train the same batches in alternating "
               "rounds in one process) and need every round to agree"
@@ -535,17 +544,21 @@ def _training_line(settings: Dict[str, Any], records: Sequence[dict] = ()) -> st
     if settings.get("converge"):
         patience = settings["patience"]
         # A table whose patience was raised keeps the records of runs it could not continue
-        # (no checkpoint on the machine): say which rule each record stopped under.
-        other = sorted({p for r in records if (p := record_patience(r)) is not None and p != patience})
+        # (no checkpoint on the machine): the line gives the rule each record stopped under.
+        used = sorted({p if (p := record_patience(r)) is not None else patience for r in records}) or [patience]
         def whose(p: int) -> str:
-            runs = sorted(r["run"] for r in records if record_patience(r) == p)
+            runs = sorted(r["run"] for r in records if (record_patience(r) or patience) == p)
             return "every record here" if len(runs) == len(records) else f"the records of {', '.join(runs)}"
 
+        rule = ("until dev BLEU has not improved for " + "; ".join(f"{p} validations in a row for {whose(p)}"
+                                                                   for p in used)
+                if len(used) > 1 else f"until dev BLEU has not improved for {used[0]} validations in a row")
+        rule += " (early stopping)"
         stopped = "".join(
-            f"; {whose(p)} stopped under a patience of {p}, the table's before it was raised, their checkpoints "
-            "not on the machine to continue from" for p in other)
-        return (f"- **Training**: until dev BLEU has not improved for {patience} validations in a row "
-                f"(early stopping), at most {settings['updates']:,} updates{stopped}; validation every "
+            f"; the records under {p} stopped before the table's patience was raised to {patience}, their "
+            "checkpoints not on the machine to continue from" for p in used if p != patience)
+        return (f"- **Training**: {rule}"
+                f", at most {settings['updates']:,} updates{stopped}; validation every "
                 f"{settings['validate_every']} updates {where}; the learning rate (the family recipe's) warms up, "
                 f"then halves after every {settings['plateau_patience']} validations without improvement "
                 "(`train.schedule: plateau`) instead of at the recipe's fixed updates; the checkpoint with the "

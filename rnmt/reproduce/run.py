@@ -213,7 +213,7 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
     expected = Counter(r.system.name for r in plan_runs(spec, spec.select(None), settings.seeds))
     missing = [n for n, count in expected.items() if len(records.get(n, [])) < count]
     readme = report.render_readme(spec, order, records, p_values, claims, corpus, settings.to_dict(), command,
-                                  length_md, gate_stats, missing, ref_loops)
+                                  length_md, gate_stats, missing, ref_loops, results_dir)
     equal_claims = regimes.learning_speed_claims(results_dir) if settings.converge else None
     if equal_claims:
         readme += "\n" + "\n".join(regimes.regimes_section(spec.paper, equal_claims, claims))

@@ -59,7 +59,10 @@ def test_the_training_line_names_the_records_that_stopped_under_an_earlier_patie
     same = _training_line(settings, [under("a.seed1", 8), under("b.seed1", 8)])
     assert "not improved for 8 validations" in same and "stopped under" not in same
     mixed = _training_line(settings, [under("b.seed1", 4), under("a.seed2", 8), under("a.seed1", 4)])
-    assert "the records of a.seed1, b.seed1 stopped under a patience of 4" in mixed
-    assert "a.seed2" not in mixed
+    # the line opens with the rule each record stopped under, not the settings' patience alone
+    assert ("until dev BLEU has not improved for 4 validations in a row for the records of a.seed1, b.seed1; "
+            "8 validations in a row for the records of a.seed2") in mixed
+    assert "the records under 4 stopped before the table's patience was raised to 8" in mixed
     every = _training_line(settings, [under("b.seed1", 4), under("a.seed1", 4)])
-    assert "; every record here stopped under a patience of 4" in every
+    assert every.startswith("- **Training**: until dev BLEU has not improved for 4 validations in a row (early")
+    assert "raised to 8" in every and "8 validations" not in every
