@@ -134,6 +134,16 @@ def reruns(results_dir: Path) -> List[str]:
     return found
 
 
+def _runs(names: Sequence[str]) -> str:
+    """Run names grouped by system: "dtmt1 (seeds 1, 2), dtmt4 (seed 1)"."""
+    seeds: Dict[str, List[str]] = {}
+    for name in sorted(names):
+        system, _, seed = name.partition(".seed")
+        seeds.setdefault(system, []).append(seed)
+    return ", ".join(f"{system} (seed{'s' if len(ss) > 1 else ''} {', '.join(ss)})" if all(ss) else system
+                     for system, ss in seeds.items())
+
+
 def regime_header(records: Sequence[dict], settings: dict, results_dir: Optional[Path]) -> Tuple[bool, List[str]]:
     """(mixed, Markdown lines) for the top of a converged README: the patience, precision and
     CPU class of its runs, and, when they differ, which runs had which and where a rerun in
@@ -147,7 +157,7 @@ def regime_header(records: Sequence[dict], settings: dict, results_dir: Optional
     parts = []
     for aspect, values in aspects.items():
         if len(values) > 1:
-            parts.append(f"{aspect} " + "; ".join(f"{v} for {', '.join(sorted(runs))}" for v, runs in values.items()))
+            parts.append(f"{aspect} " + "; ".join(f"{v} for {_runs(runs)}" for v, runs in values.items()))
         else:
             parts.append(f"{aspect} {next(iter(values))} for every run")
     named = ", ".join(mixed[:-1]) + " and " + mixed[-1] if len(mixed) > 1 else mixed[0]

@@ -40,7 +40,7 @@ def test_one_regime_is_stated_and_a_mixed_one_named_with_its_runs():
     other = same[:1] + [_record("b.seed1", 4, "fp32", "no bf16 instructions")]
     mixed, lines = regime_header(other, {"patience": 8}, None)
     assert mixed and lines[0].startswith("**Mixed regime**")
-    for part in ("patience, precision and CPU class", "4 for b.seed1", "fp32 for b.seed1"):
+    for part in ("patience, precision and CPU class", "4 for b (seed 1)", "fp32 for b (seed 1)"):
         assert part in lines[0]
 
 
