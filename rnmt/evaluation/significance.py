@@ -169,7 +169,7 @@ def difference_interval(hyps_a: Sequence[str], hyps_b: Sequence[str], references
                       p_value=percentile_p_value(diffs))
 
 
-def percentile_p_value(diffs: Sequence[float]) -> float:
+def percentile_p_value(diffs: Any) -> float:  # any 1-D array-like of floats
     """Two-sided p-value of "no difference" from resampled differences, by inverting the
     percentile interval: twice the share of the distribution (numpy's linear percentiles,
     as `difference_interval` reads its ends) that lies beyond 0. So p < 1 - level exactly
