@@ -368,7 +368,8 @@ def render_readme(spec: PaperSpec, order: Sequence[SystemSpec], records: Dict[st
     if claims:
         lines += _claims_lines(spec, claims, converge)
     if length_md:
-        figure = {"disjoint": "Cseq2seq Fig. 2", "longer_than": "DTMT Fig. 3"}.get((spec.by_length or {}).get("form"), "")
+        form = str((spec.by_length or {}).get("form", ""))
+        figure = {"disjoint": "Cseq2seq Fig. 2", "longer_than": "DTMT Fig. 3"}.get(form, "")
         lines += [f"## BLEU by source length ({figure})", "", "First seed of each system.", "",
                   "![BLEU by source length](by_length.png)", "", length_md.strip(), ""]
     if gates:
