@@ -1,7 +1,7 @@
 """Time the units' element-wise C++ sweeps (rnmt/kernels/gru_gates.cpp, ln_gates.cpp) on CPU.
 
-    python benchmarks/gates_kernel.py                          # this checkout's build, 1 thread
-    python benchmarks/gates_kernel.py --extension OLD.so       # and an older build beside it
+    python -m benchmarks.gates_kernel                          # this checkout's build, 1 thread
+    python -m benchmarks.gates_kernel --extension OLD.so       # and an older build beside it
 
 Each sweep is timed with and without the candidate's dropout mask. The two should cost about
 the same: the sweep's arithmetic is the same and the mask adds one read per element. A build
@@ -16,17 +16,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import statistics
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Callable, Dict, List
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+import torch
 
-import torch  # noqa: E402
-
-from rnmt import kernels  # noqa: E402
+from rnmt import kernels
 
 
 def load_build(path: Path) -> ModuleType:

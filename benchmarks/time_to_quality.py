@@ -1,11 +1,11 @@
 """Time to quality: dev and test BLEU against wall-clock training minutes, rnmt and fairseq
 on the same machine and data.
 
-    python benchmarks/time_to_quality.py [--minutes 20] [--points 10] [--threads 2]
+    python -m benchmarks.time_to_quality [--minutes 20] [--points 10] [--threads 2]
         [--systems rnmt-rnnsearch,rnmt-rnnsearch-bf16,rnmt-rnnsearch-averaged,rnmt-dtmt1,fairseq-lstm,
                    fairseq-transformer]
         [--data ../shared/data] [--out runs/time-to-quality] [--seed 1]
-    python benchmarks/time_to_quality.py --report-only --out runs/time-to-quality
+    python -m benchmarks.time_to_quality --report-only --out runs/time-to-quality
 
 Run it with rnmt's Python from the repository root on an otherwise idle machine, after
 ``bash benchmarks/peers/fairseq/setup.sh`` (fairseq's systems are skipped with a note when
@@ -67,15 +67,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from benchmarks.peers.base import Settings
+from benchmarks.peers.fairseq.driver import PEER as FAIRSEQ
+from benchmarks.prepare import DEFAULT_DATA, prepare
+from benchmarks.run import run_child
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-
-from peers.base import Settings  # noqa: E402
-from peers.fairseq.driver import PEER as FAIRSEQ  # noqa: E402
-from prepare import DEFAULT_DATA, prepare  # noqa: E402
-from run import run_child  # noqa: E402
-
 SPLITS = ("dev", "test")
 
 
@@ -471,7 +469,7 @@ def main(argv=None) -> int:
     results["meta"] = {"corpus": stats["corpus"], "train_pairs": stats["train"]["pairs"],
                        "vocab_size": stats["vocab_size"], "threads": args.threads, "minutes": args.minutes,
                        "commit": commit, "machine": machine(),
-                       "command": "python benchmarks/time_to_quality.py " + " ".join(shlex.quote(a) for a in
+                       "command": "python -m benchmarks.time_to_quality " + " ".join(shlex.quote(a) for a in
                                                                                     (argv or sys.argv[1:]))}
     for name in names:
         system = SYSTEMS[name]

@@ -6,7 +6,7 @@ clipping 5), and prints its final training loss (ln 20 = 3.0 is knowing nothing 
 source). It compares RNNSearch's own recurrent encoder with Transformer encoders of 1 and 6
 post-norm layers and 6 pre-norm layers, at width 64:
 
-    python benchmarks/encoder_depth.py [--steps 300] [--width 64]
+    python -m benchmarks.studies.encoder_depth [--steps 300] [--width 64]
 
 It is the measurement behind ``model.encoder_norm`` (docs/models.md, "Hybrids"): a deep
 post-norm stack does not learn at this learning rate without a long warm-up.

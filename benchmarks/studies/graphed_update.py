@@ -30,8 +30,8 @@ CPU's Adam reads its step count): a graph can be recorded only where that count 
 synthetic batches (random tokens, source and target lengths drawn between half and all of
 the shape) need no corpus:
 
-    python benchmarks/graphed_update.py --device cuda --out results/gpu/graphed-update.json
-    python benchmarks/graphed_update.py --device cpu --dims 32,64 --batch 4 --src-len 9 \\
+    python -m benchmarks.studies.graphed_update --device cuda --out results/gpu/graphed-update.json
+    python -m benchmarks.studies.graphed_update --device cpu --dims 32,64 --batch 4 --src-len 9 \\
         --tgt-len 7 --updates 3 --warmup 1 --vocab 50
 """
 
@@ -48,21 +48,15 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 import torch.nn.functional as F
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-for path in (str(REPO), str(HERE)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from gpu import SYSTEMS, commit, machine, sync  # noqa: E402
-
-from rnmt import deferred_grads, kernels  # noqa: E402
-from rnmt.cells import host_reads  # noqa: E402
-from rnmt.config import load_config  # noqa: E402
-from rnmt.data.vocab import PAD_ID  # noqa: E402
-from rnmt.models import build_model  # noqa: E402
-from rnmt.models.base import uniform_init_  # noqa: E402
-from rnmt.training.update_graphs import HostReads  # noqa: E402
+from benchmarks import REPO
+from benchmarks.gpu import SYSTEMS, commit, machine, sync
+from rnmt import deferred_grads, kernels
+from rnmt.cells import host_reads
+from rnmt.config import load_config
+from rnmt.data.vocab import PAD_ID
+from rnmt.models import build_model
+from rnmt.models.base import uniform_init_
+from rnmt.training.update_graphs import HostReads
 
 GRAPH_SYSTEMS = ("rnnsearch-gru", "atr", "dtmt4")  # cseq2seq1's re-reading steps a data-dependent number of rows
 
@@ -259,8 +253,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     device = torch.device(args.device)
     if device.type == "cuda" and device.index is not None:  # plain "cuda" is the current device
         torch.cuda.set_device(device)
-    payload: Dict[str, Any] = {"meta": {"commit": commit(args.commit), "command": " ".join(sys.argv),
-                                        **machine(device)}, "systems": []}
+    command = " ".join(["python", "-m", "benchmarks.studies.graphed_update", *sys.argv[1:]])
+    payload: Dict[str, Any] = {"meta": {"commit": commit(args.commit), "command": command, **machine(device)},
+                               "systems": []}
     for system in systems:
         payload["systems"].append(run_system(system, args, device, log=print))
         if args.out:

@@ -8,7 +8,7 @@ unless ``--system`` names another of benchmarks/gpu.py's) for some warm-up updat
 logs oneDNN's creations over the measured ones, in one child process per cache capacity,
 and reports the creations (cache misses), their time and the updates'.
 
-    python benchmarks/onednn_creations.py --capacities 64,1024 --precision bf16
+    python -m benchmarks.studies.onednn_creations --capacities 64,1024 --precision bf16
 """
 
 from __future__ import annotations
@@ -21,17 +21,15 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-import gpu  # noqa: E402  (benchmarks/gpu.py: its systems, and their trainers as its rows build them)
+from benchmarks import REPO, gpu, module_command, module_env  # gpu: its systems, and their trainers
 
 
 def child(args) -> None:
     """One process at one capacity: warm up, then the measured updates with the creation log on
     (oneDNN writes it to standard output; the parent reads it)."""
     import torch
-    from prepare import prepare
+
+    from benchmarks.prepare import prepare
 
     work = Path(args.work)
     prepared = work / "data"
@@ -92,11 +90,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="rnmt-creations-") as work:
         for capacity in [int(c) for c in args.capacities.split(",") if c.strip()]:
             env = dict(os.environ, ONEDNN_PRIMITIVE_CACHE_CAPACITY=str(capacity))
-            cmd = [sys.executable, __file__, "--child", f"--capacity={capacity}", f"--work={work}",
-                   f"--system={args.system}", f"--precision={args.precision}", f"--threads={args.threads}",
-                   f"--batch-tokens={args.batch_tokens}", f"--warmup={args.warmup}", f"--steps={args.steps}",
-                   f"--data={args.data}"]
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
+            cmd = module_command("benchmarks.studies.onednn_creations", "--child", f"--capacity={capacity}",
+                                 f"--work={work}", f"--system={args.system}", f"--precision={args.precision}",
+                                 f"--threads={args.threads}", f"--batch-tokens={args.batch_tokens}",
+                                 f"--warmup={args.warmup}", f"--steps={args.steps}", f"--data={args.data}")
+            done = subprocess.run(cmd, env=module_env(env), capture_output=True, text=True, cwd=REPO)
             if done.returncode != 0:
                 print(done.stderr[-2000:], file=sys.stderr)
                 return done.returncode

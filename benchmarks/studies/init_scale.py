@@ -7,8 +7,8 @@ prints its training perplexity at every logging point. Runs with the same seed s
 batches in the same order, so their scales differ only in the starting weights; a second
 seed shows whether a difference is more than one lucky start.
 
-    python benchmarks/init_scale.py --scales 0.08 0.1 0.15 --seeds 1 2 --steps 120
-    python benchmarks/init_scale.py --prepared runs/peers-benchmark/data --threads 2
+    python -m benchmarks.studies.init_scale --scales 0.08 0.1 0.15 --seeds 1 2 --steps 120
+    python -m benchmarks.studies.init_scale --prepared runs/peers-benchmark/data --threads 2
 
 The unigram perplexity of the training targets is printed for reference: a model whose
 perplexity sits near it has learned word frequencies and nothing else yet. After training,
@@ -29,11 +29,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-
-from prepare import DEFAULT_DATA, prepare  # noqa: E402
+from benchmarks import REPO
+from benchmarks.prepare import DEFAULT_DATA, prepare
 
 CONFIG = REPO / "benchmarks" / "configs" / "rnnsearch-gru.yaml"
 

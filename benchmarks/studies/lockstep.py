@@ -1,7 +1,7 @@
 """A bidirectional encoder's two directions in lockstep against one after the other.
 
-    python benchmarks/lockstep.py                      # GRU, layer-normalised GRU, DTMT#4 block
-    python benchmarks/lockstep.py --batch 32 --length 40 --threads 1
+    python -m benchmarks.studies.lockstep                      # GRU, layer-normalised GRU, DTMT#4 block
+    python -m benchmarks.studies.lockstep --batch 32 --length 40 --threads 1
 
 Times the forward and backward pass of `rnmt.cells.Bidirectional` (inside a training
 pass's gradient scope, as a model runs it) with `Cell.lockstep` on and off, alternating,
@@ -15,14 +15,11 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+import torch
 
-import torch  # noqa: E402
-
-from rnmt import cells  # noqa: E402
-from rnmt.deferred_grads import deferred_weight_grads  # noqa: E402
+from rnmt import cells
+from rnmt.deferred_grads import deferred_weight_grads
 
 UNITS = {  # name: (registered unit, options)
     "gru": ("gru", {}),

@@ -5,7 +5,7 @@ multiple of the bucket; `rnmt/training/update_graphs.py`) and each new shape is 
 once. This counts them epoch by epoch for a config's batches on benchmarks/prepare.py's
 corpus, with no GPU and no training:
 
-    python benchmarks/graph_shapes.py --prepared PREPARED [--config benchmarks/configs/rnnsearch-gru.yaml]
+    python -m benchmarks.studies.graph_shapes --prepared PREPARED [--config benchmarks/configs/rnnsearch-gru.yaml]
 """
 
 from __future__ import annotations
@@ -15,14 +15,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-for path in (str(HERE.parent), str(HERE)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from gpu import make_trainer  # noqa: E402
-
-from rnmt.training.update_graphs import bucket_shape  # noqa: E402
+from benchmarks.gpu import make_trainer
+from rnmt.training.update_graphs import bucket_shape
 
 
 def count(trainer, epochs: int, bucket: int) -> list:

@@ -1,9 +1,9 @@
 """Could bf16 products skip oneDNN's per-shape kernel compilation? A probe of PyTorch's brgemm.
 
-    python benchmarks/brgemm_probe.py [--threads 2] [--reps 20]
+    python -m benchmarks.studies.brgemm_probe [--threads 2] [--reps 20]
 
 On a CPU with AMX, oneDNN compiles a matmul kernel for every new product shape (milliseconds
-each; `benchmarks/onednn_creations.py`), and token batches bring new shapes at every update.
+each; `benchmarks/studies/onednn_creations.py`), and token batches bring new shapes at every update.
 PyTorch also exports the batch-reduce GEMM micro-kernel it builds its CPU attention on
 (``at::native::cpublas::brgemm``, oneDNN's ukernel): one small kernel per block shape, not
 per product shape. This compiles a plain driver around it (B packed once in the pairs-of-rows

@@ -1,7 +1,7 @@
 """Beam search's candidate selection: block pre-selection (`best_extensions`) against one
 `topk` over each sentence's beam x vocabulary candidates, on a trained model.
 
-    python benchmarks/beam_select.py --model RUN [--int8] [--rounds 3] [--sentences 517]
+    python -m benchmarks.studies.beam_select --model RUN [--int8] [--rounds 3] [--sentences 517]
 
 Translates the first ``--sentences`` verses of the Bible test set with the model's own beam
 on one thread, alternating the two selections each round, and prints sentences/s (best

@@ -1,7 +1,7 @@
 """Time one Adam update of the peer-size RNNSearch-GRU's parameters: PyTorch's loop (its CPU
 default), its multi-tensor ("foreach") version and its fused kernel (rnmt's choice).
 
-    python benchmarks/adam_step.py [--threads 1] [--rounds 5] [--dims 256,512]
+    python -m benchmarks.studies.adam_step [--threads 1] [--rounds 5] [--dims 256,512]
 
 Random gradients; the three optimisers step in turn, ``--rounds`` times, five steps each;
 the best round's milliseconds per step are printed.
@@ -10,15 +10,9 @@ the best round's milliseconds per step are printed.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 
 def main() -> None:
