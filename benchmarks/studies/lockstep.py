@@ -1,4 +1,11 @@
-"""A bidirectional encoder's two directions in lockstep against one after the other.
+"""Study. Question: Does stepping a bidirectional encoder's two directions together (one batched product per
+step) beat one direction after the other?
+Measured at: 45a4518.
+Answer: yes: 1.05x for a GRU encoder and 1.26x for DTMT#4's, the same values and gradients; lockstep
+is how rnmt runs them (docs/performance.md, "The units' element-wise steps in one sweep, and
+both directions in lockstep").
+
+A bidirectional encoder's two directions in lockstep against one after the other.
 
     python -m benchmarks.studies.lockstep                      # GRU, layer-normalised GRU, DTMT#4 block
     python -m benchmarks.studies.lockstep --batch 32 --length 40 --threads 1
