@@ -6,7 +6,7 @@
 Each sweep is timed with and without the candidate's dropout mask. The two should cost about
 the same: the sweep's arithmetic is the same and the mask adds one read per element. A build
 in which the unmasked sweep is several times slower than the masked one has a vectorised loop
-reading through a null pointer under an all-false mask (docs/performance.md, "A null pointer
+reading through a null pointer under an all-false mask (docs/cpu-speed.md, "A null pointer
 in a vectorised loop"). ``--extension`` loads another build of the same kernels (a .so from
 torch's extension cache, e.g. one built from an older commit) and times it in the same run.
 """

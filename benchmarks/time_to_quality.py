@@ -42,7 +42,7 @@ the recurrent models, shared 8k BPE, batches of about 2,000 target tokens):
   alpha 0.6 (``search.normalize=length``; the training is the same; not in the default list);
 * ``rnmt-rnnsearch-averaged``: the peer search, with checkpoints holding the exponential
   moving average of the weights (``train.ema_decay=0.999``): the recipe that meets the
-  target on the AVX2 EPYC (docs/performance.md); ``-averaged-bf16`` the same in bf16 (not
+  target on the AVX2 EPYC (docs/time-to-quality.md); ``-averaged-bf16`` the same in bf16 (not
   in the default list);
 * ``rnmt-dtmt1``: benchmarks/configs/ttq-dtmt1.yaml, DTMT#1 under the same recipe, fp32;
   ``rnmt-dtmt1-bf16`` the same in bf16 (not in the default list);
@@ -240,12 +240,12 @@ FAIRSEQ_TRANSFORMER = ["--arch", "transformer", "--encoder-layers", "3", "--deco
 
 # Half the batch (about 1,000 target tokens) and its schedule in the same tokens (warm-up over
 # the first ~100,000 target tokens, halvings from 2M): it learns more per token from the start
-# (docs/performance.md, "Leaving the plateau sooner"). Its checkpoints come every 100 updates
+# (docs/time-to-quality.md, "Leaving the plateau sooner"). Its checkpoints come every 100 updates
 # (about as often in time as the full-batch recipes'), so the crossing is read on a grid as
 # fine as theirs (every 200 at e6b138c: 3.3 minutes apart on the AVX2 EPYC).
 FAST_START = ["data.batch_tokens=2000", "train.warmup_steps=100", "train.decay_start=2000", "train.decay_steps=1000"]
 # B with half its warm-up and the peer's dropout: ahead of B by about 0.13 nats of dev loss at
-# update 600 in one seed (docs/performance.md, "Leaving the plateau sooner")
+# update 600 in one seed (docs/time-to-quality.md, "Leaving the plateau sooner")
 SHORT_WARMUP = [*FAST_START, "train.warmup_steps=50", "model.dropout=0.1"]
 # fairseq's own search rule: a hypothesis's log-probability divided by its length (lenpen 1)
 PEER_SEARCH = [*SHORT_WARMUP, "search.normalize=length"]

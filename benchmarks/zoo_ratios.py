@@ -15,7 +15,7 @@ tokens per second then measures the cost of one search step, which is what an
 architecture changes. For sentences per second on real translations, pass trained models
 with --decode-models (e.g. the checkpoints `rnmt reproduce` leaves in results/*/runs/).
 
-The pairs and the targets they are read against (see docs/performance.md):
+The pairs and the targets they are read against (see docs/cpu-speed.md, "The targets"):
   ATR vs GRU in RNNSearch, training            ATR paper: 1.26x; target >= 1.3x
   DTMT#4 vs ShallowRNMT, training              slowdown no worse than the FLOPs ratio
   Cseq2seq-I (LS) vs RNNSearch, decoding       Cseq2seq paper ~0.3x; target >= 0.5x

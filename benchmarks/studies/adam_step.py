@@ -2,7 +2,7 @@
 Measured at: 462f7e6.
 Answer: yes: one update of the peer-size RNNSearch-GRU took 10.2 ms fused against 50.3 with the loop
 (one thread; 9.4 against 25.9 at two), the same update up to rounding; rnmt builds Adam fused
-(docs/performance.md, "Fused Adam").
+(docs/cpu-speed.md, "Fused Adam").
 
 Time one Adam update of the peer-size RNNSearch-GRU's parameters: PyTorch's loop (its CPU
 default), its multi-tensor ("foreach") version and its fused kernel (rnmt's choice).

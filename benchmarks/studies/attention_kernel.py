@@ -1,7 +1,7 @@
 """Study. Question: What does the fused C++ additive-attention kernel buy over PyTorch's expression?
 Measured at: 571c1e6.
 Answer: 1.08x faster forward + backward and 2.91x less peak memory on the largest batch (764 against
-2,222 MiB); the kernel stays on by default (docs/performance.md, "One gradient buffer per
+2,222 MiB); the kernel stays on by default (docs/cpu-speed.md, "One gradient buffer per
 weight and training pass").
 
 What the fused additive-attention kernel (rnmt/kernels) buys, with and without it.

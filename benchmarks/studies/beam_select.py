@@ -2,7 +2,7 @@
 Measured at: 65e63e1.
 Answer: yes on the CPU: 1.11-1.15x fp32 and 1.15-1.23x int8 decoding on the DTMT table's models, the
 same translations in fp32; a GPU keeps the single topk, where kernel launches dominate
-(docs/performance.md, "Decoding").
+(docs/cpu-speed.md, "Decoding").
 
 Beam search's candidate selection: block pre-selection (`best_extensions`) against one
 `topk` over each sentence's beam x vocabulary candidates, on a trained model.

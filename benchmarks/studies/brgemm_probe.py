@@ -3,7 +3,7 @@ PyTorch's brgemm micro-kernel directly?
 Measured at: abd21e6.
 Answer: no: its kernels build in 0.07-0.39 ms instead of 2.5-13.5, but the large products ran at
 38-126% of torch.mm's rate, which costs more than the compilations save; not used
-(docs/performance.md, "An Intel Xeon with AMX").
+(docs/cpu-classes.md, "An Intel Xeon with AMX").
 
 Could bf16 products skip oneDNN's per-shape kernel compilation? A probe of PyTorch's brgemm.
 
@@ -23,7 +23,7 @@ the threads) and prints, against ``torch.mm`` in bf16:
   steady state, once its kernel is cached.
 
 Needs a C++ compiler and a CPU where PyTorch packs bf16 for brgemm (AMX): elsewhere it says
-so and stops. Results: docs/performance.md, "An Intel Xeon with AMX".
+so and stops. Results: docs/cpu-classes.md, "An Intel Xeon with AMX".
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Study. Question: How many CUDA graphs would `train.cuda_graphs` record in an epoch of bucketed batches?
 Measured at: afcdfa7.
 Answer: 75 bucket shapes per epoch for RNNSearch-GRU's batches on the Bible corpus, few enough to
-record each once; a GPU run recorded the epoch's 72 (docs/performance.md, "On a GPU").
+record each once; a GPU run recorded the epoch's 72 (docs/gpu-performance.md, "On a GPU").
 
 How many CUDA graphs `train.cuda_graphs` records: the distinct bucket shapes of a run's batches.
 

@@ -1,13 +1,13 @@
 """Study. Question: What could a CUDA graph of the whole training update gain on a GPU, at best?
 Measured at: 89923c3.
 Answer: 4.43x for RNNSearch-GRU and 6.07x for ATR on one batch shape on an H100, replayed weights
-equal to eager ones; this led to `train.cuda_graphs` (docs/performance.md, "On a GPU").
+equal to eager ones; this led to `train.cuda_graphs` (docs/gpu-performance.md, "On a GPU").
 
 What a CUDA graph of the whole training update would gain: the upper bound, one batch shape.
 
 On a GPU an rnmt training update is bound by the host launching small kernels one target
 position at a time (RNNSearch-GRU: about 3,300 kernels per update, the GPU busy 7% of the
-time; docs/performance.md, "On a GPU"), and compiling the step did not help the GRU. A CUDA
+time; docs/gpu-performance.md, "On a GPU"), and compiling the step did not help the GRU. A CUDA
 graph records the update's kernels once and replays them with one launch. Before building
 that into the trainer (shapes bucketed so that few graphs serve an epoch, one memory pool,
 docs/gpu.md "What remains"), this measures how much it can gain, on one fixed batch shape

@@ -4,7 +4,7 @@ Measured at: 246dd95.
 Answer: from U(±0.08) the decoder states saturate and the model ignores its source; from U(±0.15)
 nothing saturates and perplexity falls from the first updates (the quickstart: 22.78 test BLEU
 after 800 updates against 14.25, at 6320902); the quickstart and the peer config start from
-U(±0.15) (docs/performance.md, "Starting out of the plateau: the initial scale").
+U(±0.15) (docs/time-to-quality.md, "Starting out of the plateau: the initial scale").
 
 How soon RNNSearch-GRU leaves the unigram plateau, for several uniform init scales.
 

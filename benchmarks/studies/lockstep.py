@@ -2,7 +2,7 @@
 step) beat one direction after the other?
 Measured at: 45a4518.
 Answer: yes: 1.05x for a GRU encoder and 1.26x for DTMT#4's, the same values and gradients; lockstep
-is how rnmt runs them (docs/performance.md, "The units' element-wise steps in one sweep, and
+is how rnmt runs them (docs/cpu-speed.md, "The units' element-wise steps in one sweep, and
 both directions in lockstep").
 
 A bidirectional encoder's two directions in lockstep against one after the other.

@@ -3,7 +3,8 @@ should the primitive cache keep?
 Measured at: adb4d25.
 Answer: on an AMX Xeon 25-35 creations an update, 13-22% of its time, from new batch shapes rather
 than evictions; a cache of 8 primitives costs 3% more creations than 64 and less memory, so
-rnmt keeps 8 (docs/performance.md, "An Intel Xeon with AMX" and "bf16 training").
+rnmt keeps 8 (docs/cpu-classes.md, "An Intel Xeon with AMX", and docs/precision.md, "bf16
+training").
 
 How much of a CPU training update goes to creating oneDNN primitives.
 
