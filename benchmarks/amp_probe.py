@@ -3,7 +3,7 @@ simulated batch's products at new shapes, one thread, that thread's CPU time;
 `precision.batch_speedup`) beside one repeated product at N threads in wall time, the way it
 was measured until b553bd3.
 
-    python benchmarks/amp_probe.py [--hidden 256] [--threads 2] [--trials 3]
+    python -m benchmarks.amp_probe [--hidden 256] [--threads 2] [--trials 3]
 
 Run it once on a quiet machine and once beside other work (training runs): the probe
 decides bf16 at `precision.BF16_MIN_SPEEDUP`, so a ratio that load moves across that line
@@ -13,15 +13,11 @@ changes the precision a run trains in.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rnmt import precision  # noqa: E402
+from rnmt import precision
 
 
 def wall_ratio(hidden: int, threads: int) -> float:

@@ -1,7 +1,7 @@
 """Which matrix products of one training step run in bf16 under autocast, and what the
 autocast path leaves out.
 
-    python benchmarks/amp_products.py [--config benchmarks/configs/rnnsearch-gru.yaml]
+    python -m benchmarks.amp_products [--config benchmarks/configs/rnnsearch-gru.yaml]
         [--batch 40] [--src-len 30] [--tgt-len 30] [--vocab 8000] [--time ROUNDS]
 
 One training step (forward, label-smoothed loss, backward) of the config's model on a random
@@ -32,8 +32,6 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 aten = torch.ops.aten
 # product -> positions of its two matrix operands

@@ -1,17 +1,13 @@
 """Speed of every recurrent unit, forward + backward, on CPU, against torch.nn.GRU/LSTM.
 
-    python benchmarks/cells_speed.py                      # 64 x 50 x 512, 2 threads
-    python benchmarks/cells_speed.py --units gru atr torch-gru --repeats 3
+    python -m benchmarks.cells_speed                      # 64 x 50 x 512, 2 threads
+    python -m benchmarks.cells_speed --units gru atr torch-gru --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from rnmt.bench.cells import benchmark_cells, format_rows
 

@@ -6,7 +6,7 @@ their ends, never only punctuation) are drawn from its reference with a fixed se
 user who knows the right terms would give them. The same model then translates the same
 sentences with the same beam, with and without those constraints:
 
-    python benchmarks/constraints.py --model runs/bible --src test.es --ref test.en \\
+    python -m benchmarks.constraints --model runs/bible --src test.es --ref test.en \\
         --repeats 3 --json constraints.json
 
 (a) Time per sentence: the two ways are timed in turn (plain, constrained, constrained,

@@ -6,7 +6,7 @@ The same model translates the same sentences with the same beam once per beta
 (`--coverage BETA`, 0 first: the plain search), each output scored as
 `benchmarks/option_sweep.py` says:
 
-    python benchmarks/coverage.py --model runs/bible --src test.es --ref test.en \\
+    python -m benchmarks.coverage --model runs/bible --src test.es --ref test.en \\
         --betas 0,0.1,0.2,0.4 --json coverage.json
 
 The penalty re-ranks beam search's finished hypotheses toward those whose attention has
@@ -16,13 +16,13 @@ the length ratio (dropped source words shorten an output) and how many outputs i
 
 from __future__ import annotations
 
-from option_sweep import parser, sweep
+from benchmarks.option_sweep import parser, sweep
 
 
 def main() -> None:
     p = parser(__doc__.split("\n\n")[0], "betas", "0,0.1,0.2,0.4", "comma-separated betas; 0 is no penalty")
     args = p.parse_args()
-    sweep(args, "coverage.py", "coverage", args.betas.split(","), float)
+    sweep(args, "coverage", "coverage", args.betas.split(","), float)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,8 @@ batch (N processes x 1 batch, or 1 process accumulating N batches) and reads the
 own ``tokens_per_s`` (real target tokens of the whole update per second of training) from
 ``log.jsonl``; the median over the updates after ``--skip`` is reported.
 
-    python benchmarks/ddp_throughput.py configs/quickstart.yaml --steps 30 --nproc 2
-    python benchmarks/ddp_throughput.py configs/quickstart.yaml --steps 20 --amp
+    python -m benchmarks.ddp_throughput configs/quickstart.yaml --steps 30 --nproc 2
+    python -m benchmarks.ddp_throughput configs/quickstart.yaml --steps 20 --amp
 
 On CPU each process gets ``--threads`` threads (default 1); ``--compare-threads`` adds one
 process with N x threads threads, the same cores used by threads instead of processes. Validation is
@@ -24,10 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from rnmt.training.run_log import LOG_FILE, read_run_log
 
-from rnmt.training.run_log import LOG_FILE, read_run_log  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def train(config: str, out: Path, nproc: int, overrides, timeout: float) -> float:

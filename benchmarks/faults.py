@@ -13,7 +13,7 @@ file in the run directory) and land in it. After every kill the run is resumed w
   once before a kill and again after the resume, have equal losses both times);
 - the final weights equal the reference's.
 
-    python benchmarks/faults.py --kills 20 --json faults.json
+    python -m benchmarks.faults --kills 20 --json faults.json
 
 It prints one JSON object (kills by kind, kills that landed during a write, the largest
 loss and weight differences, wall time). Only local processes and files are involved.

@@ -23,7 +23,7 @@ Counting rules (the same for every model):
 * one training step costs 3x the forward pass (the backward pass needs two products for
   each product of the forward pass: gradients of the inputs and of the weights).
 
-``python benchmarks/flops.py [--stats DIR/stats.json]`` prints the breakdown per model.
+``python -m benchmarks.flops [--stats DIR/stats.json]`` prints the breakdown per model.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Scoring given translations: one teacher-forced pass per batch against step by step.
 
-    python benchmarks/forced_scores.py --model RUN --src SRC --tgt TGT [--threads 2] [--rounds 3]
-    python benchmarks/forced_scores.py --config CONFIG [--set KEY=VALUE ...] [--pairs 200]
+    python -m benchmarks.forced_scores --model RUN --src SRC --tgt TGT [--threads 2] [--rounds 3]
+    python -m benchmarks.forced_scores --config CONFIG [--set KEY=VALUE ...] [--pairs 200]
 
 `rnmt score` and `rnmt translate --scores` compute each target subword's log-probability
 by forced decoding. This times, in one process on the same pairs, the step-by-step loop of
@@ -17,16 +17,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from rnmt.api import load  # noqa: E402
-from rnmt.search.forced import forced_decode, forced_log_probs  # noqa: E402
+from rnmt.api import load
+from rnmt.search.forced import forced_decode, forced_log_probs
 
 
 def random_model_and_pairs(config: str, sets: list, n: int):

@@ -1,12 +1,12 @@
 """Time the units' element-wise C++ sweeps (rnmt/kernels/gru_gates.cpp, ln_gates.cpp) on CPU.
 
-    python benchmarks/gates_kernel.py                          # this checkout's build, 1 thread
-    python benchmarks/gates_kernel.py --extension OLD.so       # and an older build beside it
+    python -m benchmarks.gates_kernel                          # this checkout's build, 1 thread
+    python -m benchmarks.gates_kernel --extension OLD.so       # and an older build beside it
 
 Each sweep is timed with and without the candidate's dropout mask. The two should cost about
 the same: the sweep's arithmetic is the same and the mask adds one read per element. A build
 in which the unmasked sweep is several times slower than the masked one has a vectorised loop
-reading through a null pointer under an all-false mask (docs/performance.md, "A null pointer
+reading through a null pointer under an all-false mask (docs/cpu-speed.md, "A null pointer
 in a vectorised loop"). ``--extension`` loads another build of the same kernels (a .so from
 torch's extension cache, e.g. one built from an older commit) and times it in the same run.
 """
@@ -16,17 +16,14 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import statistics
-import sys
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import Callable, Dict, List
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+import torch
 
-import torch  # noqa: E402
-
-from rnmt import kernels  # noqa: E402
+from rnmt import kernels
 
 
 def load_build(path: Path) -> ModuleType:

@@ -1,6 +1,6 @@
 """fp32 against bf16 matrix products on this CPU, at the shapes rnmt's training runs.
 
-    python benchmarks/gemm_dtypes.py [--threads 1] [--rounds 3] [--clock wall|cpu]
+    python -m benchmarks.gemm_dtypes [--threads 1] [--rounds 3] [--clock wall|cpu]
 
 Whether bf16 training can be faster than fp32 on a CPU is first a question of its matrix
 products: with AMX tiles (``amx_bf16``) oneDNN runs bf16 products several times faster

@@ -1,7 +1,7 @@
 """rnmt on one GPU in one command: its systems in fp32 and bf16, the papers' 1000-unit steps, the peers.
 
-    python benchmarks/gpu.py --data .gpudata/data --prepared .gpudata/prepared --out "$OUT" --name h100
-    python benchmarks/gpu.py --device cpu --steps 3 --warmup 1 --dims 32,64 ...    # a smoke test on the CPU
+    python -m benchmarks.gpu --data .gpudata/data --prepared .gpudata/prepared --out "$OUT" --name h100
+    python -m benchmarks.gpu --device cpu --steps 3 --warmup 1 --dims 32,64 ...    # a smoke test on the CPU
 
 docs/gpu.md gives the device calls. In order, within ``--budget-minutes`` (what does not fit
 is written as skipped):
@@ -60,16 +60,14 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
+import torch
+
+from benchmarks import run as peer_run  # (benchmarks/run.py: the peers' harness)
+from benchmarks.peers.base import Settings
+from benchmarks.prepare import DEFAULT_DATA, prepare
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-for path in (str(REPO), str(HERE)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-import run as peer_run  # noqa: E402  (benchmarks/run.py: the peers' harness)
-import torch  # noqa: E402
-from peers.base import Settings  # noqa: E402
-from prepare import DEFAULT_DATA, prepare  # noqa: E402
 
 # name: (config, label)
 SYSTEMS: Dict[str, tuple] = {
@@ -691,7 +689,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sources = (prepared / "raw" / "dev.src").read_text(encoding="utf-8").splitlines()[: args.decode_sentences]
     payload: Dict[str, Any] = {
         "meta": {"commit": commit(args.commit), "command": " ".join(shlex.quote(a) for a in [
-            "python", "benchmarks/gpu.py", *(sys.argv[1:] if argv is None else argv)]),
+            "python", "-m", "benchmarks.gpu", *(sys.argv[1:] if argv is None else argv)]),
                  "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": info,
                  "corpus": args.corpus, "train_pairs": stats["train"]["pairs"], "vocab_size": stats["vocab_size"],
                  "decode_sentences": len(sources), "settings": {

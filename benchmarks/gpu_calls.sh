@@ -26,7 +26,7 @@
 #   bash benchmarks/gpu_calls.sh graphed      # the whole training update as one CUDA graph, one batch
 #                                             # shape: RNNSearch-GRU, ATR, DTMT#4 eager against
 #                                             # replayed, with the replay's parameters checked against
-#                                             # eager training (benchmarks/graphed_update.py; about 2
+#                                             # eager training (benchmarks/studies/graphed_update.py; about 2
 #                                             # min); then train.cuda_graphs off and on for
 #                                             # RNNSearch-GRU and ATR beside fairseq (about 4 min);
 #                                             # then the GPU tests (about 2.5 min)
@@ -41,7 +41,7 @@
 #                                             # PEERS=1 adds rnmt fp32/bf16 against fairseq's
 #                                             # LSTM there (about 4 min more)
 #
-# Settings: GRAPHED_ARGS (more options for graphed's benchmarks/graphed_update.py, e.g. toy sizes
+# Settings: GRAPHED_ARGS (more options for graphed's benchmarks/studies/graphed_update.py, e.g. toy sizes
 # for a DEVICE=cpu smoke test); PRECISIONS (same-call's rows, default fp32,bf16); PAPER=1 adds the papers' sizes
 # (PAPER_PRECISIONS, default fp32) after Cseq2seq-I; TESTS=0 leaves the GPU tests out of
 # same-call, TESTS=1 runs them beside bf16-parity (correctness only: nothing there is timed
@@ -56,7 +56,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 mkdir -p /tmp/g && tar -xJf .gpudata/pack.tar.xz -C /tmp/g
 
 gpu_bench() {  # benchmarks/gpu.py on the packed corpus, naming the packed commit
-    python3 benchmarks/gpu.py --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared "$@"
+    python3 -m benchmarks.gpu --device "$device" --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared "$@"
 }
 
 run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md are the fallback
@@ -114,7 +114,7 @@ compile)
 graphed)
     # the upper bound: one batch shape, one graph (about 2 min)
     # shellcheck disable=SC2086
-    python3 benchmarks/graphed_update.py --device "$device" --commit "$commit" ${GRAPHED_ARGS:-} \
+    python3 -m benchmarks.studies.graphed_update --device "$device" --commit "$commit" ${GRAPHED_ARGS:-} \
         --out "$OUT/graphed-update.json" 2>&1 | tee "$OUT/graphed-update.log"
     # the trainer's own graphs (train.cuda_graphs, a graph per padded batch shape) against its eager
     # updates and fairseq, the warm-up long enough to record most of an epoch's shapes (about 4 min)
@@ -169,13 +169,13 @@ cpu-bf16)
     # rnmt's C++ kernels build on first use where a compiler is present; without them the
     # figures are of PyTorch's fallbacks, which the JSON's log then says
     python3 -c "from rnmt import kernels; print('rnmt kernels:', 'built' if kernels.extension() else 'unavailable')" 2>&1 | tail -2
-    CUDA_VISIBLE_DEVICES="" taskset -c 0,1 python3 benchmarks/shape_rss.py --precisions fp32,bf16 \
+    CUDA_VISIBLE_DEVICES="" taskset -c 0,1 python3 -m benchmarks.shape_rss --precisions fp32,bf16 \
         --variants "${VARIANTS:-none,default}" --rounds 1 --threads 2 --out "$OUT/shape-rss-device-cpu.json" 2>&1 \
         | tee "$OUT/shape-rss-device-cpu.log"
     if [ "${PEERS:-0}" = 1 ]; then
         # rnmt fp32 and bf16 against fairseq's LSTM (fp32: its CPU path) on the same two cores
         bash benchmarks/peers/gpu_install.sh /tmp/peers-site 2>&1 | tail -3
-        CUDA_VISIBLE_DEVICES="" taskset -c 0,1 python3 benchmarks/gpu.py --device cpu --threads 2 \
+        CUDA_VISIBLE_DEVICES="" taskset -c 0,1 python3 -m benchmarks.gpu --device cpu --threads 2 \
             --commit "$commit" --data /tmp/g/data --prepared /tmp/g/prepared --systems rnnsearch-gru \
             --precisions fp32,bf16 --paper-systems "" --peers fairseq --peer-site /tmp/peers-site \
             --seconds 60 --peer-warmup 10 --peer-steps 40 --decode-sentences 0 --tag device-cpu --out "$OUT" 2>&1 \

@@ -22,7 +22,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/data"
 cp -r "$data/$corpus" "$work/data/"
-"$py" benchmarks/prepare.py --data "$work/data" --corpus "$corpus" --out "$work/prepared" >/dev/null
+"$py" -m benchmarks.prepare --data "$work/data" --corpus "$corpus" --out "$work/prepared" >/dev/null
 rm -rf .gpudata && mkdir -p .gpudata
 tar -C "$work" -cJf .gpudata/pack.tar.xz data prepared
 rev="$(git rev-parse --short HEAD)"

@@ -1,6 +1,6 @@
 """How much gradient reaches each part of a model: at initialisation and at trained checkpoints.
 
-    python benchmarks/gradient_flow.py --vocab results/dtmt-converged/runs/vocab/spm.model \
+    python -m benchmarks.gradient_flow --vocab results/dtmt-converged/runs/vocab/spm.model \
         [--systems shallow-rnmt dtmt1 dtmt4] [--checkpoint dtmt4@1000=PATH ...] [--batches 8] \
         [--out results/dtmt-converged/gradient_flow.json] [--set KEY=VALUE --tag +NAME]
 
@@ -33,8 +33,6 @@ from typing import Dict, List
 import torch
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 HEADLINES = {"source embeddings": ("src_embed",), "attention": ("attention",),
              "encoder": ("encoder",), "decoder": ("decoder", "query_transition", "readout", "output", "tgt_embed")}
@@ -137,7 +135,7 @@ def main() -> int:
     for name in names:
         print(f"| {name} | " + " | ".join(f"{results[name]['headline'][k]:.4f}" for k in HEADLINES) + " |")
     if args.out:
-        record = {"command": "python benchmarks/gradient_flow.py " + " ".join(sys.argv[1:]),
+        record = {"command": "python -m benchmarks.gradient_flow " + " ".join(sys.argv[1:]),
                   "batches": args.batches, "batch_tokens": args.batch_tokens, "init_scale": args.init_scale,
                   "dims": [emb, hidden], "results": results}
         Path(args.out).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

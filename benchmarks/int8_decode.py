@@ -1,8 +1,8 @@
 """Decoding speed and BLEU of a trained model in fp32 and with int8 products (`--int8`).
 
-    python benchmarks/int8_decode.py --model RUN [--src test.es --ref test.en] [--rounds 2] [--profile]
-    python benchmarks/int8_decode.py --model RUN --layers [--limit 200]
-    python benchmarks/int8_decode.py --model RUN --kernels fbgemm,onednn [--rounds 5]
+    python -m benchmarks.int8_decode --model RUN [--src test.es --ref test.en] [--rounds 2] [--profile]
+    python -m benchmarks.int8_decode --model RUN --layers [--limit 200]
+    python -m benchmarks.int8_decode --model RUN --kernels fbgemm,onednn [--rounds 5]
 
 Loads the model twice per round (fp32, then int8, alternating), translates the whole source
 file with the model's own search settings on one thread, and prints sentences/s (best round)

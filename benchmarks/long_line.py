@@ -7,7 +7,7 @@ length limit, the worst case), writes an input of three lines whose middle one h
 ``--words`` words drawn at random (seeded) from the training text, and runs
 ``rnmt translate`` on it as a user would, in a separate process:
 
-    python benchmarks/long_line.py --words 50000 --json long_line.json
+    python -m benchmarks.long_line --words 50000 --json long_line.json
 
 It prints one JSON object: the words and subwords of the long line, the pieces it was
 translated in (from the command's warning), the wall time, CPU time and peak RSS of the

@@ -10,7 +10,7 @@ processes each measure their own peak resident set size (``resource.getrusage``)
 Both processes import torch first, like a training process, so the figures compare the
 extra memory a large corpus costs against the fixed cost of the runtime.
 
-    python benchmarks/memory_stream.py --sizes 100000 5000000 --work rnmt-memory-bench
+    python -m benchmarks.memory_stream --sizes 100000 5000000 --work rnmt-memory-bench
 
 The corpora and caches are kept under ``--work`` between runs (delete it afterwards).
 """
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+from benchmarks import module_command, module_env
 
 WORDS = 2000  # synthetic word types per language
 
@@ -119,9 +119,9 @@ def main() -> None:
     results = []
     for n in args.sizes:
         for phase in ("encode", "iterate"):
-            cmd = [sys.executable, __file__, "--phase", phase, "--pairs", str(n), "--work", str(work),
-                   "--batch-tokens", str(args.batch_tokens)]
-            res = subprocess.run(cmd, capture_output=True, text=True)
+            cmd = module_command("benchmarks.memory_stream", "--phase", phase, "--pairs", str(n), "--work", str(work),
+                                 "--batch-tokens", str(args.batch_tokens))
+            res = subprocess.run(cmd, capture_output=True, text=True, env=module_env())
             if res.returncode != 0:
                 sys.exit(res.stderr)
             record = json.loads(res.stdout.strip().splitlines()[-1])

@@ -6,7 +6,7 @@ The same model translates the same sentences with the same beam once without blo
 once per n-gram size N (`--no-repeat-ngram N`, subword n-grams), each output scored as
 `benchmarks/option_sweep.py` says:
 
-    python benchmarks/no_repeat.py --model runs/bible --src test.es --ref test.en \\
+    python -m benchmarks.no_repeat --model runs/bible --src test.es --ref test.en \\
         --ngrams 0,3,4,6 --json no_repeat.json
 
 Blocking subword n-grams of size N <= 4 rules out repeated word 4-grams (a repeated word
@@ -17,13 +17,13 @@ it changed an output.
 
 from __future__ import annotations
 
-from option_sweep import parser, sweep
+from benchmarks.option_sweep import parser, sweep
 
 
 def main() -> None:
     p = parser(__doc__.split("\n\n")[0], "ngrams", "0,3,4", "comma-separated n-gram sizes; 0 is no blocking")
     args = p.parse_args()
-    sweep(args, "no_repeat.py", "no_repeat_ngram", args.ngrams.split(","), int)
+    sweep(args, "no_repeat", "no_repeat_ngram", args.ngrams.split(","), int)
 
 
 if __name__ == "__main__":

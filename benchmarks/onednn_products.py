@@ -1,7 +1,7 @@
 """fp32 CPU products through PyTorch's BLAS against oneDNN (rnmt/products.py), in one process.
 
-    python benchmarks/onednn_products.py                          # shapes + training, 2 threads
-    python benchmarks/onednn_products.py --decode-models RUN/best.safetensors [...]
+    python -m benchmarks.onednn_products                          # shapes + training, 2 threads
+    python -m benchmarks.onednn_products --decode-models RUN/best.safetensors [...]
 
 Three tables, each alternating the two ways round by round (median of ``--rounds``):
 1. GFLOP/s of the products rnmt makes at the peer size (256/512, about 30 rows per step):
@@ -22,12 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
 
-import torch  # noqa: E402
-
-from rnmt import products  # noqa: E402
+from rnmt import products
 
 SHAPES = [  # (what, rows, inner, columns)
     ("GRU recurrent product, a step", 30, 512, 1536),

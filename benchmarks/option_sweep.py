@@ -75,7 +75,7 @@ def sweep(args: argparse.Namespace, script: str, option: str, values: List, pars
               "beam": beam, "alpha": alpha, "normalize": normalize, "threads": args.threads,
               "reference": repetition(ref).to_dict(), "settings": rows, "commit": code_commit(),
               "machine": describe_machine(torch.device("cpu"), args.threads),
-              "command": f"python benchmarks/{script} " + " ".join(
+              "command": f"python -m benchmarks.{script} " + " ".join(
                   f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
                   if v is not None and k not in ("json", "outputs"))}  # where files go changes no figure
     if args.json:

@@ -22,7 +22,7 @@ Layout written under ``OUT``::
 (test only where the corpus has one).
 
 The language suffixes are replaced by ``src`` / ``tgt`` so the peers need no language
-options. Run as ``python benchmarks/prepare.py --data ../shared/data --out DIR``; ``run.py``
+options. Run as ``python -m benchmarks.prepare --data ../shared/data --out DIR``; ``run.py``
 calls :func:`prepare` itself.
 """
 
@@ -37,8 +37,6 @@ from pathlib import Path
 from typing import Dict, List
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 DEFAULT_DATA = REPO.parent / "shared" / "data"
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")

@@ -1,6 +1,6 @@
 """Peer comparison in one command: rnmt against JoeyNMT, OpenNMT-py and fairseq.
 
-    python benchmarks/run.py [--peers joeynmt,opennmt,fairseq] [--steps 200] [--warmup 20]
+    python -m benchmarks.run [--peers joeynmt,opennmt,fairseq] [--steps 200] [--warmup 20]
                              [--threads 2] [--data ../shared/data] [--out runs/peers-benchmark]
 
 Run it with rnmt's Python from the repository root, after ``bash
@@ -41,13 +41,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from benchmarks import flops
+from benchmarks.peers.base import Decoded, Peer, Settings, Window, replace, window_from_intervals
+from benchmarks.prepare import DEFAULT_DATA, prepare
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import flops  # noqa: E402
-from peers.base import Decoded, Peer, Settings, Window, replace, window_from_intervals  # noqa: E402
-from prepare import DEFAULT_DATA, prepare  # noqa: E402
 
 ALL_PEERS = ("joeynmt", "opennmt", "fairseq")
 
@@ -150,7 +149,7 @@ class RNMT(Peer):
 def load_peer(name: str) -> Peer:
     import importlib
 
-    return importlib.import_module(f"peers.{name}.driver").PEER
+    return importlib.import_module(f"benchmarks.peers.{name}.driver").PEER
 
 
 # -- running children ---------------------------------------------------------------------

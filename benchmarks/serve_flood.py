@@ -9,7 +9,7 @@ timeout, and reports the server's peak resident memory (VmHWM) before and after.
 ``--sigterm`` it sends SIGTERM while the flood is in flight and checks that every request
 still gets an answer and the server exits.
 
-    python benchmarks/serve_flood.py --model runs/quickstart --requests 1000 --json flood.json
+    python -m benchmarks.serve_flood --model runs/quickstart --requests 1000 --json flood.json
 
 Only 127.0.0.1 is contacted.
 """
@@ -25,16 +25,13 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from rnmt.bench.server_process import serve_process
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from rnmt.bench.server_process import serve_process  # noqa: E402
-
 SAMPLE = REPO / "data" / "sample"
 ANSWERS = {200, 413, 429, 503, 504}
 

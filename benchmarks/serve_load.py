@@ -6,8 +6,8 @@ lets ``--clients`` clients send one-sentence ``POST /translate`` requests (sente
 bundled test set, in turn) for ``--duration`` seconds after a short warm-up, and reports
 requests/s, p50/p99 latency and the error count; then it compares the two modes.
 
-    python benchmarks/serve_load.py                       # runs/quickstart, or a tiny model trained here
-    python benchmarks/serve_load.py --model runs/mine --clients 16 --duration 20 --json load.json
+    python -m benchmarks.serve_load                       # runs/quickstart, or a tiny model trained here
+    python -m benchmarks.serve_load --model runs/mine --clients 16 --duration 20 --json load.json
 
 Everything is bounded: the run length, every request (``--request-timeout``) and the server
 start. Only 127.0.0.1 is contacted.

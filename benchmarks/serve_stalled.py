@@ -16,7 +16,7 @@ clients can do together. The server runs with ``--read-timeout`` long enough to 
 all through the probes (``--server-args``); with the default 10 s a client must keep
 reopening them.
 
-    python benchmarks/serve_stalled.py --model runs/quickstart --counts 100,500,1000,2000 --json stalled.json
+    python -m benchmarks.serve_stalled --model runs/quickstart --counts 100,500,1000,2000 --json stalled.json
 
 Every open file counts against ``ulimit -n`` in both processes (the script raises its soft
 limit to the hard one; ``--server-nofile`` sets the server's). Only 127.0.0.1 is contacted.
@@ -32,16 +32,13 @@ import resource
 import shlex
 import socket
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from rnmt.bench.server_process import serve_process, waiting
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-from rnmt.bench.server_process import serve_process, waiting  # noqa: E402
-
 MAX_COUNT = 50_000  # a bound on what one run may open
 HEADERS = (b"POST /translate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
            b"Content-Length: 100\r\n\r\n")

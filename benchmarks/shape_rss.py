@@ -1,6 +1,6 @@
 """Peak memory and step time of training on batches of many shapes, under memory settings.
 
-    python benchmarks/shape_rss.py [--steps 40] [--threads 2] [--precisions fp32,bf16]
+    python -m benchmarks.shape_rss [--steps 40] [--threads 2] [--precisions fp32,bf16]
         [--variants default,mmap,cache0,both] [--rounds 1]
 
 Token-budget batches come in many (sentences x length) shapes, and the process's peak RSS
@@ -41,9 +41,9 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import module_command, module_env
+
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 VARIANTS = ("default", "none", "cache", "cache0", "mmap")  # and trimN
 
@@ -153,9 +153,9 @@ def main(argv=None) -> int:
                 if variant == "mmap":
                     env["MALLOC_MMAP_THRESHOLD_"] = "131072"
                 out = subprocess.run(
-                    [sys.executable, __file__, "--child", "--variant", variant, "--precision", precision,
-                     "--steps", str(args.steps), "--threads", str(args.threads)],
-                    env=env, capture_output=True, text=True, check=True)
+                    module_command("benchmarks.shape_rss", "--child", "--variant", variant, "--precision", precision,
+                                   "--steps", str(args.steps), "--threads", str(args.threads)),
+                    env=module_env(env), capture_output=True, text=True, check=True)
                 runs.setdefault((precision, variant), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
     flags = set(open("/proc/cpuinfo").read().split()) if os.path.exists("/proc/cpuinfo") else set()
     cpu = ", ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags)

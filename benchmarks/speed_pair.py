@@ -1,7 +1,7 @@
 """Time two systems' training side by side, as `rnmt reproduce` times a paper's speed claims.
 
-    python benchmarks/speed_pair.py A/config.yaml B/config.yaml --out speed.json
-    python benchmarks/speed_pair.py atr/config.yaml gru/config.yaml --b-set model.cell=lstm --name-b rnnsearch-lstm
+    python -m benchmarks.speed_pair A/config.yaml B/config.yaml --out speed.json
+    python -m benchmarks.speed_pair atr/config.yaml gru/config.yaml --b-set model.cell=lstm --name-b rnnsearch-lstm
 
 Both configs' models (fresh weights) train the same batches in alternating rounds, A then
 B, in one process on the same threads (`rnmt.reproduce.speed.measure_pair`); each round
@@ -18,15 +18,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+import yaml
 
-import yaml  # noqa: E402
-
-from rnmt.config import apply_overrides, load_config, read_config_tree  # noqa: E402
-from rnmt.device import pick_device  # noqa: E402
-from rnmt.reproduce.machine import describe_machine  # noqa: E402
-from rnmt.reproduce.run import code_commit  # noqa: E402
-from rnmt.reproduce.speed import ROUNDS, STEPS, WARMUP, measure_pair  # noqa: E402
+from rnmt.config import apply_overrides, load_config, read_config_tree
+from rnmt.device import pick_device
+from rnmt.reproduce.machine import describe_machine
+from rnmt.reproduce.run import code_commit
+from rnmt.reproduce.speed import ROUNDS, STEPS, WARMUP, measure_pair
 
 
 def resolved(path: Path, overrides: list, into: Path) -> Path:
@@ -63,7 +61,7 @@ def main() -> None:
             names.append(given or f"{model.arch}-{model.cell}")
         result = measure_pair(path_a, path_b, work, args.threads, args.rounds, args.steps, args.warmup)
     result.update(commit=code_commit(), machine=describe_machine(pick_device("cpu"), args.threads, 1),
-                  command=" ".join(["python", "benchmarks/speed_pair.py", *sys.argv[1:]]))
+                  command=" ".join(["python", "-m", "benchmarks.speed_pair", *sys.argv[1:]]))
     key = "|".join(names)
     print(f"{key}: {', '.join(f'{r:.3f}' for r in result['ratios'])}, median {result['ratio']:.3f}")
     if args.out:

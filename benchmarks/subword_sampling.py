@@ -6,8 +6,8 @@ characters or n-best lists) and samples ``--epochs`` epochs, printing wall-clock
 seconds of each (the CPU time is what the process itself used, which matters on a busy
 machine). The first BPE-dropout epoch also fills the cache of merges per symbol sequence.
 
-    python benchmarks/subword_sampling.py --prefix ../shared/data/bible-es-en/train --src es --tgt en
-    python benchmarks/subword_sampling.py --prefix data/sample/train --src es --tgt en --type unigram
+    python -m benchmarks.subword_sampling --prefix ../shared/data/bible-es-en/train --src es --tgt en
+    python -m benchmarks.subword_sampling --prefix data/sample/train --src es --tgt en --type unigram
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Time to quality: dev and test BLEU against wall-clock training minutes, rnmt and fairseq
 on the same machine and data.
 
-    python benchmarks/time_to_quality.py [--minutes 20] [--points 10] [--threads 2]
+    python -m benchmarks.time_to_quality [--minutes 20] [--points 10] [--threads 2]
         [--systems rnmt-rnnsearch,rnmt-rnnsearch-bf16,rnmt-rnnsearch-averaged,rnmt-dtmt1,fairseq-lstm,
                    fairseq-transformer]
         [--data ../shared/data] [--out runs/time-to-quality] [--seed 1]
-    python benchmarks/time_to_quality.py --report-only --out runs/time-to-quality
+    python -m benchmarks.time_to_quality --report-only --out runs/time-to-quality
 
 Run it with rnmt's Python from the repository root on an otherwise idle machine, after
 ``bash benchmarks/peers/fairseq/setup.sh`` (fairseq's systems are skipped with a note when
@@ -42,7 +42,7 @@ the recurrent models, shared 8k BPE, batches of about 2,000 target tokens):
   alpha 0.6 (``search.normalize=length``; the training is the same; not in the default list);
 * ``rnmt-rnnsearch-averaged``: the peer search, with checkpoints holding the exponential
   moving average of the weights (``train.ema_decay=0.999``): the recipe that meets the
-  target on the AVX2 EPYC (docs/performance.md); ``-averaged-bf16`` the same in bf16 (not
+  target on the AVX2 EPYC (docs/time-to-quality.md); ``-averaged-bf16`` the same in bf16 (not
   in the default list);
 * ``rnmt-dtmt1``: benchmarks/configs/ttq-dtmt1.yaml, DTMT#1 under the same recipe, fp32;
   ``rnmt-dtmt1-bf16`` the same in bf16 (not in the default list);
@@ -67,15 +67,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from benchmarks.peers.base import Settings
+from benchmarks.peers.fairseq.driver import PEER as FAIRSEQ
+from benchmarks.prepare import DEFAULT_DATA, prepare
+from benchmarks.run import run_child
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-
-from peers.base import Settings  # noqa: E402
-from peers.fairseq.driver import PEER as FAIRSEQ  # noqa: E402
-from prepare import DEFAULT_DATA, prepare  # noqa: E402
-from run import run_child  # noqa: E402
-
 SPLITS = ("dev", "test")
 
 
@@ -242,12 +240,12 @@ FAIRSEQ_TRANSFORMER = ["--arch", "transformer", "--encoder-layers", "3", "--deco
 
 # Half the batch (about 1,000 target tokens) and its schedule in the same tokens (warm-up over
 # the first ~100,000 target tokens, halvings from 2M): it learns more per token from the start
-# (docs/performance.md, "Leaving the plateau sooner"). Its checkpoints come every 100 updates
+# (docs/time-to-quality.md, "Leaving the plateau sooner"). Its checkpoints come every 100 updates
 # (about as often in time as the full-batch recipes'), so the crossing is read on a grid as
 # fine as theirs (every 200 at e6b138c: 3.3 minutes apart on the AVX2 EPYC).
 FAST_START = ["data.batch_tokens=2000", "train.warmup_steps=100", "train.decay_start=2000", "train.decay_steps=1000"]
 # B with half its warm-up and the peer's dropout: ahead of B by about 0.13 nats of dev loss at
-# update 600 in one seed (docs/performance.md, "Leaving the plateau sooner")
+# update 600 in one seed (docs/time-to-quality.md, "Leaving the plateau sooner")
 SHORT_WARMUP = [*FAST_START, "train.warmup_steps=50", "model.dropout=0.1"]
 # fairseq's own search rule: a hypothesis's log-probability divided by its length (lenpen 1)
 PEER_SEARCH = [*SHORT_WARMUP, "search.normalize=length"]
@@ -471,7 +469,7 @@ def main(argv=None) -> int:
     results["meta"] = {"corpus": stats["corpus"], "train_pairs": stats["train"]["pairs"],
                        "vocab_size": stats["vocab_size"], "threads": args.threads, "minutes": args.minutes,
                        "commit": commit, "machine": machine(),
-                       "command": "python benchmarks/time_to_quality.py " + " ".join(shlex.quote(a) for a in
+                       "command": "python -m benchmarks.time_to_quality " + " ".join(shlex.quote(a) for a in
                                                                                     (argv or sys.argv[1:]))}
     for name in names:
         system = SYSTEMS[name]

@@ -13,7 +13,7 @@ model (the tests' size: 16-dim embeddings, 24 hidden units, a 300-piece vocabula
 trained for 30 updates first, so the figures show what the input costs beyond the fixed
 runtime rather than the model.
 
-    python benchmarks/translate_rss.py --sizes 10000 100000 --work work/translate-rss
+    python -m benchmarks.translate_rss --sizes 10000 100000 --work work/translate-rss
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 SAMPLE = REPO / "data" / "sample"
 WHOLE = """

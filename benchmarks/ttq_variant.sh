@@ -19,8 +19,7 @@ mkdir -p "$(dirname "$OUT")"
 mapfile -t sets < <(SEED="$SEED" D="$D" "$PY" - <<'PYEOF'
 import os, sys
 from pathlib import Path
-sys.path.insert(0, "benchmarks")
-import time_to_quality as ttq
+from benchmarks import time_to_quality as ttq
 system = ttq.SYSTEMS["rnmt-rnnsearch-averaged"]
 system.seed = int(os.environ["SEED"])
 print("\n".join(system._sets(Path(os.environ["D"]), 1)))

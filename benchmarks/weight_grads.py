@@ -1,7 +1,7 @@
 """Training speed with and without one weight-gradient buffer per pass (rnmt/deferred_grads.py).
 
-    python benchmarks/weight_grads.py                                   # RNNSearch-GRU, 256/512
-    python benchmarks/weight_grads.py --configs configs/papers/dtmt/dtmt4.yaml --batch-tokens 2000
+    python -m benchmarks.weight_grads                                   # RNNSearch-GRU, 256/512
+    python -m benchmarks.weight_grads --configs configs/papers/dtmt/dtmt4.yaml --batch-tokens 2000
 
 Each config is trained on the same batches of the bundled sample corpus (fresh model, full
 optimiser steps), switching between plain autograd and the deferred weight gradients in
@@ -18,13 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch
 
-import torch  # noqa: E402
-from zoo_ratios import alternating_rates, shared_vocabulary, system  # noqa: E402
-
-from rnmt import deferred_grads  # noqa: E402
+from benchmarks.zoo_ratios import alternating_rates, shared_vocabulary, system
+from rnmt import deferred_grads
 
 
 def main() -> int:

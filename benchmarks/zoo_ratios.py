@@ -1,7 +1,7 @@
 """Speed ratios between the papers' architectures, in one process, on the same batches.
 
-    python benchmarks/zoo_ratios.py                         # 256/512, 2 threads, sample corpus
-    python benchmarks/zoo_ratios.py --dims 128,256 --threads 1 --rounds 3
+    python -m benchmarks.zoo_ratios                         # 256/512, 2 threads, sample corpus
+    python -m benchmarks.zoo_ratios --dims 128,256 --threads 1 --rounds 3
 
 Each comparison trains both systems of a pair on the same token batches of the bundled
 sample corpus (fresh models, full optimiser steps, real target tokens per second), taking
@@ -15,7 +15,7 @@ tokens per second then measures the cost of one search step, which is what an
 architecture changes. For sentences per second on real translations, pass trained models
 with --decode-models (e.g. the checkpoints `rnmt reproduce` leaves in results/*/runs/).
 
-The pairs and the targets they are read against (see docs/performance.md):
+The pairs and the targets they are read against (see docs/cpu-speed.md, "The targets"):
   ATR vs GRU in RNNSearch, training            ATR paper: 1.26x; target >= 1.3x
   DTMT#4 vs ShallowRNMT, training              slowdown no worse than the FLOPs ratio
   Cseq2seq-I (LS) vs RNNSearch, decoding       Cseq2seq paper ~0.3x; target >= 0.5x
@@ -32,18 +32,16 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
-import torch  # noqa: E402
-from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
-
-from rnmt import products  # noqa: E402
-from rnmt.bench.throughput import decode_throughput, train_throughput  # noqa: E402
-from rnmt.config import load_config  # noqa: E402
-from rnmt.data import collate  # noqa: E402
-from rnmt.search.translator import Translator  # noqa: E402
-from rnmt.training.loss import label_smoothed_nll  # noqa: E402
-from rnmt.training.trainer import Trainer  # noqa: E402
+from rnmt import products
+from rnmt.bench.throughput import decode_throughput, train_throughput
+from rnmt.config import load_config
+from rnmt.data import collate
+from rnmt.search.translator import Translator
+from rnmt.training.loss import label_smoothed_nll
+from rnmt.training.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 PAIRS = [  # (name, baseline config, compared config, what is timed)

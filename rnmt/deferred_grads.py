@@ -8,7 +8,7 @@ written to a fresh buffer and then added to ``.grad`` by its own ``add_``. Insid
 backward returns only the gradient of the state and accumulates ``h_t^T g_t`` in place
 (``addmm_``, beta = 1) into one buffer per weight; a single node that every step depends on
 hands the finished buffer to autograd once, after the last step's backward. Same sums, one
-buffer, no per-step allocation or addition. ``python benchmarks/weight_grads.py`` measures it.
+buffer, no per-step allocation or addition. ``python -m benchmarks.weight_grads`` measures it.
 
 Tensors that every target step reads (the attention's annotations and keys) use the same
 scope: `step_bmm` collects each step's attention weights and output gradient and computes

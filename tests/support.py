@@ -6,7 +6,7 @@ own, and the repository root is on pytest's path (pyproject.toml)."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
 import subprocess
@@ -69,17 +69,9 @@ def assert_resume_is_exact(tree: dict, out: Path, steps: int, stop_at: int, log=
 
 
 def load_benchmark(name: str) -> ModuleType:
-    """Import ``benchmarks/<name>.py`` (with benchmarks/ on the path for its own imports, and
-    registered in sys.modules, which dataclasses look their module up in)."""
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    """The benchmark module ``benchmarks.<name>`` (``studies.x`` for a study), imported as
+    ``python -m benchmarks.<name>`` runs it from the repository root."""
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 def run_rnmt(*args, stdin=None) -> subprocess.CompletedProcess:

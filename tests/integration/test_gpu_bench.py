@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, SAMPLE, load_benchmark
+from benchmarks.peers.base import Settings
+from benchmarks.peers.fairseq.driver import Fairseq
+from benchmarks.peers.opennmt.driver import OpenNMT
+from tests.support import SAMPLE, load_benchmark
 
 gpu = load_benchmark("gpu")
-sys.path.insert(0, str(REPO / "benchmarks"))
-from peers.base import Settings  # noqa: E402
-from peers.fairseq.driver import Fairseq  # noqa: E402
-from peers.opennmt.driver import OpenNMT  # noqa: E402
-
-sys.path.remove(str(REPO / "benchmarks"))
 
 
 def mini_corpus(root: Path) -> Path:
@@ -47,7 +43,7 @@ def test_cpu_smoke_run_writes_the_json_of_a_gpu_run(tmp_path, capsys):
     assert code == 0
     result = json.loads((out / "smoke.json").read_text(encoding="utf-8"))
     meta = result["meta"]
-    assert meta["commit"] == "abc1234" and "benchmarks/gpu.py" in meta["command"]
+    assert meta["commit"] == "abc1234" and "-m benchmarks.gpu" in meta["command"]
     assert meta["machine"]["device_name"] == "cpu" and meta["machine"]["torch"]
     assert "cuda" in meta["machine"]  # None here; the CUDA version on a GPU
 

@@ -1,4 +1,4 @@
-"""benchmarks/graphed_update.py: the training update a CUDA graph would hold.
+"""benchmarks/studies/graphed_update.py: the training update a CUDA graph would hold.
 
 On the CPU what can be checked is the precondition of recording it: the update's forward,
 loss, backward and clipping (the GPU's code path, host reads forbidden) read nothing back to
@@ -14,7 +14,7 @@ import pytest
 
 from tests.support import load_benchmark
 
-graphed_update = load_benchmark("graphed_update")
+graphed_update = load_benchmark("studies.graphed_update")
 
 
 @pytest.mark.on_device

@@ -1,4 +1,4 @@
-"""benchmarks/init_scale.py: the unigram perplexity it prints as the plateau's reference."""
+"""benchmarks/studies/init_scale.py: the unigram perplexity it prints as the plateau's reference."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_unigram_perplexity_counts_pieces_and_end_of_sentence(tmp_path):
     assert len(set(pieces)) == len(pieces)
     # Every line the same: each distinct piece and </s> equally frequent.
     (tmp_path / "same.en").write_text("the dog eats\n" * 7, encoding="utf-8")
-    script = load_benchmark("init_scale")
+    script = load_benchmark("studies.init_scale")
     assert script.unigram_perplexity(model, tmp_path / "same.en") == pytest.approx(len(pieces) + 1)
     # Two lines sharing "the": a skewed distribution has a lower perplexity than its support.
     ppl = script.unigram_perplexity(model, tmp_path / "a.en")

@@ -33,7 +33,7 @@ def test_a_sweep_scores_every_value(tiny_run, tmp_path, monkeypatch, capsys, scr
     assert len(hyps) == 2 and all(len(p.read_text(encoding="utf-8").splitlines()) == 4
                                   for p in (tmp_path / "hyps").iterdir())
     assert result["beam"] == 3 and result["commit"] and result["machine"]["threads"] == 1
-    assert result["command"].startswith(f"python benchmarks/{script}.py --model ")
+    assert result["command"].startswith(f"python -m benchmarks.{script} --model ")
     changed = sum(a != b for a, b in zip(*(p.read_text(encoding="utf-8").splitlines()
                                             for p in sorted((tmp_path / "hyps").iterdir()))))
     assert changed == second["lines_changed"]

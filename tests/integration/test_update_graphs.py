@@ -323,7 +323,7 @@ def test_graph_shapes_counts_the_distinct_buckets_of_each_epoch():
 
     from tests.support import load_benchmark
 
-    graph_shapes = load_benchmark("graph_shapes")
+    graph_shapes = load_benchmark("studies.graph_shapes")
     epochs = {0: [[0, 1], [2]], 1: [[1, 2], [0]]}  # pairs' (src, tgt) lengths: (3, 2), (9, 4), (5, 12)
     trainer = SimpleNamespace(corpus=SimpleNamespace(src_lens=[3, 9, 5], tgt_lens=[2, 4, 12]),
                               sampler=SimpleNamespace(epoch_batches=lambda e: epochs[e]))

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 
-from tests.support import REPO
+from tests.support import load_benchmark
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("zoo_ratios", REPO / "benchmarks" / "zoo_ratios.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("zoo_ratios")
 
 
 def test_decoding_pair_counts_flops_per_output_token_and_profiles(tmp_path, monkeypatch, capsys):

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-
-from tests.support import REPO
+from tests.support import load_benchmark
 
 # -- live: a flood beyond the queue, SIGTERM with requests in flight ----------------------
 
 def load_flood():
-    spec = importlib.util.spec_from_file_location("serve_flood", REPO / "benchmarks" / "serve_flood.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("serve_flood")
 
 
 def test_a_flood_beyond_the_queue_is_answered_and_memory_stays_bounded(tiny_run):

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import signal
 import sys
 
 from rnmt.models import load_model
 from rnmt.training.checkpoint import load_train_state
-from tests.support import REPO, tiny_config_tree
+from tests.support import REPO, load_benchmark, tiny_config_tree
 
 
 def no_dev_tree(tiny_corpus, steps=6, **train):
@@ -76,9 +75,7 @@ def test_a_second_trainer_is_refused_while_the_first_trains_and_resumes_after_it
 # -- fault injection (the 20-kill variant is benchmarks/faults.py) ------------------------
 
 def test_three_kills_at_random_moments_lose_nothing(tmp_path):
-    spec = importlib.util.spec_from_file_location("faults", REPO / "benchmarks" / "faults.py")
-    faults = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(faults)
+    faults = load_benchmark("faults")
     # Enough steps that a fast machine cannot finish a segment before its kill lands.
     result = faults.run_faults(tmp_path, kills=3, steps=200, seed=3, max_delay=0.5, timeout=600)
     assert result["missing_steps"] == []

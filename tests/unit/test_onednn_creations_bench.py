@@ -1,10 +1,10 @@
-"""benchmarks/onednn_creations.py: reading oneDNN's creation log."""
+"""benchmarks/studies/onednn_creations.py: reading oneDNN's creation log."""
 
 from __future__ import annotations
 
 from tests.support import load_benchmark
 
-bench = load_benchmark("onednn_creations")
+bench = load_benchmark("studies.onednn_creations")
 
 LOG = """\
 step output of the trainer

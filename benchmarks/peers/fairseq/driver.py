@@ -19,13 +19,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 from typing import List, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from peers.base import Decoded, Peer, Settings, Window, window_from_intervals  # noqa: E402
+from benchmarks.peers.base import Decoded, Peer, Settings, Window, window_from_intervals
 
 
 class Fairseq(Peer):

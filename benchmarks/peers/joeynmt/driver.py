@@ -18,14 +18,11 @@ duration.
 from __future__ import annotations
 
 import re
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import List, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from peers.base import Decoded, Peer, Settings, Window, count_output_tokens, window_from_intervals  # noqa: E402
+from benchmarks.peers.base import Decoded, Peer, Settings, Window, count_output_tokens, window_from_intervals
 
 STEP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*?Step:\s*(\d+), .*?Tokens per Sec:\s*([\d.]+)", re.M)
 START = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*?(Train stats:|EPOCH 1\b)", re.M)

@@ -15,13 +15,10 @@ clock between two reports, data loading included).
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import List, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from peers.base import Decoded, Peer, Settings, Window, count_output_tokens, window_from_intervals  # noqa: E402
+from benchmarks.peers.base import Decoded, Peer, Settings, Window, count_output_tokens, window_from_intervals
 
 REPORT = re.compile(r"Step\s+(\d+)/\s*\d+;.*?bsz:\s*([\d.]+)/\s*([\d.]+)/\s*([\d.]+);\s*([\d.]+)/\s*([\d.]+) tok/s")
 

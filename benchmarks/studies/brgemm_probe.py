@@ -1,9 +1,16 @@
-"""Could bf16 products skip oneDNN's per-shape kernel compilation? A probe of PyTorch's brgemm.
+"""Study. Question: Could bf16 products on an AMX CPU avoid oneDNN's per-shape kernel compilation by driving
+PyTorch's brgemm micro-kernel directly?
+Measured at: abd21e6.
+Answer: no: its kernels build in 0.07-0.39 ms instead of 2.5-13.5, but the large products ran at
+38-126% of torch.mm's rate, which costs more than the compilations save; not used
+(docs/cpu-classes.md, "An Intel Xeon with AMX").
 
-    python benchmarks/brgemm_probe.py [--threads 2] [--reps 20]
+Could bf16 products skip oneDNN's per-shape kernel compilation? A probe of PyTorch's brgemm.
+
+    python -m benchmarks.studies.brgemm_probe [--threads 2] [--reps 20]
 
 On a CPU with AMX, oneDNN compiles a matmul kernel for every new product shape (milliseconds
-each; `benchmarks/onednn_creations.py`), and token batches bring new shapes at every update.
+each; `benchmarks/studies/onednn_creations.py`), and token batches bring new shapes at every update.
 PyTorch also exports the batch-reduce GEMM micro-kernel it builds its CPU attention on
 (``at::native::cpublas::brgemm``, oneDNN's ukernel): one small kernel per block shape, not
 per product shape. This compiles a plain driver around it (B packed once in the pairs-of-rows
@@ -16,7 +23,7 @@ the threads) and prints, against ``torch.mm`` in bf16:
   steady state, once its kernel is cached.
 
 Needs a C++ compiler and a CPU where PyTorch packs bf16 for brgemm (AMX): elsewhere it says
-so and stops. Results: docs/performance.md, "An Intel Xeon with AMX".
+so and stops. Results: docs/cpu-classes.md, "An Intel Xeon with AMX".
 """
 
 from __future__ import annotations

@@ -1,8 +1,14 @@
-"""Time the label-smoothed loss (forward and backward) on bf16 scores, as CPU bf16 autocast
+"""Study. Question: Should the label-smoothed loss kernel read bf16 scores directly instead of a float32 copy?
+Measured at: 61ad74c.
+Answer: yes: 115.5 -> 32.5 ms per forward + backward at one thread (74.4 -> 19.3 at two), the loss and
+gradient bit for bit those of the float32 copy; the kernel reads bf16 (docs/precision.md,
+"bf16 training").
+
+Time the label-smoothed loss (forward and backward) on bf16 scores, as CPU bf16 autocast
 leaves them: read directly by the C++ kernel (rnmt's path) against a float32 copy first (the
 path before), which the gradient is then cast back from.
 
-    python benchmarks/loss_bf16.py [--tokens 1800] [--vocab 8000] [--threads 2] [--rounds 5]
+    python -m benchmarks.studies.loss_bf16 [--tokens 1800] [--vocab 8000] [--threads 2] [--rounds 5]
 
 The two paths alternate, ``--rounds`` times three passes each; the best round's
 milliseconds per pass are printed, with the loss of each (equal: the kernel sums in float32).
@@ -13,13 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import torch
-
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 
 def main() -> None:

@@ -1,11 +1,16 @@
-"""How many CUDA graphs `train.cuda_graphs` records: the distinct bucket shapes of a run's batches.
+"""Study. Question: How many CUDA graphs would `train.cuda_graphs` record in an epoch of bucketed batches?
+Measured at: afcdfa7.
+Answer: 75 bucket shapes per epoch for RNNSearch-GRU's batches on the Bible corpus, few enough to
+record each once; a GPU run recorded the epoch's 72 (docs/gpu-performance.md, "On a GPU").
+
+How many CUDA graphs `train.cuda_graphs` records: the distinct bucket shapes of a run's batches.
 
 Every batch is padded to its bucket shape (rows, source and target lengths rounded up to a
 multiple of the bucket; `rnmt/training/update_graphs.py`) and each new shape is recorded
 once. This counts them epoch by epoch for a config's batches on benchmarks/prepare.py's
 corpus, with no GPU and no training:
 
-    python benchmarks/graph_shapes.py --prepared PREPARED [--config benchmarks/configs/rnnsearch-gru.yaml]
+    python -m benchmarks.studies.graph_shapes --prepared PREPARED [--config benchmarks/configs/rnnsearch-gru.yaml]
 """
 
 from __future__ import annotations
@@ -15,14 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-for path in (str(HERE.parent), str(HERE)):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-
-from gpu import make_trainer  # noqa: E402
-
-from rnmt.training.update_graphs import bucket_shape  # noqa: E402
+from benchmarks.gpu import make_trainer
+from rnmt.training.update_graphs import bucket_shape
 
 
 def count(trainer, epochs: int, bucket: int) -> list:
