@@ -76,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"lines of a file translated per chunk (bounds memory; default {DEFAULT_CHUNK_LINES})")
     p.add_argument("--set", dest="runtime_settings", action="append", default=[], metavar="runtime.KEY=VALUE",
                    help="override a choice of the run's recorded execution plan, e.g. --set "
-                        "runtime.int8_kernels=onednn (repeatable; docs/architecture.md, "The execution plan")")
+                        "runtime.int8_kernels=onednn (repeatable; docs/architecture.md, the execution plan)")
 
 
 def run(args: argparse.Namespace) -> int:
