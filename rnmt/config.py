@@ -1,7 +1,8 @@
 """Typed configuration: dataclasses loaded from YAML, validated once, with clear errors.
 
-A config file has five sections, ``data``, ``model``, ``train``, ``search`` and
-``runtime`` (how the computation runs: `RuntimeConfig`); every key is a field below. Unknown keys are rejected with the closest valid name, values are
+A config file has five sections, ``data``, ``model``, ``train``, ``search`` and ``runtime``
+(how the computation runs: `RuntimeConfig`); every key is a field below. Unknown keys are
+rejected with the closest valid name, values are
 checked against the field's type when the config loads: a ``Literal`` field takes one of
 its names (a near miss gets the closest), an ``Annotated[..., Range(...)]`` field a number
 within its bounds, floats must be finite. ``--set a.b=value`` overrides use YAML syntax

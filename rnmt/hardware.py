@@ -46,7 +46,8 @@ class CpuFeatures:
     def describe(self) -> str:
         """One short phrase: the vendor and the flags the rules read."""
         present = [f for f in RELEVANT_FLAGS if f in self.flags]
-        return f"{self.vendor or 'unknown vendor'}, {' '.join(present) if present else 'none of ' + '/'.join(RELEVANT_FLAGS)}"
+        shown = " ".join(present) if present else "none of " + "/".join(RELEVANT_FLAGS)
+        return f"{self.vendor or 'unknown vendor'}, {shown}"
 
     def to_dict(self) -> dict:
         return {"vendor": self.vendor, "flags": sorted(f for f in self.flags if f in RELEVANT_FLAGS)}

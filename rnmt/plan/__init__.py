@@ -4,8 +4,16 @@
 beside a run's checkpoints.
 """
 
-from rnmt.plan.plan import (DECODING_FIELDS, FIELDS, PLAN_FILE, PLAN_VERSION, Choice, ExecutionPlan, read_plan,
-                            write_plan)
+from rnmt.plan.plan import (
+                            DECODING_FIELDS,
+                            FIELDS,
+                            PLAN_FILE,
+                            PLAN_VERSION,
+                            Choice,
+                            ExecutionPlan,
+                            read_plan,
+                            write_plan,
+)
 from rnmt.plan.resolve import precision_choice, resolve_plan
 
 __all__ = ["Choice", "ExecutionPlan", "FIELDS", "DECODING_FIELDS", "PLAN_FILE", "PLAN_VERSION", "precision_choice",

@@ -107,13 +107,13 @@ class ExecutionPlan:
     @classmethod
     def from_dict(cls, raw: Any, source: str = "plan") -> ExecutionPlan:
         """A plan from `to_dict`'s form; anything else is a one-line `UserError` naming ``source``."""
-        choices = choices_from_dict(raw, source)
+        choices: Dict[str, Any] = choices_from_dict(raw, source)
         missing = [name for name in FIELDS if name not in choices]
         if missing:
             raise UserError(f"{source}: the plan has no '{missing[0]}'")
         return cls(**choices, device=str(raw.get("device", "cpu")), cpu=dict(raw.get("cpu") or {}))
 
-    def replace(self, **changes: Choice) -> ExecutionPlan:
+    def replace(self, **changes: Any) -> ExecutionPlan:
         return dataclasses.replace(self, **changes)
 
     def apply(self, model: Any = None) -> Any:

@@ -119,7 +119,7 @@ def resolve_plan(cfg: Config, device: torch.device, cpu_features: Optional[hardw
     (``recorded_device``, default the recorded plan's). ``model``: the built model, for the
     choices that depend on it (compiled step, CUDA graphs); None when decoding."""
     cpu = cpu_features if cpu_features is not None else hardware.this_cpu()
-    choices = _fresh(cfg, device, cpu, model, distributed)
+    choices: Dict[str, Any] = _fresh(cfg, device, cpu, model, distributed)
     if isinstance(recorded, ExecutionPlan):
         recorded_device = recorded_device or recorded.device
         recorded = recorded.choices()

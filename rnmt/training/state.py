@@ -73,7 +73,8 @@ class TrainState:
         """The flat dict written to disk (the progress fields beside the others)."""
         out = asdict(self.progress)
         for f in fields(self):
-            if f.name == "progress" or (f.name in ("rank_rng", "train_weights", "plan") and getattr(self, f.name) is None):
+            optional = f.name in ("rank_rng", "train_weights", "plan")
+            if f.name == "progress" or (optional and getattr(self, f.name) is None):
                 continue
             out[f.name] = getattr(self, f.name)
         return out

@@ -18,7 +18,8 @@ from tests.support import REPO
 PACKAGE = REPO / "rnmt"
 
 LAYERS = [
-    ("errors", "config", "device", "io", "resources", "memory", "hardware"),  # no model, no data: what every layer may use
+    # no model, no data: what every layer may use
+    ("errors", "config", "device", "io", "resources", "memory", "hardware"),
     ("data",),  # vocabularies, corpora, batches and the special token ids
     # the pieces models are built from
     ("kernels", "precision", "products", "deferred_grads", "int8", "cells", "modules"),
