@@ -47,6 +47,7 @@ PROFILE_NAME = "rnmt::onednn_matmul"
 _UNDECIDED = object()
 _state = threading.local()  # .switch: set by `use` in this thread (None: the process's choice)
 _decided: object = _UNDECIDED  # the process's choice once made: True or False
+_requested: Optional[bool] = None  # the plan's choice (`set_choice`); None: the CPU rule
 _lock = threading.Lock()
 K = TypeVar("K")
 
@@ -103,16 +104,18 @@ def _decide() -> bool:
     global _decided
     with _lock:
         if _decided is _UNDECIDED:
-            _decided = hardware.onednn_fp32_products(hardware.this_cpu())[0] and _available()
+            wanted = hardware.onednn_fp32_products(hardware.this_cpu())[0] if _requested is None else _requested
+            _decided = wanted and _available()
         return bool(_decided)
 
 
 def set_choice(on: Optional[bool]) -> None:
     """The process's choice (the execution plan's ``fp32_products``): oneDNN (True, where the
-    C++ kernels and oneDNN are available) or the BLAS (False); None: back to the CPU rule."""
-    global _decided
+    C++ kernels and oneDNN are available) or the BLAS (False); None: back to the CPU rule.
+    Settled at the next product, so that setting it builds nothing."""
+    global _decided, _requested
     with _lock:
-        _decided = _UNDECIDED if on is None else bool(on) and _available()
+        _requested, _decided = (None if on is None else bool(on)), _UNDECIDED
 
 
 def active() -> bool:
