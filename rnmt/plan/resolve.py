@@ -59,10 +59,10 @@ def _fresh(cfg: Config, device: torch.device, cpu: hardware.CpuFeatures, model: 
     rt, tc = cfg.runtime, cfg.train
     out: Dict[str, Choice] = {"precision": Choice(*precision_choice(tc.amp, device, cfg.model.hidden_size, cpu))}
     out["kernels"] = Choice(rt.kernels is not False, "runtime.kernels: false" if rt.kernels is False else
-                            f"runtime.kernels: {str(rt.kernels).lower()} (built at first use; PyTorch's operations, "
-                            f"the same results, where they cannot be built)")
+                            f"runtime.kernels: {str(rt.kernels).lower()}; built at first use, PyTorch's operations "
+                            f"with the same results where they cannot be")
     if not out["kernels"].value:
-        out["fp32_products"] = Choice("pytorch", "runtime.kernels: false (oneDNN's products are bound in the kernels)")
+        out["fp32_products"] = Choice("pytorch", "runtime.kernels: false; oneDNN's products are bound in the kernels")
     elif rt.fp32_products != "auto":
         out["fp32_products"] = Choice(rt.fp32_products, f"runtime.fp32_products: {rt.fp32_products}")
     else:
@@ -78,7 +78,7 @@ def _fresh(cfg: Config, device: torch.device, cpu: hardware.CpuFeatures, model: 
                          if rt.trim_every is None else Choice(rt.trim_every, "runtime.trim_every"))
     out["deferred_grads"] = Choice(rt.deferred_grads, f"runtime.deferred_grads: {str(rt.deferred_grads).lower()}")
     out["gpu_fused_gru"] = Choice(rt.gpu_fused_gru, f"runtime.gpu_fused_gru: {str(rt.gpu_fused_gru).lower()}"
-                                  + ("" if device.type == "cuda" else " (applies on a GPU only)"))
+                                  + ("" if device.type == "cuda" else "; applies on a GPU only"))
     out.update(_step_choices(cfg, device, model, distributed, out["precision"].value == "bf16"))
     return out
 
