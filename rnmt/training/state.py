@@ -23,6 +23,8 @@ from rnmt.errors import UserError
 
 # 1: every file written before the version field (2026-11); 2: adds "version"; 3: adds
 # "train_weights" (an older rnmt would resume such a run from its average, so it must refuse).
+# The optional "plan" (rnmt.plan) came within version 3: an older rnmt ignores it and
+# resolves its own choices, which changes no weight it reads.
 STATE_VERSION = 3
 
 
