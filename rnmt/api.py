@@ -72,6 +72,7 @@ class Model:
         self.loaded = loaded
         self.device = device
         self.config = loaded.config
+        self.plan: Any = None  # the execution plan it decodes under (rnmt.plan; set by `load`)
         self._translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search, device)
 
     @overload
@@ -307,15 +308,21 @@ def _count(name: str, value: Any, low: int) -> int:
     return value
 
 
-def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: bool = False) -> Model:
+def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: bool = False,
+         runtime: Optional[Dict[str, Any]] = None) -> Model:
     """Load a run directory (its best checkpoint) or a checkpoint file, in eval mode.
 
     ``device``: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``. Several
     paths load an ensemble that averages the members' log-probabilities at every step.
-    ``int8``: decode with int8 matrix products (CPU only; `rnmt.int8`).
+    ``int8``: decode with int8 matrix products (CPU only; `rnmt.int8`). The model decodes
+    under its run's recorded execution plan (``plan.json``; `rnmt.plan.decoding`), except
+    the ``runtime`` keys given (``{"int8_kernels": "onednn"}``: the config's ``runtime:``
+    keys); ``Model.plan`` is the plan applied.
     """
     from rnmt.device import pick_device
     from rnmt.int8 import decoding_device, quantize_for_decoding
+    from rnmt.plan.apply import accelerate, apply_process
+    from rnmt.plan.decoding import decoding_plan
     from rnmt.search.ensemble import load_ensemble
 
     _flag("int8", int8)
@@ -324,15 +331,22 @@ def load(path: Union[PathLike, Sequence[PathLike]], device: str = "auto", int8: 
         raise UserError(f"load() takes a path or a list of paths, got {_kind(path)}")
     if not paths:
         raise UserError("load() needs at least one model path")
+    if runtime is not None and not isinstance(runtime, dict):
+        raise UserError(f"runtime must be a dict of runtime: config keys, got {_kind(runtime)}")
     dev = decoding_device(device) if int8 else pick_device(device)
-    if dev.type == "cpu":  # build or load the C++ kernels now rather than in the first call
+    plan = decoding_plan(paths[0], dev, runtime)
+    apply_process(plan)  # before the kernels are built and int8 weights packed
+    if dev.type == "cpu" and plan.kernels.value:  # build or load the C++ kernels now rather than in the first call
         from rnmt import kernels
 
         kernels.extension()
     loaded = load_ensemble(paths, dev)
+    loaded.model = accelerate(loaded.model, plan)
     if int8:
         quantize_for_decoding(loaded.model)
-    return Model(loaded, dev)
+    model = Model(loaded, dev)
+    model.plan = plan
+    return model
 
 
 _DISTRIBUTED_TRAINERS: List[Any] = []  # see train()

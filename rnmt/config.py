@@ -1,7 +1,8 @@
 """Typed configuration: dataclasses loaded from YAML, validated once, with clear errors.
 
-A config file has four sections, ``data``, ``model``, ``train`` and ``search``; every key
-is a field below. Unknown keys are rejected with the closest valid name, values are
+A config file has five sections, ``data``, ``model``, ``train``, ``search`` and ``runtime``
+(how the computation runs: `RuntimeConfig`); every key is a field below. Unknown keys are
+rejected with the closest valid name, values are
 checked against the field's type when the config loads: a ``Literal`` field takes one of
 its names (a near miss gets the closest), an ``Annotated[..., Range(...)]`` field a number
 within its bounds, floats must be finite. ``--set a.b=value`` overrides use YAML syntax
@@ -84,6 +85,9 @@ BestMetric = Literal["bleu", "chrf", "loss"]
 Amp = Literal["auto", "bf16", "none"]
 CompileStep = Union[bool, Literal["auto"]]
 CudaGraphs = Union[bool, Literal["auto"]]
+Fp32Products = Literal["auto", "onednn", "pytorch"]
+Int8Kernels = Literal["auto", "fbgemm", "onednn"]
+Switch = Union[bool, Literal["auto"]]
 SearchKind = Literal["greedy", "beam"]
 Normalize = Literal["gnmt", "length", "none"]
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
@@ -273,11 +277,38 @@ class SearchConfig:
 
 
 @dataclass
+class RuntimeConfig:
+    """How the computation runs, not what it computes: each key is a choice of the run's
+    execution plan (`rnmt.plan`, docs/architecture.md), ``auto`` decided from the CPU's
+    features and the model's size, the same on every start. The precision, the compiled
+    step and CUDA graphs stay ``train.amp``, ``train.compile_step`` and ``train.cuda_graphs``."""
+
+    # fp32 CPU matrix products: oneDNN's (rnmt.products) or PyTorch's BLAS; auto: oneDNN on
+    # AMD CPUs with AVX-512 (rnmt.hardware.onednn_fp32_products)
+    fp32_products: Fp32Products = "auto"
+    # int8 decoding's kernels (rnmt.int8); auto: oneDNN's where the CPU has amx_int8
+    int8_kernels: Int8Kernels = "auto"
+    # rnmt's fused C++ kernels (rnmt/kernels): auto and true build them at first use (false:
+    # PyTorch's operations, the same results, slower)
+    kernels: Switch = "auto"
+    kernel_lock_timeout: Annotated[float, NON_NEGATIVE] = 300.0  # seconds to wait for another process's build
+    # oneDNN's primitive cache bounded and the heap trimmed between updates (rnmt.memory)
+    memory_bounds: bool = True
+    # updates between heap trims (0: never); null: the measured default, rnmt.memory.TRIM_EVERY
+    trim_every: Optional[Annotated[int, NON_NEGATIVE]] = None
+    # one weight-gradient accumulation per training pass (rnmt.deferred_grads); false: plain autograd
+    deferred_grads: bool = True
+    # the GRU through PyTorch's fused CUDA cell and cuDNN on a GPU (rnmt/cells/gru_cuda.py)
+    gpu_fused_gru: bool = True
+
+
+@dataclass
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)

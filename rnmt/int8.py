@@ -13,9 +13,10 @@ has them), or oneDNN's, which run on AMX's int8 tiles: on a 2-core Xeon with AMX
 quickstart model decoded 1.73-1.84x fp32's speed with oneDNN's against 1.39-1.58x with
 fbgemm's (three runs; oneDNN's faster in 15 of 18 paired rounds), at fp32's BLEU
 (docs/performance.md, "int8 decoding"). The automatic choice takes oneDNN's where
-/proc/cpuinfo lists ``amx_int8`` and fbgemm's elsewhere; ``RNMT_INT8_KERNELS=fbgemm`` or
-``onednn`` forces one. The choice is made when the weights are packed (PyTorch's packed
-weights carry their library), so it holds for the model's life.
+/proc/cpuinfo lists ``amx_int8`` and fbgemm's elsewhere (`rnmt.hardware.int8_engine`);
+``runtime.int8_kernels: fbgemm`` or ``onednn`` forces one, through the execution plan
+(`set_engine`). The choice is made when the weights are packed (PyTorch's packed weights
+carry their library), so it holds for the model's life.
 
 The units read their packed twins through `Cell.recurrent_product` / `Cell.input_product`
 (``int8_h`` / ``int8_x``, None unless quantised); a quantised model is for decoding only.
@@ -25,51 +26,52 @@ that uses it.
 
 from __future__ import annotations
 
-import os
 import threading
 import warnings
 from contextlib import contextmanager
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 import torch
 from torch import Tensor, nn
 
-from rnmt import products
+from rnmt import hardware, products
 from rnmt.errors import UserError
 
 # PyTorch's name for each library's int8 kernels (torch.backends.quantized.engine).
 ENGINES = {"fbgemm": "x86", "onednn": "onednn"}
 _engine_lock = threading.Lock()  # the engine setting is process-wide: one packing at a time
+_chosen: Optional[str] = None  # the execution plan's int8_kernels (`set_engine`); None: the CPU rule
 
 
 def cpu_flags() -> Optional[str]:
-    """The ``flags`` line of /proc/cpuinfo, or None where it cannot be read."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    return next((line.split(":", 1)[-1] for line in text.splitlines() if line.startswith("flags")), "")
+    """This CPU's flags as one string (`rnmt.hardware`), or None where /proc/cpuinfo gives none."""
+    return hardware.cpu_flags_line()
 
 
 def engine_for(flags: Optional[str], requested: str = "auto") -> str:
     """Whose int8 kernels to pack for: ``requested`` (fbgemm, onednn or auto, as in
-    ``RNMT_INT8_KERNELS``), where auto is oneDNN's on a CPU whose flags list ``amx_int8`` (AMX
+    ``runtime.int8_kernels``), where auto is oneDNN's on a CPU whose flags list ``amx_int8`` (AMX
     int8 tiles, which fbgemm does not use) and fbgemm's elsewhere."""
     choice = requested.strip().lower() or "auto"
     if choice == "auto":
         return "onednn" if flags is not None and "amx_int8" in flags.split() else "fbgemm"
     if choice not in ENGINES:
-        raise UserError(f"RNMT_INT8_KERNELS must be fbgemm, onednn or auto, got {requested!r}")
+        raise UserError(f"int8 kernels must be fbgemm, onednn or auto, got {requested!r}")
     return choice
 
 
-@lru_cache(maxsize=1)
+def set_engine(name: Optional[str]) -> None:
+    """The process's int8 kernels from now on (the execution plan's ``int8_kernels``: fbgemm
+    or onednn); None: back to the CPU rule. Models packed before keep theirs."""
+    global _chosen
+    _chosen = None if name is None else engine_for(None, name)
+
+
 def engine() -> str:
-    """This process's int8 kernels (`engine_for` this CPU and ``RNMT_INT8_KERNELS``); fbgemm's
+    """This process's int8 kernels (the plan's choice, else `engine_for` this CPU); fbgemm's
     where this PyTorch build lacks the chosen one."""
-    chosen = engine_for(cpu_flags(), os.environ.get("RNMT_INT8_KERNELS", "auto"))
+    chosen = _chosen or engine_for(cpu_flags(), "auto")
     return chosen if ENGINES[chosen] in torch.backends.quantized.supported_engines else "fbgemm"
 
 

@@ -15,13 +15,14 @@ process's resident set with them, although nothing in them is in use:
 - **The C library's heap.** glibc serves large buffers from its heap once its adaptive mmap
   threshold has grown past them, and freed heap pages stay resident. `trim` hands the free
   pages back (``malloc_trim``); the trainer calls it after every `TRIM_EVERY`-th update
-  (``RNMT_TRIM_EVERY`` overrides it; 0: never), between updates, where almost nothing is
+  (``runtime.trim_every`` overrides it; 0: never), between updates, where almost nothing is
   alive, so what piles up between updates is bounded (`PeriodicTrim`). In bf16 the pile
   grows by about 50 MiB an update (the primitives made and evicted for each batch's new
   shapes leave the heap fragmented): trimming after every update brings training's peak RSS
   to about 1.3x fp32's but costs about a fifth of bf16's speed (docs/performance.md, "bf16 training").
 
-``RNMT_MEMORY_BOUNDS=0`` turns both off (for comparisons: benchmarks/shape_rss.py). The
+``runtime.memory_bounds: false`` turns both off, through the execution plan (`configure`;
+for comparisons: benchmarks/shape_rss.py). The
 figures that chose these settings are in docs/performance.md ("bf16 training", Memory).
 Less memory than these bounds give is bought with speed, and set in the environment before
 the process starts, not here: a fixed ``MALLOC_MMAP_THRESHOLD_`` with PyTorch's
@@ -45,18 +46,35 @@ PRIMITIVE_CACHE = 8
 # updates between heap trims in training (`PeriodicTrim`); sized by measurement too
 TRIM_EVERY = 10
 _ENV_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
-_ENV_TRIM = "RNMT_TRIM_EVERY"
+_bounded = True  # the process's choice (`configure`)
+_trim_every = TRIM_EVERY
+_set_here = False  # whether `configure_process` wrote the cache's capacity (not the user)
 
 
 def enabled() -> bool:
-    return os.environ.get("RNMT_MEMORY_BOUNDS", "1") != "0"
+    return _bounded
+
+
+def configure(bounds: bool, trim_every: int = TRIM_EVERY) -> None:
+    """The execution plan's memory choices: both bounds on or off, and the updates between
+    heap trims. Turning the bounds off takes back the cache capacity `configure_process`
+    set, which oneDNN reads at its first primitive: effective before that only."""
+    global _bounded, _trim_every, _set_here
+    _bounded, _trim_every = bool(bounds), int(trim_every)
+    if not _bounded and _set_here:
+        os.environ.pop(_ENV_CACHE, None)
+        _set_here = False
+    elif _bounded:
+        configure_process()
 
 
 def configure_process() -> None:
-    """Bound oneDNN's primitive cache, unless the user chose a capacity or turned the bounds
+    """Bound oneDNN's primitive cache, unless the user chose a capacity or the bounds are
     off. Effective only before the process's first oneDNN primitive."""
-    if enabled() and _ENV_CACHE not in os.environ and "DNNL_PRIMITIVE_CACHE_CAPACITY" not in os.environ:
+    global _set_here
+    if _bounded and _ENV_CACHE not in os.environ and "DNNL_PRIMITIVE_CACHE_CAPACITY" not in os.environ:
         os.environ[_ENV_CACHE] = str(PRIMITIVE_CACHE)
+        _set_here = True
 
 
 @functools.cache
@@ -73,16 +91,8 @@ def _glibc() -> Optional[ctypes.CDLL]:
 
 
 def trim_every() -> int:
-    """Updates between heap trims: ``RNMT_TRIM_EVERY`` when set (a whole number, 0: never),
-    else `TRIM_EVERY`."""
-    value = os.environ.get(_ENV_TRIM, "").strip()
-    if not value:
-        return TRIM_EVERY
-    if not value.isdigit():
-        from rnmt.errors import UserError
-
-        raise UserError(f"{_ENV_TRIM} must be a whole number of updates (0: never trim), got {value!r}")
-    return int(value)
+    """Updates between heap trims (0: never): the plan's ``trim_every``, else `TRIM_EVERY`."""
+    return _trim_every
 
 
 def trim() -> bool:

@@ -14,14 +14,13 @@ rate (docs/performance.md, "bf16 training").
 
 from __future__ import annotations
 
-import functools
 import time
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from rnmt import products
+from rnmt import hardware, products
 
 
 def cpu_autocast() -> bool:
@@ -47,13 +46,12 @@ def fp32(tensor: Tensor) -> Tensor:
     return tensor if tensor.dtype == torch.float32 else tensor.float()
 
 
-# `train.amp: auto` on the CPU: bf16 when a batch's products (`batch_speedup`) run this much
-# faster in bf16 than in fp32. Below it the casts and the step's fp32 parts eat the gain: the
-# RNNSearch-GRU step ran 1.7x fp32 where products ran 2.1-2.7x, and 0.58x where they ran
-# 0.5-0.8x (docs/performance.md, "bf16 training").
+# What benchmarks/amp_probe.py compares `batch_speedup` with: below this the casts and the
+# step's fp32 parts eat bf16's gain (the RNNSearch-GRU step ran 1.7x fp32 where products ran
+# 2.1-2.7x, and 0.58x where they ran 0.5-0.8x; docs/performance.md, "bf16 training"). The
+# choice of `train.amp: auto` is the CPU rule of `rnmt.hardware.bf16_training`, not a timing.
 BF16_MIN_SPEEDUP = 1.5
-# Models narrower than this train in fp32 under auto: their products are too small to gain.
-BF16_MIN_HIDDEN = 128
+BF16_MIN_HIDDEN = hardware.BF16_MIN_HIDDEN
 # On a GPU `auto` picks bf16 from this hidden size: measured on an H100, fp32 trained 15-32%
 # faster at 512 units (RNNSearch-GRU, DTMT#1, DTMT#4, Cseq2seq-I; ATR the exception), bf16 as
 # fast or faster at the papers' 1,000-1,024 (docs/performance.md, "Which precision on a GPU").
@@ -67,7 +65,10 @@ PROBE_ROWS = (53, 59, 67, 71, 79)
 
 
 def batch_speedup(hidden: int, rows: Tuple[int, ...] = PROBE_ROWS) -> float:
-    """fp32 time / bf16 time of a simulated batch's products at a unit of ``hidden`` units on
+    """A measurement for benchmarks/amp_probe.py (nothing calls it at start: `train.amp: auto`
+    follows `rnmt.hardware.bf16_training`).
+
+    fp32 time / bf16 time of a simulated batch's products at a unit of ``hidden`` units on
     this CPU: the input projections of `PROBE_STEPS` steps as one [steps x r, hidden] x
     [hidden, 3 hidden] product, then the steps' own [r, hidden] x [hidden, 3 hidden] products,
     at a row count r not met before (one per round, ``rows``); the fp32 ones as rnmt
@@ -114,23 +115,7 @@ def batch_speedup(hidden: int, rows: Tuple[int, ...] = PROBE_ROWS) -> float:
     return best[torch.float32] / max(best[torch.bfloat16], 1e-9)
 
 
-@functools.cache
-def cpu_bf16_speedup(hidden: int) -> float:
-    """`batch_speedup` at ``hidden`` units, measured once per process (0.3-0.4 s at 256
-    units, 1.1-1.3 s at 1,024 on an AMX Xeon, the first fp32 product's choice of library
-    included)."""
-    return batch_speedup(hidden)
-
-
-def cpu_auto_dtype(hidden: int) -> Tuple[Optional[torch.dtype], str]:
-    """What ``train.amp: auto`` trains in on this CPU, and why (one line for the log)."""
-    if hidden < BF16_MIN_HIDDEN:
-        return None, f"fp32 (hidden size {hidden} < {BF16_MIN_HIDDEN}: too small for bf16 to pay)"
-    speedup = cpu_bf16_speedup(hidden)
-    what = f"a {PROBE_STEPS}-step batch's products at {hidden} units, new shapes included"
-    if speedup >= BF16_MIN_SPEEDUP:
-        return torch.bfloat16, f"bf16 (this CPU ran {what}, {speedup:.2f}x faster in bf16 than in fp32)"
-    if speedup == 0.0:
-        return None, "fp32 (no bf16 products on this CPU)"
-    return None, (f"fp32 (this CPU ran {what}, {speedup:.2f}x as fast in bf16 as in fp32, "
-                  f"under the {BF16_MIN_SPEEDUP}x that bf16 training needs to pay)")
+def cpu_auto_dtype(hidden: int, cpu: Optional[hardware.CpuFeatures] = None) -> Tuple[Optional[torch.dtype], str]:
+    """What ``train.amp: auto`` trains in on this CPU (or ``cpu``), and why (for the log)."""
+    bf16, why = hardware.bf16_training(cpu or hardware.this_cpu(), hidden)
+    return (torch.bfloat16, f"bf16 ({why})") if bf16 else (None, f"fp32 ({why})")

@@ -16,17 +16,17 @@ else (another dtype or device, CPU autocast on, a compiled step, the C++ kernels
 unavailable, a sum longer than the product has outputs: `_long_reduction`) and when oneDNN
 is off, so a caller never needs to ask.
 
-Whether oneDNN is on is decided once per process (`active`): ``RNMT_ONEDNN_PRODUCTS=1`` or
-``0`` in the environment forces it; otherwise it is on where it multiplies a unit's product
-at least `MIN_SPEEDUP` times faster than the BLAS (timed at the first product, a tenth of a
-second), so a CPU where the BLAS is as fast keeps it. ``with
-products.use(False): ...`` switches it within a block, for comparisons and tests.
+Whether oneDNN is on is the process's choice (`active`): the run's execution plan sets it
+(`set_choice`, from ``runtime.fp32_products``: `rnmt.plan`); without a plan it follows the
+CPU rule of `rnmt.hardware.onednn_fp32_products` (AMD processors with AVX-512), the same on
+every start. `speedup` times the two libraries for benchmarks (benchmarks/onednn_products.py);
+nothing times them at start. ``with products.use(False): ...`` switches it within a block
+(in this thread), for comparisons and tests.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
 from contextlib import contextmanager
@@ -37,31 +37,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd import Function
 
-from rnmt import kernels
-from rnmt.errors import UserError
+from rnmt import hardware, kernels
 
-# oneDNN must beat the BLAS by this much on this CPU to be used under the automatic choice:
-# a margin over timing noise, so that a CPU where the two are alike keeps PyTorch's default.
+# What benchmarks/onednn_products.py reports against: oneDNN beating the BLAS by this much
+# at a unit's product is a gain beyond timing noise. (The choice itself is the CPU rule.)
 MIN_SPEEDUP = 1.15
 # What torch.profiler calls a product made here (the packed ones are mkldnn::_linear_pointwise).
 PROFILE_NAME = "rnmt::onednn_matmul"
 _UNDECIDED = object()
 _state = threading.local()  # .switch: set by `use` in this thread (None: the process's choice)
 _decided: object = _UNDECIDED  # the process's choice once made: True or False
+_requested: Optional[bool] = None  # the plan's choice (`set_choice`); None: the CPU rule
 _lock = threading.Lock()
 K = TypeVar("K")
-
-
-def _environment_choice() -> Optional[bool]:
-    """``RNMT_ONEDNN_PRODUCTS``: True (1, on), False (0, off) or None (auto, or unset)."""
-    value = os.environ.get("RNMT_ONEDNN_PRODUCTS", "auto").strip().lower()
-    if value in ("1", "on", "true", "yes"):
-        return True
-    if value in ("0", "off", "false", "no"):
-        return False
-    if value in ("auto", ""):
-        return None
-    raise UserError(f"RNMT_ONEDNN_PRODUCTS must be 1, 0 or auto, got {value!r}")
 
 
 def best_thread_seconds(candidates: Dict[K, Callable[[], object]], reps: int, rounds: int = 5) -> Dict[K, float]:
@@ -116,12 +104,18 @@ def _decide() -> bool:
     global _decided
     with _lock:
         if _decided is _UNDECIDED:
-            forced = _environment_choice()
-            if forced is False or not _available():
-                _decided = False
-            else:
-                _decided = forced is True or speedup() >= MIN_SPEEDUP
+            wanted = hardware.onednn_fp32_products(hardware.this_cpu())[0] if _requested is None else _requested
+            _decided = wanted and _available()
         return bool(_decided)
+
+
+def set_choice(on: Optional[bool]) -> None:
+    """The process's choice (the execution plan's ``fp32_products``): oneDNN (True, where the
+    C++ kernels and oneDNN are available) or the BLAS (False); None: back to the CPU rule.
+    Settled at the next product, so that setting it builds nothing."""
+    global _decided, _requested
+    with _lock:
+        _requested, _decided = (None if on is None else bool(on)), _UNDECIDED
 
 
 def active() -> bool:
@@ -135,16 +129,10 @@ def active() -> bool:
 
 
 def describe() -> str:
-    """One line for a run's log: where this process's fp32 CPU products go, and why."""
-    forced = _environment_choice()
+    """One line: where this process's fp32 CPU products go."""
     if not _available():
         return "PyTorch's BLAS (no C++ kernels or no oneDNN here)"
-    if forced is not None:
-        where = "oneDNN" if forced else "PyTorch's BLAS"
-        return f"{where} (RNMT_ONEDNN_PRODUCTS={int(forced)})"
-    where = "oneDNN" if active() else "PyTorch's BLAS"
-    return (f"{where} (oneDNN ran a unit's product {speedup():.2f}x the BLAS's speed on this CPU; "
-            f"{MIN_SPEEDUP}x decides; RNMT_ONEDNN_PRODUCTS=0/1 fixes the choice)")
+    return "oneDNN" if active() else "PyTorch's BLAS"
 
 
 @contextmanager

@@ -54,6 +54,7 @@ def memory_child(args) -> None:
     model = make_model(args.vocab, args.emb, args.hidden)
     from rnmt import kernels
 
+    kernels.configure(args.kernels == "1")  # as a run's plan sets runtime.kernels
     kernels.extension()
     step(model, args.vocab, 20, 100, 100)
     print(json.dumps({"peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -69,6 +70,7 @@ def main() -> int:
     p.add_argument("--hidden", type=int, default=512)
     p.add_argument("--memory-only", action="store_true", help="skip the timing")
     p.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--kernels", default="1", choices=("0", "1"), help=argparse.SUPPRESS)  # the child's
     args = p.parse_args()
     if args.memory_child:
         memory_child(args)
@@ -94,10 +96,10 @@ def main() -> int:
                 times[flag].append((time.perf_counter() - start) / args.steps)
     memory = {}
     for flag in ("1", "0"):
-        env = module_env(dict(os.environ, RNMT_KERNELS=flag))
-        out = subprocess.run(module_command("benchmarks.studies.attention_kernel", "--memory-child", "--threads",
-                                            str(args.threads), "--vocab", str(args.vocab), "--emb", str(args.emb),
-                                            "--hidden", str(args.hidden)),
+        env = module_env(dict(os.environ))
+        out = subprocess.run(module_command("benchmarks.studies.attention_kernel", "--memory-child", "--kernels", flag,
+                                            "--threads", str(args.threads), "--vocab", str(args.vocab),
+                                            "--emb", str(args.emb), "--hidden", str(args.hidden)),
                              capture_output=True, text=True, env=env, check=True)
         memory[flag] = json.loads(out.stdout.strip().splitlines()[-1])["peak_mib"]
     print(f"RNNSearch-GRU {args.emb}/{args.hidden}, vocabulary {args.vocab}, {args.threads} threads; load average "

@@ -34,7 +34,7 @@ def main() -> None:
     from rnmt.training.loss import label_smoothed_nll
 
     if kernels.extension() is None:
-        sys.exit("the C++ kernels are not available here (RNMT_KERNELS=0 or no compiler)")
+        sys.exit("the C++ kernels are not available here (runtime.kernels off or no compiler)")
     torch.set_num_threads(args.threads)
     g = torch.Generator().manual_seed(0)
     scores = (torch.randn(args.tokens, args.vocab, generator=g) * 3).to(torch.bfloat16)

@@ -143,15 +143,20 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.device import pick_device
     from rnmt.int8 import decoding_device, quantize_for_decoding
     from rnmt.models import load_model
+    from rnmt.plan.apply import accelerate, apply_process
+    from rnmt.plan.decoding import decoding_plan
 
     settings = settings_from_args(args)
     if settings.threads:
         torch.set_num_threads(settings.threads)
     device = decoding_device(args.device) if args.int8 else pick_device(args.device)
+    plan = decoding_plan(args.model, device)  # the run's recorded plan (rnmt/plan/decoding.py)
+    apply_process(plan)
     loaded = load_model(args.model, device)  # a bad path fails here, before anything listens
+    loaded.model = accelerate(loaded.model, plan)
     if args.int8:
         quantize_for_decoding(loaded.model)
-    if device.type == "cpu":  # build or load the C++ kernels now, not during the first request
+    if device.type == "cpu" and plan.kernels.value:  # build or load the C++ kernels now, not during the first request
         from rnmt import kernels
 
         kernels.extension()

@@ -74,6 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="add each output subword's log-probability: TEXT<TAB>LOGPROBS<TAB>PIECES")
     p.add_argument("--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
                    help=f"lines of a file translated per chunk (bounds memory; default {DEFAULT_CHUNK_LINES})")
+    p.add_argument("--set", dest="runtime_settings", action="append", default=[], metavar="runtime.KEY=VALUE",
+                   help="override a choice of the run's recorded execution plan, e.g. --set "
+                        "runtime.int8_kernels=onednn (repeatable; docs/architecture.md, the execution plan)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
     checks.output_apart("--output", args.output, [("--input", args.input), ("--prefix", args.prefix),
                                                   ("--constraints", args.constraints), ("--model", args.model)])
     inputs = Inputs(args)  # a missing input or a prefix file of another length: before the model loads
-    model = load(args.model, args.device, int8=args.int8)  # several paths: an ensemble
+    from rnmt.plan.decoding import runtime_settings
+
+    runtime = runtime_settings(args.runtime_settings)
+    model = load(args.model, args.device, int8=args.int8, runtime=runtime)  # several paths: an ensemble
     if args.int8:
         from rnmt import int8
 

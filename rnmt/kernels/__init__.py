@@ -3,14 +3,14 @@
 The kernels are compiled on first use with ``torch.utils.cpp_extension`` (a C++ compiler
 is needed; the build is cached under PyTorch's extensions directory, so later runs load it
 in well under a second). Anything that stops them (no compiler, a failed build, a tensor
-that is not float32 on the CPU, or ``RNMT_KERNELS=0`` in the environment) leaves the
-computation to the PyTorch expression they replace, which gives the same result.
+that is not float32 on the CPU, or the execution plan's ``runtime.kernels: false``) leaves
+the computation to the PyTorch expression they replace, which gives the same result.
 
 `extension()` sits on the hot path (twice per GRU step), so it decides once: the first
-call reads ``RNMT_KERNELS`` and builds or loads the module under a lock, and every later
-call reads one module attribute. ``with kernels.use(False): ...`` switches the kernels off
-(or on) within a block, for comparisons; changing the environment variable after the first
-call has no effect.
+call builds or loads the module under a lock (unless `configure` turned the kernels off),
+and every later call reads one module attribute. `configure` is how a run's execution plan
+(`rnmt.plan`) sets them for the process; ``with kernels.use(False): ...`` switches them off
+(or on) within a block, for comparisons.
 
 Kept only where they win: see docs/performance.md for the measurements.
 """
@@ -32,16 +32,12 @@ from typing import Iterator, Optional
 _lock = threading.Lock()
 _UNDECIDED = object()
 _active: object = _UNDECIDED  # what extension() returns once decided: the module or None
-_switch: Optional[bool] = None  # set by `use`; None: follow RNMT_KERNELS
+_switch: Optional[bool] = None  # set by `use`; None: the process's choice (`_enabled`)
+_enabled = True  # the process's choice (`configure`)
 _built: dict = {}  # "module": the loaded extension, or None once a build has failed
 # Built into one module.
 SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp",
            "onednn_products.cpp")
-
-
-def _environment_allows() -> bool:
-    """``RNMT_KERNELS=0`` (or off/false/no) turns the C++ kernels off."""
-    return os.environ.get("RNMT_KERNELS", "1").strip().lower() not in ("0", "off", "false", "no")
 
 
 def _build_tag() -> str:
@@ -80,7 +76,7 @@ def _decide() -> Optional[ModuleType]:
     global _active
     with _lock:
         if _active is _UNDECIDED:
-            on = _environment_allows() if _switch is None else _switch
+            on = _enabled if _switch is None else _switch
             if on and "module" not in _built:
                 _built["module"] = _build("kernels")
             _active = _built["module"] if on else None
@@ -89,8 +85,8 @@ def _decide() -> Optional[ModuleType]:
 
 @contextmanager
 def use(on: bool) -> Iterator[None]:
-    """Within the block the kernels are on (if they can be built) or off, whatever
-    ``RNMT_KERNELS`` says; the previous choice is restored on exit."""
+    """Within the block the kernels are on (if they can be built) or off, whatever the
+    process's choice (`configure`); the previous choice is restored on exit."""
     global _active, _switch
     with _lock:
         before = (_active, _switch)
@@ -102,14 +98,22 @@ def use(on: bool) -> Iterator[None]:
             _active, _switch = before
 
 
-LOCK_TIMEOUT_SECONDS = 300.0  # RNMT_KERNEL_LOCK_TIMEOUT overrides: how long to wait for another build
+LOCK_TIMEOUT_SECONDS = 300.0  # how long to wait for another process's build (runtime.kernel_lock_timeout)
+_lock_timeout = LOCK_TIMEOUT_SECONDS
+
+
+def configure(on: bool, lock_timeout: float = LOCK_TIMEOUT_SECONDS) -> None:
+    """The process's choice: the kernels on (built or loaded at the next `extension` call) or
+    off, and how long a build waits for another process's; from the execution plan."""
+    global _active, _enabled, _lock_timeout
+    with _lock:
+        if _switch is None and bool(on) != _enabled:
+            _active = _UNDECIDED  # decided again at the next call
+        _enabled, _lock_timeout = bool(on), float(lock_timeout)
 
 
 def lock_timeout() -> float:
-    try:
-        return float(os.environ.get("RNMT_KERNEL_LOCK_TIMEOUT", LOCK_TIMEOUT_SECONDS))
-    except ValueError:
-        return LOCK_TIMEOUT_SECONDS
+    return _lock_timeout
 
 
 class BuildLock:
@@ -195,7 +199,7 @@ def _build(name: str) -> Optional[ModuleType]:
             if not lock.acquire():
                 print(f"rnmt: another process (pid {lock.holder()}) has been building the C++ kernels for "
                       f"{lock.timeout:g} s ({lock.path}); using PyTorch operations (same results, slower). "
-                      f"RNMT_KERNEL_LOCK_TIMEOUT sets the wait.", file=sys.stderr)
+                      f"runtime.kernel_lock_timeout sets the wait.", file=sys.stderr)
                 return None
         try:
             module = cpp_extension.load(name=full_name, sources=sources, extra_cflags=flags,
@@ -206,7 +210,7 @@ def _build(name: str) -> Optional[ModuleType]:
     except Exception as exc:  # no compiler, no ninja, a failed build: fall back, say so once
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         print(f"rnmt: C++ kernels unavailable ({first_line[:200]}); using PyTorch operations "
-              "(same results, slower). Set RNMT_KERNELS=0 to skip the attempt.", file=sys.stderr)
+              "(same results, slower). Set runtime.kernels: false to skip the attempt.", file=sys.stderr)
         return None
     seconds = time.perf_counter() - started
     if not cached:

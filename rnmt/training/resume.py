@@ -40,6 +40,9 @@ MAY_CHANGE = (
     "data.train",  # the paths only (not the weights): the corpora's content is checked by their cache keys
     "data.dev", "data.test", "data.dev_max_sentences", "data.cache_dir",
     "search.",
+    # how the computation runs (rnmt.plan): a resumed run keeps its recorded plan, and a key
+    # set here changes that choice on purpose (its sums may then round otherwise)
+    "runtime.",
 )
 
 

@@ -81,6 +81,8 @@ def read_run_log(path: Path) -> RunLog:
                 row = json.loads(line)
             except ValueError:
                 row = None
+            if isinstance(row, dict) and "plan" in row:
+                continue  # the execution plan a sitting started with (rnmt.training.setup): not history
             if not _is_record(row):
                 log.skipped_lines += 1
                 first_bad = first_bad or lineno

@@ -1,11 +1,14 @@
 """Setting up a training run: checks, output directory, precision, vocabularies, data, model.
 
 `set_up_run` does, in this order, everything that comes before the first update: it checks
-the config's shapes and files before writing anything, resolves the device and
-``train.amp``, reads a ``--init-from`` checkpoint, makes (or checks) and locks the output
-directory, builds the C++ kernels, seeds the generator, trains or loads the vocabularies,
-checks a ``--resume``'s config changes, encodes the training corpus and the dev set, and
-builds and initialises the model (compiling its step with ``train.compile_step``). The
+the config's shapes and files before writing anything, resolves the device, reads a
+``--init-from`` checkpoint, makes (or checks) and locks the output directory, seeds the
+generator, trains or loads the vocabularies, checks a ``--resume``'s config changes, encodes
+the training corpus and the dev set, builds and initialises the model, and only then
+resolves the run's execution plan (`rnmt.plan`: precision, products, kernels, compiled step,
+CUDA graphs, memory bounds; a resumed run's recorded plan), logs it, saves it as
+``plan.json`` and applies it (building the C++ kernels, compiling the step with
+``train.compile_step``). Input errors therefore come before any plan line. The
 order is part of the contract: the random draws of the initialisation follow from it, so a
 change here changes every run's weights (scripts/model_fingerprints.py and the exact-resume
 tests watch it).
@@ -17,13 +20,14 @@ identically: both steps are deterministic). A failure on rank 0 is passed on to 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from rnmt import precision, products
+from rnmt import hardware
 from rnmt.config import Config, SubwordSamplingConfig, load_config
 from rnmt.data import EncodedCorpus, Vocab, iter_parallel, load_vocab, train_vocabs
 from rnmt.data.corpora import TrainingData, load_training_data
@@ -32,12 +36,14 @@ from rnmt.errors import UserError, write_failure
 from rnmt.io.checkpoint_files import load_state_into
 from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
-from rnmt.training import run_lock, update_graphs
+from rnmt.plan import PLAN_FILE, Choice, ExecutionPlan, precision_choice, resolve_plan, write_plan
+from rnmt.plan.plan import choices_from_dict
+from rnmt.training import run_lock
 from rnmt.training.checkpoint import atomic_write_text, load_train_state
 from rnmt.training.distributed import DistContext, init_distributed
 from rnmt.training.init_from import InitCheckpoint, check_architecture, read_init_checkpoint
 from rnmt.training.preflight import check_before_writing, train_files
-from rnmt.training.resume import check_resume_config
+from rnmt.training.resume import changed_keys, check_resume_config
 from rnmt.training.run_lock import RunLock
 from rnmt.training.validator import DevSet, load_dev_set
 
@@ -55,39 +61,11 @@ def amp_dtype(name: str, device: torch.device, hidden: int = 0) -> Optional[torc
 
 
 def resolve_amp(name: str, device: torch.device, hidden: int = 0) -> Tuple[Optional[torch.dtype], str]:
-    """The autocast dtype of ``train.amp`` on ``device`` and why, for the log.
-
-    ``auto`` is bf16 on a CUDA device that supports it when the model's hidden size is at
-    least `precision.GPU_BF16_MIN_HIDDEN`: the steps of smaller models are bound by kernel
-    launches, and bf16 adds casts (measured on an H100, docs/performance.md "Which precision
-    on a GPU"). On the CPU it is bf16 when the
-    model's hidden size is at least `precision.BF16_MIN_HIDDEN` and a simulated batch's
-    products at that size, new shapes included, run at least `precision.BF16_MIN_SPEEDUP`
-    times faster in bf16 than in fp32 on one thread (`precision.cpu_bf16_speedup`):
-    processors that list ``avx512_bf16`` differ (products 2.1-2.7x fp32's on a Zen 4, 0.5-0.8x
-    on a Xeon without AMX; on a Xeon with AMX fast products but slow kernel builds for new
-    shapes), so the flag alone cannot decide. bf16 keeps quality at equal updates
-    (`rnmt reproduce bf16`, docs/performance.md). ``bf16`` and ``none`` force the choice.
-    """
-    if name == "none":
-        return None, "fp32 (train.amp: none)"
-    if name not in ("auto", "bf16"):
-        raise UserError(f"train.amp: unknown value '{name}'; choose auto, bf16 or none")
-    if device.type == "cuda":
-        gpu = torch.cuda.get_device_name(device)
-        if not torch.cuda.is_bf16_supported():
-            if name == "bf16":
-                raise UserError(f"train.amp is bf16 but {gpu} does not support bf16")
-            return None, f"fp32 ({gpu} has no bf16)"
-        if name == "bf16":
-            return torch.bfloat16, f"bf16 (train.amp: bf16, {gpu})"
-        if hidden < precision.GPU_BF16_MIN_HIDDEN:
-            return None, (f"fp32 on {gpu}: hidden size {hidden} < {precision.GPU_BF16_MIN_HIDDEN}, where bf16's "
-                          f"casts cost more than its products save")
-        return torch.bfloat16, f"bf16 ({gpu}, hidden size {hidden})"
-    if name == "bf16":
-        return torch.bfloat16, "bf16 (train.amp: bf16)"
-    return precision.cpu_auto_dtype(hidden)
+    """The autocast dtype of ``train.amp`` on ``device`` and why, for the log: the plan's
+    precision choice (`rnmt.plan.precision_choice`; on the CPU the rule of
+    `rnmt.hardware.bf16_training`, no timing)."""
+    value, why = precision_choice(name, device, hidden)
+    return (torch.bfloat16 if value == "bf16" else None), f"{value} ({why})"
 
 
 def main_first(dist: DistContext, fn: Callable[[], Any], others: Optional[Callable[[], Any]] = None) -> Any:
@@ -132,6 +110,7 @@ class RunSetup:
     cuda_graphs: bool  # train.cuda_graphs resolved: updates replayed from CUDA graphs
     config_changes: List[str]  # a --resume's accepted changes to the saved config
     lock: Optional[RunLock] = None  # rank 0's hold on the output directory (rnmt/training/run_lock.py)
+    plan: Optional[ExecutionPlan] = None  # how the run computes (rnmt.plan), applied
 
     @property
     def is_main(self) -> bool:
@@ -151,7 +130,6 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         check_threads(tc.threads, "train.threads")
         torch.set_num_threads(tc.threads)
     device = rank_device(pick_device(tc.device), dist.local_rank if dist.enabled else None)
-    dtype = _run_amp(cfg, out, resume, device, dist, log)
     auto_replicas = tc.replicas is None
     if tc.replicas is None:
         tc.replicas = dist.world_size  # n of DTMT eq. 17 (rnmt_plus): the processes
@@ -163,24 +141,20 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         check_architecture(init, cfg.model)
     # Rank 0 first: a directory another run holds stops every rank with rank 0's one-line error.
     lock = main_first(dist, lambda: _check_out_dir(out, resume, True), lambda: _check_out_dir(out, resume, False))
-    if device.type == "cpu":
-        # Build or load the C++ kernels now (rank 0 first), so that a first build is not
-        # counted as training time (train.max_minutes, tokens/s).
-        from rnmt import kernels
-
-        main_first(dist, kernels.extension)
     torch.manual_seed(tc.seed)
 
     src_vocab, tgt_vocab = main_first(dist, lambda: _vocabularies(cfg, out, resume, init, log))
     cfg.model.src_vocab_size = src_vocab.size
     cfg.model.tgt_vocab_size = tgt_vocab.size
     config_changes: List[str] = []
+    changed: List[str] = []  # the config keys a --resume changed: the plan's choices they make are made anew
     if resume and (out / "config.yaml").is_file():
         # Checked before anything is written: a rejected --resume --set leaves the run as it was.
         saved = load_config(out / "config.yaml", warn_deprecated=False)  # upgraded silently: rnmt wrote it
         if auto_replicas:  # the run's resolved n, whatever the number of processes now
             cfg.train.replicas = saved.train.replicas
         config_changes = check_resume_config(saved, cfg, str(out / "config.yaml"))
+        changed = [key for key, _, _ in changed_keys(saved, cfg)]
     if dist.is_main and not resume:
         atomic_write_text(out / "config.yaml", cfg.dump())
 
@@ -212,29 +186,30 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         log(f"fine-tuning from {init.file.path} (step {init.file.meta.get('step')}): its weights "
             f"and vocabulary, a fresh optimiser and schedule")
     model.to(device)
-    graphs, why = update_graphs.choose(tc.cuda_graphs, model, device, dist.enabled, dtype, tc.compile_step)
-    if why:
-        log(why)
-    _set_up_compile_step(model, tc.compile_step, cfg.model.arch, device, log, graphs=graphs)
+    plan = _run_plan(cfg, out, resume, device, dist, model, changed, log)
+    model = plan.apply(model)
+    if device.type == "cpu" and plan.kernels.value:
+        # Build or load the C++ kernels now (rank 0 first), so that a first build is not
+        # counted as training time (train.max_minutes, tokens/s).
+        from rnmt import kernels
+
+        main_first(dist, kernels.extension)
+    _set_up_compile_step(model, plan.compile_step.value, tc.compile_step == "auto", cfg.model.arch, device, log)
     if dist.rank > 0:
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
-    return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
+    return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device,
+                    amp_dtype=torch.bfloat16 if plan.bf16 else None, plan=plan,
                     init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
-                    model=model, cuda_graphs=graphs, config_changes=config_changes, lock=lock)
+                    model=model, cuda_graphs=plan.cuda_graphs.value, config_changes=config_changes, lock=lock)
 
 
-def _set_up_compile_step(model: TranslationModel, setting: Any, arch: str, device: torch.device,
-                         log: Log, graphs: bool = False) -> None:
-    """``train.compile_step``: true compiles, false does not, auto compiles on a GPU where
-    that was measured to pay (`auto_compile_declines`) and no CUDA graphs replay the update."""
-    if setting is False:
+def _set_up_compile_step(model: TranslationModel, compile_step: bool, auto: bool, arch: str,
+                         device: torch.device, log: Log) -> None:
+    """The plan's ``compile_step``: compile teacher forcing's decoder step. Under
+    ``train.compile_step: auto`` a failed compile falls back to the eager step."""
+    if not compile_step:
         return
-    if setting == "auto":
-        why_not = "train.cuda_graphs replays the update instead" if graphs else auto_compile_declines(model, device)
-        if why_not is not None:
-            if device.type == "cuda":
-                log(f"train.compile_step auto: the decoder step runs as written ({why_not})")
-            return
+    if auto:
         import torch._dynamo
 
         # auto must not stop a run that would train eagerly: a failed compile falls back to eager
@@ -284,26 +259,47 @@ def _sampling_method(vocab: Vocab, ss: SubwordSamplingConfig) -> str:
     return f"BPE-dropout ({ss.dropout:g})" if kind == "bpe" else kind
 
 
-def _run_amp(cfg: Config, out: Path, resume: bool, device: torch.device, dist: DistContext,
-             log: Log) -> Optional[torch.dtype]:
-    """``train.amp`` for this run: a resumed run keeps the dtype it started with (``auto``
-    measures the CPU, and a second measurement could decide otherwise), and every process
-    trains in rank 0's choice."""
-    saved = None
-    if resume and (out / STATE_FILE).is_file():
-        saved = load_train_state(out / STATE_FILE).get("amp")
-        if saved is None and cfg.train.amp == "auto" and device.type == "cpu":
-            saved = "fp32"  # saved before auto could choose bf16 on a CPU
-    if saved is not None:
-        dtype, why = (torch.bfloat16 if saved == "bf16" else None), f"{saved} (as this run started)"
-    else:
-        dtype, why = resolve_amp(cfg.train.amp, device, cfg.model.hidden_size)
-        if dist.enabled:
-            dtype, why = dist.broadcast_object((dtype, why))
-    log(f"train.amp {cfg.train.amp}: {why}")
-    if device.type == "cpu":  # the fp32 products of training, or of validation under bf16
-        log(f"fp32 products: {products.describe()}")
-    return dtype
+def _recorded_plan(out: Path, resume: bool, cfg: Config,
+                   device: torch.device) -> Tuple[Dict[str, Choice], str, int]:
+    """A resumed run's recorded choices, the device type they were made for and its step:
+    the plan in its training state, or for a state written before plans only its precision
+    (``amp``)."""
+    if not resume or not (out / STATE_FILE).is_file():
+        return {}, device.type, 0
+    state = load_train_state(out / STATE_FILE)
+    step = int(state.get("step", 0))
+    raw = state.get("plan")
+    if raw is not None:
+        return choices_from_dict(raw, str(out / STATE_FILE)), str(raw.get("device", device.type)), step
+    saved = state.get("amp")
+    if saved is None and cfg.train.amp == "auto" and device.type == "cpu":
+        saved = "fp32"  # saved before auto could choose bf16 on a CPU
+    if saved is None:
+        return {}, device.type, step
+    return {"precision": Choice(saved, "the precision this run started in")}, device.type, step
+
+
+def _run_plan(cfg: Config, out: Path, resume: bool, device: torch.device, dist: DistContext,
+              model: TranslationModel, changed: List[str], log: Log) -> ExecutionPlan:
+    """The run's execution plan, resolved once the inputs are checked and the model is
+    built: a resumed run keeps its recorded choices (but those whose config key ``changed``),
+    every process takes rank 0's, and rank 0 logs it and writes it beside the checkpoints."""
+    recorded, recorded_device, step = _recorded_plan(out, resume, cfg, device)
+    plan = resolve_plan(cfg, device, hardware.this_cpu(), recorded=recorded, overrides=set(changed),
+                        model=model, distributed=dist.enabled, recorded_device=recorded_device)
+    if dist.enabled:
+        plan = ExecutionPlan.from_dict(dist.broadcast_object(plan.to_dict()), "rank 0's plan")
+    for line in plan.describe():
+        log(line)
+    if dist.is_main:
+        write_plan(plan, out / PLAN_FILE)
+        try:  # the log's first record of this sitting (rnmt.training.run_log skips it as history)
+            with open(out / "log.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"step": step, "plan": plan.to_dict()}) + "\n")
+        except OSError as exc:
+            what, advice = write_failure(exc)
+            raise UserError(f"{out / 'log.jsonl'}: {what} while appending to it: {advice}") from None
+    return plan
 
 
 def _check_out_dir(out: Path, resume: bool, is_main: bool) -> Optional[RunLock]:

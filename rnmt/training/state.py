@@ -3,7 +3,7 @@
 `Progress` holds the run's counters (its update, time spent, best checkpoint, plateau and
 early-stopping counts); `TrainState` adds what a resumed run needs besides the weights: the
 optimiser, the sampler's position, the random generators, and facts the run must keep
-(its processes, its corpus, its precision). Both are dataclasses so that a field added or
+(its processes, its corpus, its precision and execution plan). Both are dataclasses so that a field added or
 renamed is a change a reader sees, and `TrainState.from_dict` is the one place that reads
 an older file: each format version's missing fields get the value that reproduces how that
 version behaved.
@@ -23,6 +23,8 @@ from rnmt.errors import UserError
 
 # 1: every file written before the version field (2026-11); 2: adds "version"; 3: adds
 # "train_weights" (an older rnmt would resume such a run from its average, so it must refuse).
+# The optional "plan" (rnmt.plan) came within version 3: an older rnmt ignores it and
+# resolves its own choices, which changes no weight it reads.
 STATE_VERSION = 3
 
 
@@ -61,6 +63,9 @@ class TrainState:
     # The precision the run started in ("bf16" or "fp32"), which it keeps; None in files
     # written before train.amp could choose (the set-up decides: rnmt.training.setup).
     amp: Optional[str] = None
+    # The run's execution plan (rnmt.plan.ExecutionPlan.to_dict()), which --resume reuses;
+    # None in files written before plans.
+    plan: Optional[Dict[str, Any]] = None
     # With train.ema_decay the checkpoint holds the weights' average; these are the weights
     # being trained (rnmt.training.weight_average). None: the checkpoint's weights are they.
     train_weights: Optional[Dict[str, torch.Tensor]] = None
@@ -70,7 +75,8 @@ class TrainState:
         """The flat dict written to disk (the progress fields beside the others)."""
         out = asdict(self.progress)
         for f in fields(self):
-            if f.name == "progress" or (f.name in ("rank_rng", "train_weights") and getattr(self, f.name) is None):
+            optional = f.name in ("rank_rng", "train_weights", "plan")
+            if f.name == "progress" or (optional and getattr(self, f.name) is None):
                 continue
             out[f.name] = getattr(self, f.name)
         return out
@@ -104,5 +110,6 @@ class TrainState:
         return cls(progress=progress, checkpoint=str(raw["checkpoint"]), optimizer=raw["optimizer"],
                    sampler=raw["sampler"], rng=raw["rng"], cuda_rng=list(raw.get("cuda_rng", [])),
                    rank_rng=raw.get("rank_rng"), world_size=int(raw.get("world_size", 1)),
-                   corpus_key=raw.get("corpus_key"), amp=raw.get("amp"), train_weights=raw.get("train_weights"),
+                   corpus_key=raw.get("corpus_key"), amp=raw.get("amp"), plan=raw.get("plan"),
+                   train_weights=raw.get("train_weights"),
                    version=STATE_VERSION)

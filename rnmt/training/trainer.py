@@ -100,12 +100,12 @@ class Trainer:
     def __init__(self, cfg: Config, out_dir: str | Path, resume: bool = False,
                  log=print, dist: Optional[DistContext] = None, corpus_changed_ok: bool = False,
                  init_from: Optional[str | Path] = None) -> None:
-        memory.configure_process()  # before set_up_run's first product (the bf16 probe)
+        memory.configure_process()  # before set_up_run's first oneDNN product
         run = set_up_run(cfg, out_dir, resume=resume, log=log, dist=dist, init_from=init_from)
         self.cfg, self.out, self.resume, self.dist, self.log = run.cfg, run.out, resume, run.dist, run.log
         self.is_main, self.device, self.amp_dtype, self.init = run.is_main, run.device, run.amp_dtype, run.init
         self.src_vocab, self.tgt_vocab, self.corpus, self.model = run.src_vocab, run.tgt_vocab, run.corpus, run.model
-        self.data = run.data
+        self.data, self.plan = run.data, run.plan  # the plan is saved with the state (--resume reuses it)
         self._lock = run.lock  # released when run() ends
         self.corpus_changed_ok = corpus_changed_ok
         self.stop_signal: Optional[str] = None
@@ -228,7 +228,7 @@ class Trainer:
             checkpoint=name, optimizer=self.optimizer.state_dict(), sampler=snapshot["sampler"],
             rng=snapshot["rng"], cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
             rank_rng=rank_rng, world_size=self.dist.world_size, corpus_key=self._corpus_key(),
-            amp="bf16" if self.amp_dtype is not None else "fp32",
+            amp="bf16" if self.amp_dtype is not None else "fp32", plan=self.plan.to_dict() if self.plan else None,
             train_weights=train_weights)
         save_train_state(self.out / STATE_FILE, state.to_dict())
         # Old checkpoints go only after the state that no longer needs them is on disk.

@@ -188,6 +188,7 @@ def test_auto_on_a_gpu_compiles_falls_back_to_eager_on_failure_and_says_so(monke
     import torch._dynamo
     from torch.utils import _triton
 
+    from rnmt.plan import resolve_plan
     from rnmt.training.setup import _set_up_compile_step
 
     monkeypatch.setattr(_triton, "has_triton", lambda: True)
@@ -201,8 +202,13 @@ def test_auto_on_a_gpu_compiles_falls_back_to_eager_on_failure_and_says_so(monke
             ("atr/rnnsearch-atr", "auto", cuda, True, "runs through torch.compile"),
         ]:
             assert torch._dynamo.config.suppress_errors is False  # until auto compiles
-            model, lines = tiny(REPO / "configs" / "papers" / f"{name}.yaml").train(), []
-            _set_up_compile_step(model, setting, "arch", device, lines.append)
-            assert (model._compiled_transition is not None) is compiled, (name, setting, device)
-            assert (said is None and not lines) or (said is not None and said in lines[0]), lines
+            path = REPO / "configs" / "papers" / f"{name}.yaml"
+            model, lines = tiny(path).train(), []
+            cfg = load_config(path, ["train.amp=none", "train.cuda_graphs=false",
+                                     f"train.compile_step={str(setting).lower()}"])
+            choice = resolve_plan(cfg, device, model=model).compile_step  # the plan decides, with a reason
+            _set_up_compile_step(model, choice.value, setting == "auto", "arch", device, lines.append)
+            assert (model._compiled_transition is not None) is compiled is choice.value, (name, setting, device)
+            assert choice.reason.startswith("train.compile_step")
+            assert (said is None and not lines) or (said is not None and said in " ".join([choice.reason] + lines))
         assert torch._dynamo.config.suppress_errors is True  # auto's compile: a failure must not stop a run

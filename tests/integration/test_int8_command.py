@@ -60,13 +60,13 @@ def test_cuda_graphs_are_on_by_default_and_the_flags_switch_them(tiny_run, tmp_p
 def test_an_unknown_int8_kernels_choice_is_a_one_line_error(tiny_run, tmp_path, capsys, monkeypatch):
     src = tmp_path / "in.es"
     src.write_text("hola mundo\n", encoding="utf-8")
-    monkeypatch.setenv("RNMT_INT8_KERNELS", "mkl")
-    int8.engine.cache_clear()  # the process's choice is made once; this test makes it anew
-    try:
-        code = main(["translate", "--model", str(tiny_run), "--input", str(src), "--output",
-                     str(tmp_path / "out.en"), "--device", "cpu", "--int8"])
-    finally:
-        int8.engine.cache_clear()
+    monkeypatch.setenv("RNMT_INT8_KERNELS", "mkl")  # earlier versions' variable: no longer read
+    code = main(["translate", "--model", str(tiny_run), "--input", str(src), "--output",
+                 str(tmp_path / "out.en"), "--device", "cpu", "--int8"])
+    assert code == 0 and capsys.readouterr().err.count("error") == 0
+    code = main(["translate", "--model", str(tiny_run), "--input", str(src), "--output",
+                 str(tmp_path / "out.en"), "--device", "cpu", "--int8", "--set", "runtime.int8_kernels=mkl"])
     err = capsys.readouterr().err
     assert code == 2
-    assert err.strip().splitlines() == ["error: RNMT_INT8_KERNELS must be fbgemm, onednn or auto, got 'mkl'"]
+    assert err.strip().splitlines() == [
+        "error: config key 'runtime.int8_kernels' must be one of auto, fbgemm, onednn, got 'mkl'"]

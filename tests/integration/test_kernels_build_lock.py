@@ -9,7 +9,7 @@ import pytest
 
 from rnmt import kernels
 
-# the kernels against their fallbacks whatever RNMT_KERNELS says
+# the kernels against their fallbacks whatever the process's choice
 pytestmark = pytest.mark.usefixtures("kernels_on")
 
 
@@ -52,7 +52,18 @@ def test_a_dead_builds_lock_is_removed_and_a_live_one_never(tmp_path):
 @pytest.mark.skipif(os.name != "posix", reason="flock")
 def test_a_build_lock_timeout_falls_back_to_pytorch_with_a_message(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(kernels.BuildLock, "acquire", lambda self: False)
-    monkeypatch.setenv("RNMT_KERNELS", "1")
     assert kernels._build("kernels") is None
     err = capsys.readouterr().err
-    assert "another process" in err and "using PyTorch operations" in err
+    assert "another process" in err and "using PyTorch operations" in err and "runtime.kernel_lock_timeout" in err
+
+
+def test_the_plan_sets_the_build_locks_wait(monkeypatch):
+    """``runtime.kernel_lock_timeout`` reaches the lock through the plan; the environment
+    variable of earlier versions does not."""
+    monkeypatch.setenv("RNMT_KERNEL_LOCK_TIMEOUT", "7")
+    try:
+        assert kernels.lock_timeout() == kernels.LOCK_TIMEOUT_SECONDS
+        kernels.configure(True, 0.5)
+        assert kernels.lock_timeout() == 0.5
+    finally:
+        kernels.configure(True, kernels.LOCK_TIMEOUT_SECONDS)

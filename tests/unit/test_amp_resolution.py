@@ -1,38 +1,54 @@
-"""Mixed precision: how train.amp resolves on the CPU and on a GPU, and the bf16 speed probe."""
+"""Mixed precision: how train.amp resolves on the CPU and on a GPU, and the bf16 speed probe
+(a benchmark's measurement now, not the choice)."""
 
 import pytest
 import torch
 
-from rnmt import precision, products
+from rnmt import hardware, precision, products
 from rnmt.errors import UserError
 from rnmt.training.trainer import amp_dtype, resolve_amp
 
 
 def test_amp_resolution_on_cpu(monkeypatch):
+    """auto follows the CPU rule (rnmt.hardware.bf16_training): no timing, the same answer at
+    every start, with the rule's reason."""
     cpu = torch.device("cpu")
     assert amp_dtype("none", cpu, hidden=512) is None
     assert amp_dtype("bf16", cpu) is torch.bfloat16
     with pytest.raises(UserError, match="train.amp"):
         amp_dtype("fp8", cpu)
-    # auto asks the measurement, and only for models wide enough to gain
-    speed = {"x": 2.2}
-    monkeypatch.setattr(precision, "cpu_bf16_speedup", lambda hidden: speed["x"])
+    zen4 = hardware.CpuFeatures("AuthenticAMD", frozenset({"avx2", "avx512f", "avx512_bf16"}))
+    monkeypatch.setattr(hardware, "this_cpu", lambda: zen4)
     assert amp_dtype("auto", cpu, hidden=256) is torch.bfloat16
-    assert amp_dtype("auto", cpu, hidden=precision.BF16_MIN_HIDDEN - 1) is None
-    speed["x"] = 0.58  # a CPU whose bf16 products are slower than fp32 ones
-    assert amp_dtype("auto", cpu, hidden=256) is None
+    assert amp_dtype("auto", cpu, hidden=hardware.BF16_MIN_HIDDEN - 1) is None
+    xeon = hardware.CpuFeatures("GenuineIntel", frozenset({"avx512f", "avx512_bf16"}))  # no AMX
+    monkeypatch.setattr(hardware, "this_cpu", lambda: xeon)
     dtype, why = resolve_amp("auto", cpu, hidden=256)
-    assert dtype is None and "0.58x" in why
+    assert dtype is None and "0.46-0.83x" in why
 
 
-def test_the_cpu_bf16_probe_measures_a_ratio_on_one_thread(monkeypatch):
-    # one thread whatever the training's count: on a busy machine a multi-threaded product
-    # waits for its slowest thread, and the ratio moved from 1.44x to 6x between probes
-    products.active()  # fp32's library chosen first: that choice times on one thread too
+def test_the_cpu_rule_for_bf16_follows_the_measured_classes():
+    """docs/performance.md, "CPU classes": AVX2 only fp32; AMD with avx512_bf16 bf16; a Xeon
+    with AMX bf16 from 512 units only; every choice says why."""
+    amd = hardware.CpuFeatures("AuthenticAMD", frozenset({"avx2", "avx512f", "avx512_bf16"}))
+    avx2 = hardware.CpuFeatures("AuthenticAMD", frozenset({"avx2", "fma"}))
+    amx = hardware.CpuFeatures("GenuineIntel", frozenset({"avx512f", "avx512_bf16", "amx_bf16", "amx_int8"}))
+    cases = [(amd, 256, True), (amd, 64, False), (avx2, 512, False), (amx, 256, False), (amx, 512, True),
+             (amx, 1024, True), (hardware.CpuFeatures(), 512, False)]
+    for cpu, hidden, bf16 in cases:
+        got, why = hardware.bf16_training(cpu, hidden)
+        assert got is bf16 and why, (cpu, hidden)
+        assert hardware.bf16_training(cpu, hidden) == (got, why)  # deterministic
+
+
+def test_the_bf16_probe_measures_a_ratio_on_one_thread(monkeypatch):
+    # kept for benchmarks/amp_probe.py: one thread whatever the training's count (on a busy
+    # machine a multi-threaded product waits for its slowest thread)
+    products.active()  # fp32's library chosen first
     counts, set_threads = [], torch.set_num_threads
     monkeypatch.setattr(torch, "set_num_threads", lambda n: (counts.append(n), set_threads(n)))
     before = torch.get_num_threads()
-    speedup = precision.cpu_bf16_speedup.__wrapped__(128)  # not the cached value
+    speedup = precision.batch_speedup(128)
     assert speedup == 0.0 or 0.05 < speedup < 50  # a ratio of two timings, or no bf16 products
     assert speedup == 0.0 or counts == [1, before]  # measured on one thread, the count restored
     assert torch.get_num_threads() == before

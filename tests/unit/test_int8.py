@@ -60,9 +60,9 @@ def test_oneDNN_kernels_are_chosen_where_the_cpu_has_amx_int8():
     assert int8.engine_for("avx2 avx512f avx512_vnni avx512_bf16") == "fbgemm"  # Zen 4/5: no AMX
     assert int8.engine_for("avx2 fma") == "fbgemm"
     assert int8.engine_for(None) == "fbgemm"  # /proc/cpuinfo unreadable
-    assert int8.engine_for("avx2 amx_int8", "fbgemm") == "fbgemm"  # the environment decides
+    assert int8.engine_for("avx2 amx_int8", "fbgemm") == "fbgemm"  # runtime.int8_kernels decides
     assert int8.engine_for("avx2", " OneDNN ") == "onednn"
-    with pytest.raises(UserError, match="RNMT_INT8_KERNELS must be fbgemm, onednn or auto, got 'mkl'"):
+    with pytest.raises(UserError, match="int8 kernels must be fbgemm, onednn or auto, got 'mkl'"):
         int8.engine_for("avx2", "mkl")
 
 

@@ -18,12 +18,13 @@ from tests.support import REPO
 PACKAGE = REPO / "rnmt"
 
 LAYERS = [
-    ("errors", "config", "device", "io", "resources", "memory"),  # no model, no data: what every layer may use
+    # no model, no data: what every layer may use
+    ("errors", "config", "device", "io", "resources", "memory", "hardware"),
     ("data",),  # vocabularies, corpora, batches and the special token ids
     # the pieces models are built from
     ("kernels", "precision", "products", "deferred_grads", "int8", "cells", "modules"),
     ("models",),
-    ("search", "training", "evaluation"),  # what is done with a model
+    ("search", "training", "evaluation", "plan"),  # what is done with a model; the plan applied to one
     ("analysis", "serve", "reproduce", "bench", "api"),  # built on search and training
     ("commands", "cli", "__main__"),  # the command line on top
 ]

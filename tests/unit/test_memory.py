@@ -19,8 +19,16 @@ def resident_mib() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+@pytest.fixture(autouse=True)
+def default_bounds():
+    """Each test starts with the default bounds, and leaves them so."""
+    memory.configure(True, memory.TRIM_EVERY)
+    yield
+    memory.configure(True, memory.TRIM_EVERY)
+
+
 def test_configure_process_bounds_the_cache_unless_told_otherwise(monkeypatch):
-    for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "DNNL_PRIMITIVE_CACHE_CAPACITY", "RNMT_MEMORY_BOUNDS"):
+    for name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "DNNL_PRIMITIVE_CACHE_CAPACITY"):
         monkeypatch.delenv(name, raising=False)
     memory.configure_process()
     assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(memory.PRIMITIVE_CACHE)
@@ -33,14 +41,17 @@ def test_configure_process_bounds_the_cache_unless_told_otherwise(monkeypatch):
     memory.configure_process()
     assert "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in os.environ
     monkeypatch.delenv("DNNL_PRIMITIVE_CACHE_CAPACITY")
-    monkeypatch.setenv("RNMT_MEMORY_BOUNDS", "0")
     memory.configure_process()
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == str(memory.PRIMITIVE_CACHE)
+    memory.configure(False)  # the plan's runtime.memory_bounds: false takes back what rnmt set
     assert "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in os.environ
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "5")
+    memory.configure(False)  # and leaves the user's own
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "5"
 
 
 @glibc_only
 def test_trim_returns_freed_heap_pages(monkeypatch):
-    monkeypatch.delenv("RNMT_MEMORY_BOUNDS", raising=False)
     memory.trim()
     # 64 KB tensors come from the heap (below glibc's mmap threshold); freeing every other
     # one leaves holes between live blocks, which free() cannot hand back by itself
@@ -55,12 +66,12 @@ def test_trim_returns_freed_heap_pages(monkeypatch):
 
 
 def test_trim_off(monkeypatch):
-    monkeypatch.setenv("RNMT_MEMORY_BOUNDS", "0")
+    memory.configure(False)
+    monkeypatch.setenv("RNMT_MEMORY_BOUNDS", "1")  # the variable of earlier versions decides nothing
     assert memory.trim() is False
 
 
 def test_periodic_trim_counts_updates(monkeypatch):
-    monkeypatch.delenv("RNMT_MEMORY_BOUNDS", raising=False)
     calls = []
     monkeypatch.setattr(memory, "trim", lambda: calls.append(1) or True)
     trimmer = memory.PeriodicTrim(every=3)
@@ -69,18 +80,13 @@ def test_periodic_trim_counts_updates(monkeypatch):
     assert memory.PeriodicTrim(every=0).after_update() is False
 
 
-def test_trim_period_from_the_environment(monkeypatch):
-    """``RNMT_TRIM_EVERY`` sets the trainer's trim period (0: never); anything but a whole
-    number is a one-line error naming the variable."""
-    from rnmt.errors import UserError
-
-    monkeypatch.delenv("RNMT_TRIM_EVERY", raising=False)
+def test_trim_period_from_the_plan(monkeypatch):
+    """The plan's ``trim_every`` (``runtime.trim_every``) sets the trainer's trim period (0:
+    never); ``RNMT_TRIM_EVERY`` of earlier versions changes nothing."""
     assert memory.PeriodicTrim().every == memory.TRIM_EVERY
     monkeypatch.setenv("RNMT_TRIM_EVERY", "1")
+    assert memory.PeriodicTrim().every == memory.TRIM_EVERY
+    memory.configure(True, 1)
     assert memory.PeriodicTrim().every == 1
-    monkeypatch.setenv("RNMT_TRIM_EVERY", "0")
+    memory.configure(True, 0)
     assert memory.PeriodicTrim().after_update() is False
-    for bad in ("-1", "two", "1.5"):
-        monkeypatch.setenv("RNMT_TRIM_EVERY", bad)
-        with pytest.raises(UserError, match="RNMT_TRIM_EVERY"):
-            memory.PeriodicTrim()

@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from rnmt import int8, kernels, products
-from rnmt.errors import UserError
 from tests.unit.test_deferred_grads import ARCHS, gradients, tiny_model_and_batch
 
 pytestmark = pytest.mark.skipif(kernels.extension() is None or not torch.backends.mkldnn.is_available(),
@@ -112,16 +111,21 @@ def test_int8_quantisation_takes_the_models_linear_layers():
     assert any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in model.modules())
 
 
-def test_the_environment_decides_unless_a_block_switches(monkeypatch):
-    monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "0")
-    assert products._environment_choice() is False
-    monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "on")
-    assert products._environment_choice() is True
-    monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "auto")
-    assert products._environment_choice() is None
-    monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "maybe")
-    with pytest.raises(UserError, match="RNMT_ONEDNN_PRODUCTS must be 1, 0 or auto, got 'maybe'"):
-        products._environment_choice()
+def test_the_plan_decides_unless_a_block_switches(monkeypatch):
+    """`set_choice` (the execution plan's fp32_products) decides for the process; the
+    environment variable that did before changes nothing; `use` switches within a block."""
+    from rnmt import hardware
+
+    try:
+        products.set_choice(False)
+        monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "1")
+        assert not products.active()
+        products.set_choice(True)
+        assert products.active() == products._available()
+        products.set_choice(None)  # back to the CPU rule, whatever the environment says
+        assert products.active() == (hardware.onednn_fp32_products(hardware.this_cpu())[0] and products._available())
+    finally:
+        products.set_choice(None)
     with products.use(False):
         with products.use(True):
             assert products.active()
@@ -173,9 +177,11 @@ def test_timing_the_choice_leaves_the_global_random_numbers_alone():
     assert torch.equal(torch.get_rng_state(), state)
 
 
-def test_the_log_line_says_where_the_products_go(monkeypatch):
-    monkeypatch.setenv("RNMT_ONEDNN_PRODUCTS", "0")
-    assert products.describe() == "PyTorch's BLAS (RNMT_ONEDNN_PRODUCTS=0)"
-    monkeypatch.delenv("RNMT_ONEDNN_PRODUCTS")
-    line = products.describe()
-    assert ("oneDNN (" if products.active() else "PyTorch's BLAS (") in line and "x the BLAS's speed" in line
+def test_the_log_line_says_where_the_products_go():
+    try:
+        for on, where in ((False, "PyTorch's BLAS"), (True, "oneDNN")):
+            products.set_choice(on)
+            assert products.describe() == (where if products._available() else
+                                           "PyTorch's BLAS (no C++ kernels or no oneDNN here)")
+    finally:
+        products.set_choice(None)

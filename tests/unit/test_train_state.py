@@ -57,3 +57,12 @@ def test_training_weights_are_written_only_when_the_run_averages():
     state = TrainState(**{**a_state().__dict__, "train_weights": {"w": torch.ones(2)}})
     back = TrainState.from_dict(state.to_dict(), "s.pt")
     assert torch.equal(back.train_weights["w"], torch.ones(2))
+
+
+def test_the_plan_is_written_when_the_run_has_one_and_read_back():
+    """A state from before plans has none (the set-up then keeps its ``amp``); one with a plan
+    gives it back as written, for --resume to reuse."""
+    assert "plan" not in a_state().to_dict() and TrainState.from_dict(a_state().to_dict(), "s.pt").plan is None
+    plan = {"version": 1, "device": "cpu", "cpu": {}, "choices": {"precision": {"value": "bf16", "reason": "r"}}}
+    state = TrainState(**{**a_state().__dict__, "plan": plan})
+    assert TrainState.from_dict(state.to_dict(), "s.pt").plan == plan
