@@ -29,8 +29,8 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tupl
 
 import yaml
 
-from rnmt.errors import DeprecatedConfigKey, UserError
-from rnmt.io.bounded_yaml import load_yaml
+from rnmt.errors import DeprecatedConfigKey, UserError, shown, shown_key
+from rnmt.io.bounded_yaml import MAX_CHARS, load_yaml
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,11 @@ INT64 = Range(-(2 ** 63), 2 ** 63 - 1)  # any other int: what a tensor or numpy 
 # GNMT's length-penalty exponent and coverage weight (the GNMT paper tunes both within
 # [0, 1]); ((5 + |Y|) / 6) ** 1e300 overflows a float, so 10 bounds them as the server does
 PENALTY = Range(0, 10)
+# A corpus weight is how many times an epoch shows each of its pairs: 1,000 repeats a small
+# in-domain corpus against one 1,000 times larger; beyond it an epoch of a small corpus is
+# billions of pair indices (1e5 took gigabytes before the first batch, 1e18 overflowed).
+MAX_CORPUS_WEIGHT = 1000
+CORPUS_WEIGHT = Range(0, MAX_CORPUS_WEIGHT, low_open=True)
 
 VocabType = Literal["bpe", "unigram", "word", "char"]  # word: text segmented beforehand
 Readout = Literal["tanh", "maxout"]
@@ -110,11 +115,11 @@ class TrainCorpus:
 
     Each epoch sees every pair ``weight`` times in expectation (rnmt/data/corpora.py): the
     whole part of the weight exactly, the fraction by a seeded draw per pair. In a list a
-    plain string is a corpus of weight 1.
+    plain string is a corpus of weight 1. A weight is at most `MAX_CORPUS_WEIGHT`.
     """
 
     prefix: str = ""
-    weight: Annotated[float, POSITIVE] = 1.0
+    weight: Annotated[float, CORPUS_WEIGHT] = 1.0
 
 
 @dataclass
@@ -290,10 +295,7 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp).replace("typing.", ""))
 
 
-def _show(value: Any) -> str:
-    """``repr(value)``, shortened: an error message stays one readable line."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+_show = shown  # the user's value, at most 80 characters of it: an error stays one readable line
 
 
 def _choice(value: Any, choices: Sequence[str], key: str, noun: str = "config key") -> str:
@@ -398,11 +400,12 @@ def _build(cls: Any, values: Dict[str, Any], prefix: str = "") -> Any:
     return cls(**kwargs)
 
 
-def check_value(section: type, name: str, value: Any, noun: str = "option") -> Any:
+def check_value(section: type, name: str, value: Any, noun: str = "option", key: Optional[str] = None) -> Any:
     """``value`` checked (and converted) as the field ``name`` of the config class
     ``section`` would be, for settings that do not come from a config file (the Python
-    API's keyword arguments): the error says ``{noun} '{name}' must be ...``."""
-    return _coerce(value, typing.get_type_hints(section, include_extras=True)[name], name, noun=noun)
+    API's keyword arguments) or sit in a section of their own (a registered entry's
+    options): the error says ``{noun} '{key or name}' must be ...``."""
+    return _coerce(value, typing.get_type_hints(section, include_extras=True)[name], key or name, noun=noun)
 
 
 def _check_together(cfg: Config) -> None:
@@ -550,14 +553,19 @@ def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source
     return cfg
 
 
-def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
-    """(the file, its sections as read) of a YAML config file or a built-in config by name
-    (see `rnmt.resources`), before overrides and checks."""
-    from rnmt.resources import resolve_config
+MAX_BASES = 16  # configs in one chain of bases: a deeper chain is a mistake, not a design
 
-    path = resolve_config(path)
+
+def _read_tree(path: Path) -> Dict[str, Any]:
+    """One YAML config file's sections as read; a `UserError` naming the file for a file
+    that cannot be read, is larger than `MAX_CHARS` bytes (refused before it is read
+    whole) or is not YAML within the bounds of `rnmt.io.bounded_yaml`."""
     try:
-        tree = load_yaml(path.read_text(encoding="utf-8")) or {}
+        with open(path, "rb") as f:
+            data = f.read(MAX_CHARS + 1)
+        if len(data) > MAX_CHARS:
+            raise UserError(f"{path}: larger than the {MAX_CHARS:,} bytes a config may hold")
+        tree = load_yaml(data.decode("utf-8")) or {}
     except UnicodeDecodeError:
         raise UserError(f"{path}: not valid UTF-8") from None
     except OSError as exc:
@@ -568,7 +576,53 @@ def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
         raise UserError(f"{path}:{where} invalid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(tree, dict):
         raise UserError(f"{path}: the top level must be a mapping of sections")
-    return path, tree
+    return tree
+
+
+def merge_trees(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+    """``over`` laid on ``base``: mappings merge key by key (at any depth, so ``model.options``
+    too), anything else (a value, a list such as ``data.train``) replaces the base's."""
+    merged = dict(base)
+    for key, value in over.items():
+        old = merged.get(key)
+        merged[key] = merge_trees(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return merged
+
+
+def _with_bases(path: Path, chain: Tuple[Path, ...]) -> Dict[str, Any]:
+    """The sections of ``path`` laid over those of its ``base:`` (and the base's base ...)."""
+    read = _read_tree(path)
+    if "base" not in read:
+        # a file without a base is returned as read (a run's own config.yaml is upgraded
+        # silently by its reader); a base's moved keys go in their place before merging
+        return read if not chain else upgrade_model_keys(read)
+    base = read["base"]
+    tree = upgrade_model_keys({k: v for k, v in read.items() if k != "base"})
+    if not isinstance(base, str) or not base.strip():
+        raise UserError(f"{path}: 'base' must name a config file (relative to this one), got {_show(base)}")
+    base_path = path.parent / base
+    if not base_path.is_file():
+        raise UserError(f"{path}: base config not found: {shown_key(base)} (looked for {shown_key(str(base_path))})")
+    here = [p.resolve() for p in chain] + [path.resolve()]
+    if base_path.resolve() in here:
+        names = " -> ".join(str(p) for p in (*chain, path, base_path))
+        raise UserError(f"{path}: its bases form a cycle ({names})")
+    if len(here) >= MAX_BASES:
+        raise UserError(f"{path}: more than {MAX_BASES} configs in its chain of bases")
+    return merge_trees(_with_bases(base_path, (*chain, path)), tree)
+
+
+def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
+    """(the file, its sections as read) of a YAML config file or a built-in config by name
+    (see `rnmt.resources`), before overrides and checks.
+
+    A file may name another as its ``base:`` (a path relative to the file): the result is
+    the base's sections with the file's laid over them (`merge_trees`), bases of bases
+    included; a missing base or a cycle is a `UserError` naming the file."""
+    from rnmt.resources import resolve_config
+
+    path = resolve_config(path)
+    return path, _with_bases(path, ())
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = (), warn_deprecated: bool = True) -> Config:

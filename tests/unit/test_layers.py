@@ -18,7 +18,7 @@ from tests.support import REPO
 PACKAGE = REPO / "rnmt"
 
 LAYERS = [
-    ("errors", "config", "device", "io", "resources", "memory"),  # no model, no data: what every layer may use
+    ("errors", "config", "device", "io", "resources", "memory", "registry"),  # no model, no data: what every layer may use
     ("data",),  # vocabularies, corpora, batches and the special token ids
     # the pieces models are built from
     ("kernels", "precision", "products", "deferred_grads", "int8", "cells", "modules"),
