@@ -84,7 +84,6 @@ Readout = Literal["tanh", "maxout"]
 EncoderKind = Literal["recurrent", "transformer"]
 EncoderNorm = Literal["post", "pre"]
 Schedule = Literal["constant", "warmup_decay", "inverse_sqrt", "rnmt_plus", "epoch_halving", "plateau"]
-Optimizer = Literal["adam", "adadelta", "sgd"]  # the builders of rnmt.training.optimizers
 BestMetric = Literal["bleu", "chrf", "loss"]
 Amp = Literal["auto", "bf16", "none"]
 CompileStep = Union[bool, Literal["auto"]]
@@ -198,6 +197,19 @@ MOVED_MODEL_KEYS: Dict[str, Any] = {
 }
 
 
+# train.* keys that moved into train.optimizer_options: key -> (the optimiser that read it,
+# its name there, the value it had when not given). A config or checkpoint written before
+# the move holds them at the top of train: (a resolved config every one of them).
+MOVED_TRAIN_KEYS: Dict[str, Tuple[str, str, Any]] = {
+    "adam_betas": ("adam", "betas", [0.9, 0.999]),
+    "adam_eps": ("adam", "eps", 1e-8),
+    "adadelta_rho": ("adadelta", "rho", 0.95),
+    "adadelta_eps": ("adadelta", "eps", 1e-6),
+    "momentum": ("sgd", "momentum", 0.0),
+    "nesterov": ("sgd", "nesterov", False),
+}
+
+
 @dataclass
 class TrainConfig:
     seed: Annotated[int, SEED] = 1
@@ -218,13 +230,11 @@ class TrainConfig:
     # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
     replicas: Optional[Annotated[int, AT_LEAST_1]] = None
     min_lr: Annotated[float, NON_NEGATIVE] = 0.0
-    optimizer: Optimizer = "adam"  # rnmt.training.optimizers
-    adam_betas: List[Annotated[float, PROBABILITY]] = field(default_factory=lambda: [0.9, 0.999])
-    adam_eps: Annotated[float, POSITIVE] = 1e-8
-    adadelta_rho: Annotated[float, PROBABILITY] = 0.95  # Zeiler (2012)
-    adadelta_eps: Annotated[float, POSITIVE] = 1e-6
-    momentum: Annotated[float, PROBABILITY] = 0.0  # sgd
-    nesterov: bool = False  # sgd, with momentum > 0
+    # a name registered in rnmt.training.optimizers (adam, adadelta, sgd), checked with its
+    # options before training starts; optimizer_options: that optimiser's own settings (its
+    # options dataclass there: adam betas, eps; adadelta rho, eps; sgd momentum, nesterov, ...)
+    optimizer: str = "adam"
+    optimizer_options: Dict[str, Any] = field(default_factory=dict)
     weight_decay: Annotated[float, NON_NEGATIVE] = 0.0
     clip_norm: Annotated[float, NON_NEGATIVE] = 5.0  # 0: no clipping
     # exponential moving average of the weights, which validation and checkpoints then hold
@@ -412,8 +422,6 @@ def _check_together(cfg: Config) -> None:
     """Checks that involve two values, or a value and a pattern."""
     _check_train_corpora(cfg.data.train)
     tc = cfg.train
-    if len(tc.adam_betas) != 2:
-        raise UserError(f"config key 'train.adam_betas' must be a list of two numbers, got {_show(tc.adam_betas)}")
     if tc.schedule == "rnmt_plus" and tc.decay_end <= tc.decay_start:
         raise UserError(f"config key 'train.decay_end' ({tc.decay_end}) must be greater than train.decay_start "
                         f"({tc.decay_start}) with train.schedule rnmt_plus")
@@ -517,10 +525,60 @@ def upgrade_model_keys(tree: Dict[str, Any], warn: bool = True) -> Dict[str, Any
     return {**tree, "model": model}
 
 
+def _same(a: Any, b: Any) -> bool:
+    return a == b and type(a) is type(b) or (isinstance(a, (int, float)) and isinstance(b, float) and a == b
+                                             and not isinstance(a, bool))
+
+
+def upgrade_train_keys(tree: Dict[str, Any], warn: bool = True) -> Dict[str, Any]:
+    """``tree`` with the keys of `MOVED_TRAIN_KEYS` moved from the top of ``train:`` into
+    ``train.optimizer_options`` (run after ``--set``, when the optimiser is known); the
+    caller's dict is not changed.
+
+    A key of the optimiser the config trains with is moved (with a `DeprecatedConfigKey`
+    warning when ``warn``); one at the value it had when not given is dropped. A key of
+    another optimiser would do nothing: at its old default it is dropped (a resolved config
+    written before the move holds every one of them), otherwise it is a `UserError` naming
+    the key and both optimisers; in a file rnmt wrote itself (``warn`` false) it is dropped."""
+    train = tree.get("train") if isinstance(tree, dict) else None
+    if not isinstance(train, dict) or not any(key in train for key in MOVED_TRAIN_KEYS):
+        return tree
+    options = train.get("optimizer_options")
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        return tree  # the type check of train.optimizer_options reports it
+    train, options = dict(train), dict(options)
+    optimizer = train.get("optimizer", TrainConfig.optimizer)
+    for key, (owner, name, before) in MOVED_TRAIN_KEYS.items():
+        if key not in train:
+            continue
+        value = train.pop(key)
+        if owner != optimizer:
+            if warn and not _same(value, before):
+                raise UserError(f"train.{key} is a setting of optimizer '{owner}', but train.optimizer is "
+                                f"{_show(optimizer)}: it would do nothing; remove it or set train.optimizer: {owner}")
+            continue
+        if name in options and not _same(value, options[name]):
+            raise UserError(f"train.{key} ({_show(value)}) and train.optimizer_options.{name} "
+                            f"({_show(options[name])}) are both given: train.{key} is the deprecated form of "
+                            f"train.optimizer_options.{name}; keep only train.optimizer_options.{name}")
+        if warn:
+            warnings.warn(DeprecatedConfigKey(f"train.{key} is deprecated: write it as train.optimizer_options."
+                                              f"{name} (the {owner} optimiser's own options, docs/architecture.md)"),
+                          stacklevel=1)
+        if name not in options and not _same(value, before):
+            options[name] = value
+    train["optimizer_options"] = options
+    return {**tree, "train": train}
+
+
 def upgrade_override_key(key: str, warn: bool = True) -> str:
     """The dotted key of a ``--set`` (or of a reproduction recipe): ``model.KEY`` of a moved
     key as ``model.options.KEY``, so that it sets the option (over the file's value in either
-    form)."""
+    form). A moved optimiser setting (``train.nesterov``) stays as given: `apply_overrides`
+    clears the file's value of it and `upgrade_train_keys` moves it once the optimiser is
+    known, or refuses it for another optimiser."""
     parts = key.split(".")
     if len(parts) == 2 and parts[0] == "model" and parts[1] in MOVED_MODEL_KEYS:
         if warn:
@@ -535,6 +593,12 @@ def apply_overrides(tree: Dict[str, Any], overrides: Sequence[str], warn_depreca
     form landing where the config reads them; the result is not checked (`config_from_dict`
     checks it)."""
     for key, value in parse_overrides(overrides):
+        parts = key.split(".")
+        if len(parts) == 2 and parts[0] == "train" and parts[1] in MOVED_TRAIN_KEYS:
+            options = tree.get("train", {}).get("optimizer_options") if isinstance(tree.get("train"), dict) else None
+            if isinstance(options, dict):  # the --set wins over the file's value in either form
+                tree["train"]["optimizer_options"] = {k: v for k, v in options.items()
+                                                      if k != MOVED_TRAIN_KEYS[parts[1]][1]}
         set_path(tree, upgrade_override_key(key, warn_deprecated), value)
     return upgrade_model_keys(tree, warn_deprecated)  # a whole model section given with --set
 
@@ -547,7 +611,7 @@ def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source
     if not isinstance(tree or {}, dict):
         raise UserError(f"{source}: the top level must be a mapping")
     tree = upgrade_model_keys(copy.deepcopy(dict(tree or {})), warn_deprecated)  # the caller's dict is kept
-    tree = apply_overrides(tree, overrides, warn_deprecated)
+    tree = upgrade_train_keys(apply_overrides(tree, overrides, warn_deprecated), warn_deprecated)
     cfg = _build(Config, tree)
     _check_together(cfg)
     return cfg

@@ -10,6 +10,9 @@ dictionary (``Config.to_dict``, the optimiser's settings as the running code nam
 For each reproduction recipe (configs/reproduce/*.yaml) it records the configs the recipe's
 systems resolve to. Run with one commit's code and configs, then another's, and compare:
 equal snapshots mean the same parameter counts and the same settings for every config.
+The optimiser's settings are compared as ``train.optimizer_options`` with every default
+filled in, whether a snapshot holds them so or as the flat keys of before
+(``train.adam_betas``, ``train.momentum`` ...; `rnmt.config.MOVED_TRAIN_KEYS`).
 Parameter fingerprints (the models' outputs and gradients) are scripts/model_fingerprints.py.
 """
 
@@ -40,9 +43,46 @@ def _resolved(path: Path) -> object:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return load_config(path).to_dict()
+            return _as_dict(load_config(path))
     except UserError as exc:
         return {"error": str(exc)}
+
+
+def _as_dict(cfg) -> dict:
+    """``cfg.to_dict()`` with the optimiser's options complete (where the code has them)."""
+    tree = cfg.to_dict()
+    try:
+        from rnmt.training.optimizers import resolved_optimizer_options
+    except ImportError:  # a commit before optimizer_options: its flat keys are compared
+        return tree
+    tree["train"]["optimizer_options"] = resolved_optimizer_options(cfg.train)
+    return tree
+
+
+# train.KEY before the optimisers' options -> (optimiser, option), as rnmt.config.MOVED_TRAIN_KEYS
+FLAT_OPTIMIZER_KEYS = {"adam_betas": ("adam", "betas"), "adam_eps": ("adam", "eps"),
+                       "adadelta_rho": ("adadelta", "rho"), "adadelta_eps": ("adadelta", "eps"),
+                       "momentum": ("sgd", "momentum"), "nesterov": ("sgd", "nesterov")}
+DEFAULT_OPTIONS = {"sgd": {"dampening": 0.0}}  # options added since, at their defaults
+
+
+def _normalized(value: object) -> object:
+    """Resolved configs anywhere in ``value`` with flat optimiser keys as optimizer_options."""
+    if isinstance(value, dict):
+        value = {k: _normalized(v) for k, v in value.items()}
+        train = value.get("train")
+        if isinstance(train, dict) and "optimizer" in train and "optimizer_options" not in train:
+            options = dict(DEFAULT_OPTIONS.get(train["optimizer"], {}))
+            for key, (owner, name) in FLAT_OPTIMIZER_KEYS.items():
+                if key in train:
+                    old = train.pop(key)
+                    if owner == train["optimizer"]:
+                        options[name] = old
+            train["optimizer_options"] = options
+        return value
+    if isinstance(value, list):
+        return [_normalized(v) for v in value]
+    return value
 
 
 def _recipes(root: Path) -> dict:
@@ -64,7 +104,7 @@ def _recipes(root: Path) -> dict:
                     _, tree = read_config_tree(root / system.config)
                     for key, value in {**spec.recipe, **system.recipe}.items():
                         set_path(tree, upgrade_override_key(key, warn=False), value)
-                    systems[system.name] = config_from_dict(tree, warn_deprecated=False).to_dict()
+                    systems[system.name] = _as_dict(config_from_dict(tree, warn_deprecated=False))
             except UserError as exc:
                 systems[system.name] = {"error": str(exc)}
         found[path.stem] = systems
@@ -85,7 +125,7 @@ def write(out: Path, root: Path) -> int:
 
 
 def compare(a_path: Path, b_path: Path) -> int:
-    a, b = (json.loads(p.read_text(encoding="utf-8")) for p in (a_path, b_path))
+    a, b = (_normalized(json.loads(p.read_text(encoding="utf-8"))) for p in (a_path, b_path))
     differ = 0
     for name in sorted(set(a) | set(b)):
         for part in sorted(set(a.get(name, {})) | set(b.get(name, {}))):

@@ -45,7 +45,7 @@ MAY_CHANGE = (
 
 def _flatten(tree: Dict[str, Any], prefix: str = "") -> Iterator[Tuple[str, Any]]:
     for key, value in tree.items():
-        if isinstance(value, dict) and key not in ("cell_options", "options"):
+        if isinstance(value, dict) and key not in ("cell_options", "options", "optimizer_options"):
             yield from _flatten(value, f"{prefix}{key}.")
         else:
             yield prefix + key, value
@@ -68,11 +68,14 @@ def _train_weights(value: Any) -> Optional[List[float]]:
 
 
 def _flat(cfg: Config) -> Dict[str, Any]:
-    """The config's keys, ``model.options`` with every option's default filled in."""
+    """The config's keys, ``model.options`` and ``train.optimizer_options`` with every
+    option's default filled in."""
     from rnmt.models.registry import resolved_options
+    from rnmt.training.optimizers import resolved_optimizer_options
 
     tree = cfg.to_dict()
     tree["model"]["options"] = resolved_options(cfg.model)
+    tree["train"]["optimizer_options"] = resolved_optimizer_options(cfg.train)
     return dict(_flatten(tree))
 
 
