@@ -14,7 +14,6 @@ import errno
 import re
 from typing import Optional, Tuple
 
-
 SHOWN_CHARS = 80  # the most of a user's value an error message quotes
 
 

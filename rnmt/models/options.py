@@ -89,7 +89,8 @@ def parse_options(arch: str, options_type: type, given: Optional[Dict[str, Any]]
     for key, value in (given or {}).items():
         if key not in fields:
             valid = ", ".join(sorted(fields)) or "none"
-            raise UserError(f"model.options.{shown_key(key)} is not an option of arch '{arch}'{_closest(str(key), fields)} "
+            hint = _closest(str(key), fields)
+            raise UserError(f"model.options.{shown_key(key)} is not an option of arch '{arch}'{hint} "
                             f"(valid: {valid})")
         values[key] = _check_type(arch, key, value, hints[key])
     for name, f in fields.items():

@@ -17,6 +17,7 @@ with Adam) is refused, as the flat keys of before (``train.nesterov``) are by
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Dict, Iterable, List
 
@@ -70,9 +71,10 @@ def optimizer_options(tc: TrainConfig) -> Any:
     `UserError` for an unknown optimiser, a key it does not have (naming the optimisers that
     do) or a value out of its range."""
     entry = OPTIMIZERS.get(tc.optimizer)
-    owners = {f: n for n in optimizer_names() for f in OPTIMIZERS.get(n).options.__dataclass_fields__}
+    owners = {f.name: n for n in optimizer_names() for f in dataclasses.fields(OPTIMIZERS.get(n).options)}
+    own = {f.name for f in dataclasses.fields(entry.options)}
     for key in tc.optimizer_options or {}:
-        if key not in entry.options.__dataclass_fields__ and key in owners:
+        if key not in own and key in owners:
             raise UserError(f"train.optimizer_options.{key} is a setting of optimizer '{owners[key]}', but "
                             f"train.optimizer is '{tc.optimizer}': it would do nothing; remove it or set "
                             f"train.optimizer: {owners[key]}")

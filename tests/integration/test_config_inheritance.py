@@ -24,8 +24,8 @@ def write(path, text):
 def test_a_config_overrides_its_base_key_by_key(tmp_path):
     write(tmp_path / "base.yaml", "model: {arch: dtmt, cell: lgru, hidden_size: 64, emb_size: 32,\n"
           "        options: {enc_depth: 2, positional_encoding: true}}\ntrain: {lr: 0.5, seed: 3}\n")
-    child = write(tmp_path / "sub" / "child.yaml", "base: ../base.yaml\nmodel: {options: {positional_encoding: false}}\n"
-                  "train: {lr: 0.1}\n")
+    child = write(tmp_path / "sub" / "child.yaml",
+                  "base: ../base.yaml\nmodel: {options: {positional_encoding: false}}\ntrain: {lr: 0.1}\n")
     cfg = load_config(child)
     assert cfg.model.options == {"enc_depth": 2, "positional_encoding": False}
     assert (cfg.model.hidden_size, cfg.train.lr, cfg.train.seed) == (64, 0.1, 3)
@@ -51,7 +51,8 @@ def test_a_deprecated_key_in_a_child_overrides_its_base(tmp_path):
 
 @pytest.mark.parametrize("files, message", [
     ({"a.yaml": "base: missing.yaml\n"}, r"a.yaml: base config not found: missing.yaml"),
-    ({"a.yaml": "base: b.yaml\n", "b.yaml": "base: a.yaml\n"}, r"b.yaml: its bases form a cycle \(.*a.yaml -> .*b.yaml -> .*a.yaml\)"),
+    ({"a.yaml": "base: b.yaml\n", "b.yaml": "base: a.yaml\n"},
+     r"b.yaml: its bases form a cycle \(.*a.yaml -> .*b.yaml -> .*a.yaml\)"),
     ({"a.yaml": "base: a.yaml\n"}, r"a.yaml: its bases form a cycle"),
     ({"a.yaml": "base: [1, 2]\n"}, r"a.yaml: 'base' must name a config file"),
     ({"a.yaml": "base: b.yaml\n", "b.yaml": "train: [\n"}, r"b.yaml: line \d+ invalid YAML"),
