@@ -22,7 +22,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from rnmt.config import Config, config_from_dict, load_config, read_config_tree, set_path, upgrade_model_keys
+from rnmt.config import (
+    Config,
+    config_from_dict,
+    load_config,
+    read_config_tree,
+    set_path,
+    upgrade_model_keys,
+    upgrade_train_keys,
+)
 from rnmt.errors import UserError
 
 SOURCE_FILE = "config.source.yaml"  # the config file as the run last read it, before --set
@@ -107,7 +115,8 @@ def resumed_config(run_dir: Path, given: Dict[str, Any], overrides: Sequence[str
     ``config.source.yaml`` existed keeps its ``config.yaml`` (the file is compared from the
     next resume on).
     """
-    saved = upgrade_model_keys(read_config_tree(run_dir / "config.yaml")[1], warn=False)
+    saved = upgrade_train_keys(upgrade_model_keys(read_config_tree(run_dir / "config.yaml")[1], warn=False),
+                               warn=False)  # the run's own file: upgraded quietly
     if not (run_dir / SOURCE_FILE).is_file():
         return (config_from_dict(saved, overrides, source=str(run_dir / "config.yaml")),
                 f"{run_dir / SOURCE_FILE} not found (the run predates it): {given_name} is not compared "
