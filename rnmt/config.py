@@ -30,8 +30,8 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tupl
 
 import yaml
 
-from rnmt.errors import DeprecatedConfigKey, UserError
-from rnmt.io.bounded_yaml import load_yaml
+from rnmt.errors import DeprecatedConfigKey, UserError, shown, shown_key
+from rnmt.io.bounded_yaml import MAX_CHARS, load_yaml
 
 
 @dataclass(frozen=True)
@@ -74,13 +74,17 @@ INT64 = Range(-(2 ** 63), 2 ** 63 - 1)  # any other int: what a tensor or numpy 
 # GNMT's length-penalty exponent and coverage weight (the GNMT paper tunes both within
 # [0, 1]); ((5 + |Y|) / 6) ** 1e300 overflows a float, so 10 bounds them as the server does
 PENALTY = Range(0, 10)
+# A corpus weight is how many times an epoch shows each of its pairs: 1,000 repeats a small
+# in-domain corpus against one 1,000 times larger; beyond it an epoch of a small corpus is
+# billions of pair indices (1e5 took gigabytes before the first batch, 1e18 overflowed).
+MAX_CORPUS_WEIGHT = 1000
+CORPUS_WEIGHT = Range(0, MAX_CORPUS_WEIGHT, low_open=True)
 
 VocabType = Literal["bpe", "unigram", "word", "char"]  # word: text segmented beforehand
 Readout = Literal["tanh", "maxout"]
 EncoderKind = Literal["recurrent", "transformer"]
 EncoderNorm = Literal["post", "pre"]
 Schedule = Literal["constant", "warmup_decay", "inverse_sqrt", "rnmt_plus", "epoch_halving", "plateau"]
-Optimizer = Literal["adam", "adadelta", "sgd"]  # the builders of rnmt.training.optimizers
 BestMetric = Literal["bleu", "chrf", "loss"]
 Amp = Literal["auto", "bf16", "none"]
 CompileStep = Union[bool, Literal["auto"]]
@@ -114,11 +118,11 @@ class TrainCorpus:
 
     Each epoch sees every pair ``weight`` times in expectation (rnmt/data/corpora.py): the
     whole part of the weight exactly, the fraction by a seeded draw per pair. In a list a
-    plain string is a corpus of weight 1.
+    plain string is a corpus of weight 1. A weight is at most `MAX_CORPUS_WEIGHT`.
     """
 
     prefix: str = ""
-    weight: Annotated[float, POSITIVE] = 1.0
+    weight: Annotated[float, CORPUS_WEIGHT] = 1.0
 
 
 @dataclass
@@ -197,6 +201,19 @@ MOVED_MODEL_KEYS: Dict[str, Any] = {
 }
 
 
+# train.* keys that moved into train.optimizer_options: key -> (the optimiser that read it,
+# its name there, the value it had when not given). A config or checkpoint written before
+# the move holds them at the top of train: (a resolved config every one of them).
+MOVED_TRAIN_KEYS: Dict[str, Tuple[str, str, Any]] = {
+    "adam_betas": ("adam", "betas", [0.9, 0.999]),
+    "adam_eps": ("adam", "eps", 1e-8),
+    "adadelta_rho": ("adadelta", "rho", 0.95),
+    "adadelta_eps": ("adadelta", "eps", 1e-6),
+    "momentum": ("sgd", "momentum", 0.0),
+    "nesterov": ("sgd", "nesterov", False),
+}
+
+
 @dataclass
 class TrainConfig:
     seed: Annotated[int, SEED] = 1
@@ -217,13 +234,11 @@ class TrainConfig:
     # rnmt_plus: n of DTMT eq. 17; unset = number of training processes
     replicas: Optional[Annotated[int, AT_LEAST_1]] = None
     min_lr: Annotated[float, NON_NEGATIVE] = 0.0
-    optimizer: Optimizer = "adam"  # rnmt.training.optimizers
-    adam_betas: List[Annotated[float, PROBABILITY]] = field(default_factory=lambda: [0.9, 0.999])
-    adam_eps: Annotated[float, POSITIVE] = 1e-8
-    adadelta_rho: Annotated[float, PROBABILITY] = 0.95  # Zeiler (2012)
-    adadelta_eps: Annotated[float, POSITIVE] = 1e-6
-    momentum: Annotated[float, PROBABILITY] = 0.0  # sgd
-    nesterov: bool = False  # sgd, with momentum > 0
+    # a name registered in rnmt.training.optimizers (adam, adadelta, sgd), checked with its
+    # options before training starts; optimizer_options: that optimiser's own settings (its
+    # options dataclass there: adam betas, eps; adadelta rho, eps; sgd momentum, nesterov, ...)
+    optimizer: str = "adam"
+    optimizer_options: Dict[str, Any] = field(default_factory=dict)
     weight_decay: Annotated[float, NON_NEGATIVE] = 0.0
     clip_norm: Annotated[float, NON_NEGATIVE] = 5.0  # 0: no clipping
     # exponential moving average of the weights, which validation and checkpoints then hold
@@ -321,10 +336,7 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp).replace("typing.", ""))
 
 
-def _show(value: Any) -> str:
-    """``repr(value)``, shortened: an error message stays one readable line."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+_show = shown  # the user's value, at most 80 characters of it: an error stays one readable line
 
 
 def _choice(value: Any, choices: Sequence[str], key: str, noun: str = "config key") -> str:
@@ -429,19 +441,18 @@ def _build(cls: Any, values: Dict[str, Any], prefix: str = "") -> Any:
     return cls(**kwargs)
 
 
-def check_value(section: type, name: str, value: Any, noun: str = "option") -> Any:
+def check_value(section: type, name: str, value: Any, noun: str = "option", key: Optional[str] = None) -> Any:
     """``value`` checked (and converted) as the field ``name`` of the config class
     ``section`` would be, for settings that do not come from a config file (the Python
-    API's keyword arguments): the error says ``{noun} '{name}' must be ...``."""
-    return _coerce(value, typing.get_type_hints(section, include_extras=True)[name], name, noun=noun)
+    API's keyword arguments) or sit in a section of their own (a registered entry's
+    options): the error says ``{noun} '{key or name}' must be ...``."""
+    return _coerce(value, typing.get_type_hints(section, include_extras=True)[name], key or name, noun=noun)
 
 
 def _check_together(cfg: Config) -> None:
     """Checks that involve two values, or a value and a pattern."""
     _check_train_corpora(cfg.data.train)
     tc = cfg.train
-    if len(tc.adam_betas) != 2:
-        raise UserError(f"config key 'train.adam_betas' must be a list of two numbers, got {_show(tc.adam_betas)}")
     if tc.schedule == "rnmt_plus" and tc.decay_end <= tc.decay_start:
         raise UserError(f"config key 'train.decay_end' ({tc.decay_end}) must be greater than train.decay_start "
                         f"({tc.decay_start}) with train.schedule rnmt_plus")
@@ -545,10 +556,60 @@ def upgrade_model_keys(tree: Dict[str, Any], warn: bool = True) -> Dict[str, Any
     return {**tree, "model": model}
 
 
+def _same(a: Any, b: Any) -> bool:
+    return a == b and type(a) is type(b) or (isinstance(a, (int, float)) and isinstance(b, float) and a == b
+                                             and not isinstance(a, bool))
+
+
+def upgrade_train_keys(tree: Dict[str, Any], warn: bool = True) -> Dict[str, Any]:
+    """``tree`` with the keys of `MOVED_TRAIN_KEYS` moved from the top of ``train:`` into
+    ``train.optimizer_options`` (run after ``--set``, when the optimiser is known); the
+    caller's dict is not changed.
+
+    A key of the optimiser the config trains with is moved (with a `DeprecatedConfigKey`
+    warning when ``warn``); one at the value it had when not given is dropped. A key of
+    another optimiser would do nothing: at its old default it is dropped (a resolved config
+    written before the move holds every one of them), otherwise it is a `UserError` naming
+    the key and both optimisers; in a file rnmt wrote itself (``warn`` false) it is dropped."""
+    train = tree.get("train") if isinstance(tree, dict) else None
+    if not isinstance(train, dict) or not any(key in train for key in MOVED_TRAIN_KEYS):
+        return tree
+    options = train.get("optimizer_options")
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        return tree  # the type check of train.optimizer_options reports it
+    train, options = dict(train), dict(options)
+    optimizer = train.get("optimizer", TrainConfig.optimizer)
+    for key, (owner, name, before) in MOVED_TRAIN_KEYS.items():
+        if key not in train:
+            continue
+        value = train.pop(key)
+        if owner != optimizer:
+            if warn and not _same(value, before):
+                raise UserError(f"train.{key} is a setting of optimizer '{owner}', but train.optimizer is "
+                                f"{_show(optimizer)}: it would do nothing; remove it or set train.optimizer: {owner}")
+            continue
+        if name in options and not _same(value, options[name]):
+            raise UserError(f"train.{key} ({_show(value)}) and train.optimizer_options.{name} "
+                            f"({_show(options[name])}) are both given: train.{key} is the deprecated form of "
+                            f"train.optimizer_options.{name}; keep only train.optimizer_options.{name}")
+        if warn:
+            warnings.warn(DeprecatedConfigKey(f"train.{key} is deprecated: write it as train.optimizer_options."
+                                              f"{name} (the {owner} optimiser's own options, docs/architecture.md)"),
+                          stacklevel=1)
+        if name not in options and not _same(value, before):
+            options[name] = value
+    train["optimizer_options"] = options
+    return {**tree, "train": train}
+
+
 def upgrade_override_key(key: str, warn: bool = True) -> str:
     """The dotted key of a ``--set`` (or of a reproduction recipe): ``model.KEY`` of a moved
     key as ``model.options.KEY``, so that it sets the option (over the file's value in either
-    form)."""
+    form). A moved optimiser setting (``train.nesterov``) stays as given: `apply_overrides`
+    clears the file's value of it and `upgrade_train_keys` moves it once the optimiser is
+    known, or refuses it for another optimiser."""
     parts = key.split(".")
     if len(parts) == 2 and parts[0] == "model" and parts[1] in MOVED_MODEL_KEYS:
         if warn:
@@ -563,6 +624,12 @@ def apply_overrides(tree: Dict[str, Any], overrides: Sequence[str], warn_depreca
     form landing where the config reads them; the result is not checked (`config_from_dict`
     checks it)."""
     for key, value in parse_overrides(overrides):
+        parts = key.split(".")
+        if len(parts) == 2 and parts[0] == "train" and parts[1] in MOVED_TRAIN_KEYS:
+            options = tree.get("train", {}).get("optimizer_options") if isinstance(tree.get("train"), dict) else None
+            if isinstance(options, dict):  # the --set wins over the file's value in either form
+                tree["train"]["optimizer_options"] = {k: v for k, v in options.items()
+                                                      if k != MOVED_TRAIN_KEYS[parts[1]][1]}
         set_path(tree, upgrade_override_key(key, warn_deprecated), value)
     return upgrade_model_keys(tree, warn_deprecated)  # a whole model section given with --set
 
@@ -575,20 +642,25 @@ def config_from_dict(tree: Dict[str, Any], overrides: Sequence[str] = (), source
     if not isinstance(tree or {}, dict):
         raise UserError(f"{source}: the top level must be a mapping")
     tree = upgrade_model_keys(copy.deepcopy(dict(tree or {})), warn_deprecated)  # the caller's dict is kept
-    tree = apply_overrides(tree, overrides, warn_deprecated)
+    tree = upgrade_train_keys(apply_overrides(tree, overrides, warn_deprecated), warn_deprecated)
     cfg = _build(Config, tree)
     _check_together(cfg)
     return cfg
 
 
-def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
-    """(the file, its sections as read) of a YAML config file or a built-in config by name
-    (see `rnmt.resources`), before overrides and checks."""
-    from rnmt.resources import resolve_config
+MAX_BASES = 16  # configs in one chain of bases: a deeper chain is a mistake, not a design
 
-    path = resolve_config(path)
+
+def _read_tree(path: Path) -> Dict[str, Any]:
+    """One YAML config file's sections as read; a `UserError` naming the file for a file
+    that cannot be read, is larger than `MAX_CHARS` bytes (refused before it is read
+    whole) or is not YAML within the bounds of `rnmt.io.bounded_yaml`."""
     try:
-        tree = load_yaml(path.read_text(encoding="utf-8")) or {}
+        with open(path, "rb") as f:
+            data = f.read(MAX_CHARS + 1)
+        if len(data) > MAX_CHARS:
+            raise UserError(f"{path}: larger than the {MAX_CHARS:,} bytes a config may hold")
+        tree = load_yaml(data.decode("utf-8")) or {}
     except UnicodeDecodeError:
         raise UserError(f"{path}: not valid UTF-8") from None
     except OSError as exc:
@@ -599,7 +671,53 @@ def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
         raise UserError(f"{path}:{where} invalid YAML ({getattr(exc, 'problem', exc)})") from None
     if not isinstance(tree, dict):
         raise UserError(f"{path}: the top level must be a mapping of sections")
-    return path, tree
+    return tree
+
+
+def merge_trees(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+    """``over`` laid on ``base``: mappings merge key by key (at any depth, so ``model.options``
+    too), anything else (a value, a list such as ``data.train``) replaces the base's."""
+    merged = dict(base)
+    for key, value in over.items():
+        old = merged.get(key)
+        merged[key] = merge_trees(old, value) if isinstance(old, dict) and isinstance(value, dict) else value
+    return merged
+
+
+def _with_bases(path: Path, chain: Tuple[Path, ...]) -> Dict[str, Any]:
+    """The sections of ``path`` laid over those of its ``base:`` (and the base's base ...)."""
+    read = _read_tree(path)
+    if "base" not in read:
+        # a file without a base is returned as read (a run's own config.yaml is upgraded
+        # silently by its reader); a base's moved keys go in their place before merging
+        return read if not chain else upgrade_model_keys(read)
+    base = read["base"]
+    tree = upgrade_model_keys({k: v for k, v in read.items() if k != "base"})
+    if not isinstance(base, str) or not base.strip():
+        raise UserError(f"{path}: 'base' must name a config file (relative to this one), got {_show(base)}")
+    base_path = path.parent / base
+    if not base_path.is_file():
+        raise UserError(f"{path}: base config not found: {shown_key(base)} (looked for {shown_key(str(base_path))})")
+    here = [p.resolve() for p in chain] + [path.resolve()]
+    if base_path.resolve() in here:
+        names = " -> ".join(str(p) for p in (*chain, path, base_path))
+        raise UserError(f"{path}: its bases form a cycle ({names})")
+    if len(here) >= MAX_BASES:
+        raise UserError(f"{path}: more than {MAX_BASES} configs in its chain of bases")
+    return merge_trees(_with_bases(base_path, (*chain, path)), tree)
+
+
+def read_config_tree(path: str | Path) -> Tuple[Path, Dict[str, Any]]:
+    """(the file, its sections as read) of a YAML config file or a built-in config by name
+    (see `rnmt.resources`), before overrides and checks.
+
+    A file may name another as its ``base:`` (a path relative to the file): the result is
+    the base's sections with the file's laid over them (`merge_trees`), bases of bases
+    included; a missing base or a cycle is a `UserError` naming the file."""
+    from rnmt.resources import resolve_config
+
+    path = resolve_config(path)
+    return path, _with_bases(path, ())
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = (), warn_deprecated: bool = True) -> Config:

@@ -14,6 +14,44 @@ import errno
 import re
 from typing import Optional, Tuple
 
+SHOWN_CHARS = 80  # the most of a user's value an error message quotes
+
+
+def _short_repr(value: object, budget: int) -> str:
+    """``repr(value)``, or a prefix of it at least ``budget`` characters long: a long string
+    is cut before ``repr`` runs and a list or mapping stops at the item that fills the budget,
+    so a 50 MB value costs no more than a short one."""
+    if isinstance(value, str):
+        return repr(value[:budget])
+    if isinstance(value, (list, tuple, dict)):
+        items = value.items() if isinstance(value, dict) else value
+        opening, closing = ("{", "}") if isinstance(value, dict) else ("(", ")") if isinstance(value, tuple) else "[]"
+        parts, used = [], 1
+        for item in items:
+            part = (f"{_short_repr(item[0], budget - used)}: {_short_repr(item[1], budget - used)}"
+                    if isinstance(value, dict) else _short_repr(item, budget - used))
+            parts.append(part)
+            used += len(part) + 2
+            if used > budget:
+                break
+        single = isinstance(value, tuple) and len(value) == 1
+        return opening + ", ".join(parts) + ("," if single else "") + closing
+    return repr(value)
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` cut to `SHOWN_CHARS` characters (``...`` at the end): an error that
+    quotes a key or value read from the user stays one short line whatever its size."""
+    text = _short_repr(value, SHOWN_CHARS)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
+
+def shown_key(key: object) -> str:
+    """A key read from the user as it is written into a dotted name (``model.options.KEY``):
+    unquoted, cut to `SHOWN_CHARS` characters like `shown`."""
+    text = key[: SHOWN_CHARS + 1] if isinstance(key, str) else _short_repr(key, SHOWN_CHARS)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
+
 
 class UserError(Exception):
     """An error caused by the user's input, reported as one line with exit code 2."""

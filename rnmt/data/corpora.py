@@ -39,8 +39,13 @@ from rnmt.data.corpus import EncodedCorpus, encode_corpus
 from rnmt.data.reading import iter_parallel
 from rnmt.data.subword_sampling import SentenceSampler
 from rnmt.data.vocab import EOS_ID, Vocab
+from rnmt.errors import UserError
 
 WEIGHT_STREAM = 1  # the third seed word of the weights' generator
+# The most pairs one epoch may hold, repeats counted (sum of weight x pairs): 200 million
+# indices are 1.6 GB; the config bounds each weight (rnmt.config.MAX_CORPUS_WEIGHT), this
+# bounds their product with the corpus sizes, known once the corpora are read.
+MAX_EPOCH_PAIRS = 200_000_000
 SUBWORD_STREAM = 2  # ... and of the subword sampling's
 
 
@@ -90,6 +95,18 @@ class ConcatCorpus:
         return self.src_ids(i), self.tgt_ids(i)
 
 
+def check_epoch_size(sizes: Sequence[int], weights: Sequence[float]) -> None:
+    """A `UserError` when an epoch would hold more than `MAX_EPOCH_PAIRS` pairs (weight
+    ``w`` shows about ``w * n`` pairs of a corpus of ``n``; ceil counts the drawn one)."""
+    total = sum(math.ceil(w) * n for n, w in zip(sizes, weights))
+    if total > MAX_EPOCH_PAIRS:
+        shares = ", ".join(f"data.train[{k}]: {n:,} pairs x weight {w:g}"
+                           for k, (n, w) in list(enumerate(zip(sizes, weights)))[:3])
+        shares += ", ..." if len(sizes) > 3 else ""
+        raise UserError(f"data.train: an epoch would hold up to {total:,} pairs, more than {MAX_EPOCH_PAIRS:,} "
+                        f"({shares}); lower the weights")
+
+
 def epoch_pairs(sizes: Sequence[int], weights: Sequence[float], seed: int, epoch: int) -> np.ndarray:
     """The pairs of ``epoch`` (indices into the concatenated corpora, with repeats, in
     corpus order): each pair of a corpus of weight w floor(w) times, and once more with
@@ -130,6 +147,7 @@ class TrainingData:
         self.max_len = max_len
         self.corpus = self.parts[0] if len(self.parts) == 1 else ConcatCorpus(self.parts)
         self._views: Dict[int, EncodedCorpus] = {}
+        check_epoch_size([len(p) for p in self.parts], self.weights)
 
     def __len__(self) -> int:
         return len(self.corpus)

@@ -5,8 +5,11 @@ documents defeat ``yaml.safe_load``: a few hundred nested brackets exhaust Pytho
 recursion limit inside PyYAML's composer (a traceback), and nine aliases of nine aliases
 (a "billion laughs") construct a value that repr, copy and validation walk for minutes
 while memory grows by gigabytes. A config is a few hundred values a few levels deep, so
-`load_yaml` refuses a document nested deeper than `MAX_DEPTH` or expanding, aliases
-followed, to more than `MAX_VALUES` values, a value that contains itself (``&a [*a]``), a
+`load_yaml` refuses a document longer than `MAX_CHARS` characters before it parses a
+character, stops composing one as soon as it holds more than `MAX_VALUES` nodes (so a
+list of a million items costs what its first 100,000 cost, not minutes and gigabytes),
+refuses one nested deeper than `MAX_DEPTH` or expanding, aliases followed, to more than
+`MAX_VALUES` values, a value that contains itself (``&a [*a]``), a
 key given twice in one mapping (PyYAML keeps the last), and an integer longer than Python
 reads from text (a ValueError inside PyYAML otherwise); each refusal is a
 `yaml.MarkedYAMLError`, which callers already turn into one line naming the file and line.
@@ -20,8 +23,14 @@ from typing import Any, Dict, List, Tuple
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from rnmt.errors import shown
+
 MAX_DEPTH = 64  # nested sequences and mappings
 MAX_VALUES = 100_000  # scalars, sequences and mappings, each alias counted as what it stands for
+# The longest document read: the longest built-in config or recipe is under 8 KB, so 1 MiB
+# leaves room for any hand-written one while a 50 MB value is refused before it is scanned
+# (PyYAML's pure-Python scanner reads about 100 KB/s of a long list).
+MAX_CHARS = 1_048_576
 
 
 class YAMLBoundError(yaml.MarkedYAMLError):
@@ -36,18 +45,24 @@ class YAMLBoundError(yaml.MarkedYAMLError):
 
 
 class _BoundedLoader(yaml.SafeLoader):
-    """The safe loader, refusing nesting deeper than `MAX_DEPTH` while it composes (the
-    composer recurses once per level)."""
+    """The safe loader, refusing nesting deeper than `MAX_DEPTH` and more than
+    `MAX_VALUES` nodes while it composes (the composer recurses once per level and is
+    called once per node; an alias is counted here once, and as what it stands for by
+    `check_expansion` afterwards)."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self._nodes = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1
+        self._nodes += 1
         try:
             if self._depth > MAX_DEPTH:
                 raise YAMLBoundError(f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
+            if self._nodes > MAX_VALUES:
+                raise YAMLBoundError(f"more than {MAX_VALUES:,} values", self.peek_event().start_mark)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -81,7 +96,7 @@ def _check_unique_keys(node: MappingNode) -> None:
             continue
         if key.value in seen:
             first = seen[key.value].line + 1
-            raise YAMLBoundError(f"key '{key.value}' given twice in one mapping, first on line {first}",
+            raise YAMLBoundError(f"key {shown(key.value)} given twice in one mapping, first on line {first}",
                                  key.start_mark)
         seen[key.value] = key.start_mark
 
@@ -119,6 +134,9 @@ def check_expansion(root: Node) -> None:
 
 def load_yaml(text: str) -> Any:
     """``yaml.safe_load(text)`` within the bounds above (None for an empty document)."""
+    if len(text) > MAX_CHARS:
+        raise YAMLBoundError(f"a document of {len(text):,} characters, more than the {MAX_CHARS:,} a config may "
+                             f"hold", None)
     loader = _BoundedLoader(text)
     try:
         node = loader.get_single_node()

@@ -79,7 +79,7 @@ def read_model_file(path: Path) -> ModelFile:
                 raise UserError(f"{path}: not an rnmt checkpoint (no '{FORMAT}' marker)")
             stored = upgrade_stored_config(metadata.get("format_version"), json.loads(metadata["config"]))
             tensors = {k: fh.get_tensor(k) for k in fh.keys()}
-        config = config_from_dict(stored, source=str(path))
+        config = config_from_dict(stored, source=str(path), warn_deprecated=False)  # rnmt wrote it: quietly
         meta = _checked_meta(metadata.get("meta", "{}"), path)
     except UserError as exc:
         raise UserError(exc if str(exc).startswith(f"{path}:") else f"{path}: {exc}") from None

@@ -20,7 +20,7 @@ import typing
 from typing import Annotated, Any, Dict, Iterable, Literal, Optional, Union
 
 from rnmt.config import Range
-from rnmt.errors import UserError
+from rnmt.errors import UserError, shown, shown_key
 
 # model.* keys every architecture reads.
 COMMON_KEYS = ("arch", "emb_size", "hidden_size", "src_vocab_size", "tgt_vocab_size", "dropout",
@@ -42,9 +42,7 @@ def _closest(name: str, valid: Iterable[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+_show = shown
 
 
 def _check_type(arch: str, key: str, value: Any, annotation: Any) -> Any:
@@ -91,7 +89,8 @@ def parse_options(arch: str, options_type: type, given: Optional[Dict[str, Any]]
     for key, value in (given or {}).items():
         if key not in fields:
             valid = ", ".join(sorted(fields)) or "none"
-            raise UserError(f"model.options.{key} is not an option of arch '{arch}'{_closest(str(key), fields)} "
+            hint = _closest(str(key), fields)
+            raise UserError(f"model.options.{shown_key(key)} is not an option of arch '{arch}'{hint} "
                             f"(valid: {valid})")
         values[key] = _check_type(arch, key, value, hints[key])
     for name, f in fields.items():
@@ -117,5 +116,5 @@ def check_unused_keys(arch: str, cfg: Any, reads: Iterable[str]) -> None:
         if f.name in read:
             continue
         if getattr(cfg, f.name) != getattr(defaults, f.name):
-            raise UserError(f"model.{f.name} is not read by arch '{arch}' (set to {getattr(cfg, f.name)!r}); "
+            raise UserError(f"model.{f.name} is not read by arch '{arch}' (set to {_show(getattr(cfg, f.name))}); "
                             f"remove it (keys this arch reads: {', '.join(sorted(read - {'options'}))})")

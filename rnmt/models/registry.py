@@ -9,7 +9,6 @@ registry code changes.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import pkgutil
 from dataclasses import dataclass
@@ -19,9 +18,10 @@ import torch
 
 from rnmt import cells
 from rnmt.config import ModelConfig
-from rnmt.errors import UserError
+from rnmt.errors import UserError, shown
 from rnmt.models.base import TranslationModel
 from rnmt.models.options import NoOptions, check_unused_keys, options_dict, parse_options
+from rnmt.registry import Registry, closest
 
 
 @dataclass(frozen=True)
@@ -35,32 +35,24 @@ class Architecture:
     reads: Sequence[str]
 
 
-_BUILDERS: Dict[str, Architecture] = {}
+def _load_all() -> None:
+    for module in model_modules():
+        importlib.import_module(module)
+
+
+ARCHITECTURES: Registry[Callable[..., TranslationModel]] = Registry("architecture", "model.arch", load=_load_all)
+
 
 def register(*names: str, options: type = NoOptions, reads: Sequence[str] = ()):
-    """Register a builder under ``names`` with its options dataclass and read keys. The
-    builder is usually the model class itself, constructed as
+    """Register a builder under ``names`` with its options dataclass and read keys (an entry
+    of `ARCHITECTURES`). The builder is usually the model class itself, constructed as
     ``Model(cfg, src_vocab, tgt_vocab, options)``."""
-
-    def wrap(builder):
-        for name in names:
-            if name in _BUILDERS and _BUILDERS[name].builder is not builder:
-                # two architectures under one name: the later would silently replace the first
-                raise ValueError(f"architecture '{name}' is registered twice "
-                                 f"({_BUILDERS[name].builder.__qualname__} and {builder.__qualname__})")
-            _BUILDERS[name] = Architecture(builder, options, tuple(reads))
-        return builder
-
-    return wrap
+    return ARCHITECTURES.register(*names, options=options, reads=tuple(reads))
 
 
 def architecture(name: str) -> Architecture:
-    _load_all()
-    if name not in _BUILDERS:
-        close = difflib.get_close_matches(name, list(_BUILDERS), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(sorted(_BUILDERS))}"
-        raise UserError(f"unknown model.arch '{name}'{hint}")
-    return _BUILDERS[name]
+    entry = ARCHITECTURES.get(name)
+    return Architecture(entry.target, entry.options, entry.extra["reads"])
 
 
 def check_model_config(cfg: ModelConfig) -> Any:
@@ -70,9 +62,9 @@ def check_model_config(cfg: ModelConfig) -> Any:
     for key in ("cell", "enc_cell", "dec_cell"):
         name = getattr(cfg, key)
         if name is not None and name not in units:
-            close = difflib.get_close_matches(name, units, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(units)}"
-            raise UserError(f"unknown model.{key} '{name}'{hint}")
+            close = closest(name, units)
+            hint = f"; did you mean '{close}'?" if close else f"; known: {', '.join(units)}"
+            raise UserError(f"unknown model.{key} {shown(name)}{hint}")
     check_unused_keys(cfg.arch, cfg, arch.reads)
     return parse_options(cfg.arch, arch.options, cfg.options)
 
@@ -83,11 +75,6 @@ def model_modules() -> list:
     import rnmt.models
 
     return sorted(f"rnmt.models.{m.name}" for m in pkgutil.iter_modules(rnmt.models.__path__))
-
-
-def _load_all() -> None:
-    for module in model_modules():
-        importlib.import_module(module)
 
 
 def resolved_options(cfg: ModelConfig) -> Dict[str, Any]:
@@ -101,19 +88,17 @@ def resolved_options(cfg: ModelConfig) -> Dict[str, Any]:
 
 
 def architectures() -> list:
-    _load_all()
-    return sorted(_BUILDERS)
+    return list(ARCHITECTURES.names())
 
 
 def build_model(cfg: ModelConfig, src_vocab_size: int | None = None, tgt_vocab_size: int | None = None) -> TranslationModel:
     """Build the architecture ``cfg.arch``; vocabulary sizes default to the config's."""
-    _load_all()
     src_v = src_vocab_size or cfg.src_vocab_size
     tgt_v = tgt_vocab_size or cfg.tgt_vocab_size
     if not src_v or not tgt_v:
         raise UserError("model.src_vocab_size and model.tgt_vocab_size are needed to build a model without data")
     options = check_model_config(cfg)
-    return _BUILDERS[cfg.arch].builder(cfg, int(src_v), int(tgt_v), options)
+    return architecture(cfg.arch).builder(cfg, int(src_v), int(tgt_v), options)
 
 
 def build_skeleton(cfg: ModelConfig, src_vocab_size: int | None = None,

@@ -20,9 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from rnmt.config import Config, config_from_dict, load_config, upgrade_override_key
+from rnmt.config import Config, config_from_dict, load_config, read_config_tree, upgrade_override_key
 from rnmt.errors import UserError
-from rnmt.io.bounded_yaml import load_yaml
 from rnmt.reproduce.corpus import Corpus, display_path
 from rnmt.reproduce.spec import PaperSpec, SystemSpec
 from rnmt.resources import configs_dir
@@ -111,7 +110,7 @@ def miniature_config(run: Run, spec: PaperSpec, corpus: Corpus, vocab_model: Pat
     path = configs_dir() / system.config.removeprefix("configs/")
     if not path.is_file():
         raise UserError(f"{system.name}: paper config not found: {system.config}")
-    tree = load_yaml(path.read_text(encoding="utf-8")) or {}
+    tree = read_config_tree(path)[1]  # its bases resolved
     miniature = {
         **spec.recipe, **system.recipe,
         "data.train": str(corpus.train), "data.dev": str(corpus.dev), "data.test": str(corpus.test),

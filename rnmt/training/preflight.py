@@ -16,6 +16,7 @@ from typing import List, Optional, Tuple
 from rnmt.config import Config, train_corpora
 from rnmt.data.corpora import CorpusFiles
 from rnmt.errors import UserError
+from rnmt.training.optimizers import optimizer_options
 
 
 def corpus_files(prefix: Optional[str], cfg: Config, key: str) -> Tuple[Path, Path]:
@@ -65,6 +66,7 @@ def check_before_writing(cfg: Config) -> None:
     from rnmt.data.reading import is_blank, iter_lines
 
     check_model(cfg)
+    optimizer_options(cfg.train)  # the optimiser's name and its own options
     train_files(cfg)
     if cfg.data.dev:
         for path in corpus_files(cfg.data.dev, cfg, "dev"):

@@ -22,7 +22,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from rnmt.config import Config, config_from_dict, load_config, read_config_tree, set_path, upgrade_model_keys
+from rnmt.config import (
+    Config,
+    config_from_dict,
+    load_config,
+    read_config_tree,
+    set_path,
+    upgrade_model_keys,
+    upgrade_train_keys,
+)
 from rnmt.errors import UserError
 
 SOURCE_FILE = "config.source.yaml"  # the config file as the run last read it, before --set
@@ -48,7 +56,7 @@ MAY_CHANGE = (
 
 def _flatten(tree: Dict[str, Any], prefix: str = "") -> Iterator[Tuple[str, Any]]:
     for key, value in tree.items():
-        if isinstance(value, dict) and key not in ("cell_options", "options"):
+        if isinstance(value, dict) and key not in ("cell_options", "options", "optimizer_options"):
             yield from _flatten(value, f"{prefix}{key}.")
         else:
             yield prefix + key, value
@@ -71,11 +79,14 @@ def _train_weights(value: Any) -> Optional[List[float]]:
 
 
 def _flat(cfg: Config) -> Dict[str, Any]:
-    """The config's keys, ``model.options`` with every option's default filled in."""
+    """The config's keys, ``model.options`` and ``train.optimizer_options`` with every
+    option's default filled in."""
     from rnmt.models.registry import resolved_options
+    from rnmt.training.optimizers import resolved_optimizer_options
 
     tree = cfg.to_dict()
     tree["model"]["options"] = resolved_options(cfg.model)
+    tree["train"]["optimizer_options"] = resolved_optimizer_options(cfg.train)
     return dict(_flatten(tree))
 
 
@@ -107,7 +118,8 @@ def resumed_config(run_dir: Path, given: Dict[str, Any], overrides: Sequence[str
     ``config.source.yaml`` existed keeps its ``config.yaml`` (the file is compared from the
     next resume on).
     """
-    saved = upgrade_model_keys(read_config_tree(run_dir / "config.yaml")[1], warn=False)
+    saved = upgrade_train_keys(upgrade_model_keys(read_config_tree(run_dir / "config.yaml")[1], warn=False),
+                               warn=False)  # the run's own file: upgraded quietly
     if not (run_dir / SOURCE_FILE).is_file():
         return (config_from_dict(saved, overrides, source=str(run_dir / "config.yaml")),
                 f"{run_dir / SOURCE_FILE} not found (the run predates it): {given_name} is not compared "

@@ -33,7 +33,8 @@ def test_every_architecture_has_a_stored_checkpoint():
     stored = {e["config"] for e in EXPECTED.values()}
     assert len(stored) == len(EXPECTED) >= 12
     # rnmt's own architectures (a test may register an example of its own in-process)
-    builtin = {name for name, arch in registry._BUILDERS.items() if arch.builder.__module__.startswith("rnmt.")}
+    builtin = {name for name in registry.architectures()
+               if registry.architecture(name).builder.__module__.startswith("rnmt.")}
     missing = builtin - set(EXPECTED)
     assert not missing, f"no stored checkpoint for {sorted(missing)}: run scripts/make_compat_checkpoints.py --only ..."
 

@@ -13,7 +13,7 @@ import yaml
 from safetensors import safe_open
 
 from rnmt.cli import main
-from rnmt.config import MOVED_MODEL_KEYS, config_from_dict, load_config
+from rnmt.config import MOVED_MODEL_KEYS, MOVED_TRAIN_KEYS, config_from_dict, load_config
 from rnmt.errors import DeprecatedConfigKey, UserError
 from rnmt.io.checkpoint_files import FORMAT_VERSION, read_model_file, upgrade_stored_config
 from tests.support import REPO
@@ -80,6 +80,8 @@ def _old_run(tmp_path: Path) -> tuple:
         del new["model"][key]
     new["model"]["options"] = {"enc_depth": 4, "query_depth": 4, "dec_depth": 4, "positional_encoding": True,
                                "context_projection": False}
+    flat = {key: new["train"].pop(key) for key in MOVED_TRAIN_KEYS}  # the optimiser's settings moved too
+    new["train"]["optimizer_options"] = {"betas": flat["adam_betas"], "eps": flat["adam_eps"]}
     return run, old, new
 
 

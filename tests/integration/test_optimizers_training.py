@@ -17,7 +17,7 @@ from tests.support import tiny_config_tree
 def test_a_tiny_model_trains_with_each_optimizer(tmp_path, tiny_corpus, name, lr):
     tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
     tree["train"].update(optimizer=name, lr=lr, max_steps=12, validate_every=12, warmup_steps=0,
-                         schedule="constant", momentum=0.9 if name == "sgd" else 0.0)
+                         schedule="constant", optimizer_options={"momentum": 0.9} if name == "sgd" else {})
     out = tmp_path / name
     trainer = Trainer(config_from_dict(tree), out, log=lambda *_: None)
     assert type(trainer.optimizer).__name__.lower() == {"adam": "adam", "adadelta": "adadelta", "sgd": "sgd"}[name]

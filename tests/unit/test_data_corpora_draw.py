@@ -85,8 +85,8 @@ def test_the_list_form_reads_mappings_and_plain_prefixes():
 
 
 @pytest.mark.parametrize("train, message", [
-    ([{"prefix": "a", "weight": 0}], "'data.train[0].weight' must be greater than 0"),
-    ([{"prefix": "a", "weight": -1}], "'data.train[0].weight' must be greater than 0"),
+    ([{"prefix": "a", "weight": 0}], "'data.train[0].weight' must be in"),
+    ([{"prefix": "a", "weight": -1}], "'data.train[0].weight' must be in"),
     ([{"prefix": "a", "wieght": 2}], "unknown config key 'data.train[0].wieght'; did you mean 'data.train[0].weight'"),
     ([{"weight": 2}], "'data.train[0].prefix' is not set"),
     ([], "'data.train' is an empty list"),

@@ -19,7 +19,7 @@ PACKAGE = REPO / "rnmt"
 
 LAYERS = [
     # no model, no data: what every layer may use
-    ("errors", "config", "device", "io", "resources", "memory", "hardware"),
+    ("errors", "config", "device", "io", "resources", "memory", "hardware", "registry"),
     ("data",),  # vocabularies, corpora, batches and the special token ids
     # the pieces models are built from
     ("kernels", "precision", "products", "deferred_grads", "int8", "cells", "modules"),
