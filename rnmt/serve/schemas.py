@@ -140,8 +140,8 @@ class OptionInfo(BaseModel):
     type: str = Field(description="integer, number, boolean or choice")
     default: Optional[Any] = Field(None, description="the value this model uses when the request leaves it out")
     help: str
-    minimum: Optional[float] = None
-    maximum: Optional[float] = None
+    minimum: Optional[Union[int, float]] = None
+    maximum: Optional[Union[int, float]] = None
     exclusive_minimum: bool = False
     exclusive_maximum: bool = False
     choices: Optional[List[str]] = None

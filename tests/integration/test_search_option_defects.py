@@ -100,7 +100,7 @@ def test_a_prefix_and_constraints_together_stay_under_the_cap(model):
     together = len(encode(prefix)) + len(encode(phrase))
     cap = together  # each fits alone, both with the end of sentence do not
     assert len(encode(prefix)) < cap and len(encode(phrase)) < cap
-    with pytest.raises(rnmt.UserError, match="line 1: its prefix and constraints take .* --max-output-tokens"):
+    with pytest.raises(rnmt.UserError, match="line 1: its prefix and constraints take .*max-output-tokens"):
         model.translate([S], prefix=[prefix], constraints=[[phrase]], max_output_tokens=cap)
     out = model.translate([S], prefix=[prefix], constraints=[[phrase]], max_output_tokens=cap + 1,
                           token_scores=True)
