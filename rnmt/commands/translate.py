@@ -8,6 +8,9 @@ formats): files in bounded memory, pipes line by line as they are written.
 Every output has at most ``--max-output-tokens`` subwords (the server's rule and
 default, `rnmt.search.limits`); a line longer than ``--max-input-tokens`` subwords is
 translated in pieces joined into its one output line, with a warning naming the line.
+The search options' flags come from their one definition (`rnmt.search.options`). A file
+named by ``--output`` is replaced only once every line is written, so an interrupted run
+leaves it as it was (`rnmt.commands.translate_stream.OutputFile`).
 """
 
 from __future__ import annotations

@@ -160,3 +160,15 @@ def test_options_as_an_object_and_as_keywords_agree(model):
     assert model.translate(lines, rnmt.SearchOptions(beam=3, nbest=2), nbest=1) == model.translate(lines, beam=3)
     with pytest.raises(rnmt.UserError, match="second argument must be a SearchOptions"):
         model.translate(lines, 5)  # type: ignore[call-overload]
+
+
+def test_the_model_endpoint_describes_the_options_the_schema_takes(tiny_run):
+    from tests.serve_support import serve_client
+
+    with serve_client(tiny_run, max_beam=6) as client:
+        options = {o["name"]: o for o in client.get("/model").json()["options"]}
+        props = client.get("/openapi.json").json()["components"]["schemas"]["TranslateRequest"]["properties"]
+    assert set(options) == set(props) - {"text", "texts", "constraints"}
+    for name, bound in (("beam", 6), ("alpha", 10), ("no_repeat_ngram", 32)):
+        typed = next(o for o in props[name]["anyOf"] if o.get("type") in ("integer", "number"))
+        assert options[name]["maximum"] == typed["maximum"] == bound
