@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["load", "train", "evaluate", "Model", "Hypothesis", "Score", "UserError", "__version__"]
+__all__ = ["load", "train", "evaluate", "Model", "Hypothesis", "Score", "SearchOptions", "UserError", "__version__"]
 
 if TYPE_CHECKING:
     from rnmt.api import Hypothesis, Model, Score, evaluate, load, train
     from rnmt.errors import UserError
+    from rnmt.search.options import SearchOptions
 
 
 def __getattr__(name: str) -> Any:
@@ -24,6 +25,10 @@ def __getattr__(name: str) -> Any:
         from rnmt.errors import UserError
 
         return UserError
+    if name == "SearchOptions":
+        from rnmt.search.options import SearchOptions
+
+        return SearchOptions
     if name in __all__:
         from rnmt import api
 

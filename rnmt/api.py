@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import sys
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
+from typing_extensions import Unpack
+
 from rnmt.errors import LongLineWarning, UserError
+from rnmt.search.options import SearchOptions, TranslateKeywords
 
 if TYPE_CHECKING:  # the heavy modules are imported only when a function runs
     import torch
@@ -24,6 +27,7 @@ if TYPE_CHECKING:  # the heavy modules are imported only when a function runs
     from rnmt.models.loading import LoadedModel
 
 PathLike = Union[str, Path]
+
 
 
 @dataclass(frozen=True)
@@ -52,17 +56,10 @@ class Score:
 
 
 Link = Tuple[int, int]  # (source word, target word), 0-based whitespace words
-# beyond beam, nbest, alpha
 # Subwords a side of a pair score() and align() force-decode: one pass over the whole pair,
 # whose time and attention memory grow with both lengths (a 5,000-word line scored for three
 # minutes and aligned out of memory); 10x the training's default length limit.
 MAX_FORCED_TOKENS = 1024
-SEARCH_OPTIONS = {"greedy", "normalize", "max_len_ratio", "batch_tokens", "max_output_tokens", "max_input_tokens",
-                  "no_repeat_ngram", "min_output_tokens", "coverage"}
-SAMPLING_OPTIONS = {"sample", "topk", "topp", "temperature", "seed", "line_offset"}
-OUTPUT_OPTIONS = {"prefix", "token_scores", "constraints"}
-
-
 class Model:
     """A trained model (or an ensemble) with its vocabularies and search settings."""
 
@@ -76,15 +73,23 @@ class Model:
         self._translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search, device)
 
     @overload
-    def translate(self, lines: str, beam: Optional[int] = ..., nbest: int = ..., alpha: Optional[float] = ...,
-                  **options: Any) -> Union[str, List[Hypothesis]]: ...
+    def translate(  # type: ignore[overload-overlap]  # a str is a Sequence[str] too
+            self, lines: str, options: Optional[SearchOptions] = ...,
+            **keywords: Unpack[TranslateKeywords]) -> Union[str, Hypothesis, List[Hypothesis]]: ...
 
     @overload
-    def translate(self, lines: Sequence[str], beam: Optional[int] = ..., nbest: int = ...,
-                  alpha: Optional[float] = ..., **options: Any) -> Union[List[str], List[List[Hypothesis]]]: ...
+    def translate(self, lines: Sequence[str], options: Optional[SearchOptions] = ...,
+                  **keywords: Unpack[TranslateKeywords]) -> Union[List[str], List[Hypothesis],
+                                                                  List[List[Hypothesis]]]: ...
 
-    def translate(self, lines, beam=None, nbest=1, alpha=None, **options):
+    def translate(self, lines: Union[str, Sequence[str]], options: Optional[SearchOptions] = None,
+                  **keywords: Unpack[TranslateKeywords]) -> Any:
         """Translate one line or a list of lines.
+
+        Options come as a `SearchOptions` (``model.translate(lines, SearchOptions(beam=4))``),
+        as keywords of the same names (``model.translate(lines, beam=4)``; both type-checked,
+        keywords override the object's fields), or both; `rnmt.search.options` lists them
+        with their bounds, and a value out of its bound is a `UserError` before any work.
 
         ``nbest=1`` gives strings; ``nbest > 1`` gives, per line, the best ``nbest``
         `Hypothesis` objects, best first. ``beam`` and ``alpha`` (GNMT length penalty)
@@ -101,75 +106,70 @@ class Model:
         translations.
 
         ``sample=True`` draws each word instead of searching (``nbest`` samples per line),
-        with ``topk``, ``topp``, ``temperature`` and ``seed`` (the same seed gives the same
-        samples; line i's draws are keyed by ``line_offset + i``, so a text translated in
-        pieces samples as in one call). ``prefix``: one target prefix per line (``""`` for
-        none), which each output starts with. ``token_scores=True`` returns `Hypothesis`
-        objects (one per line, or lists with ``nbest > 1``) with per-subword log-probabilities.
+        with ``topk``, ``topp``, ``temperature`` (``inf``: a uniform draw) and ``seed`` (0 to
+        2**32 - 1; the same seed gives the same samples, different seeds different ones;
+        line i's draws are keyed by ``line_offset + i``, so a text translated in pieces
+        samples as in one call). ``prefix``: one target prefix per line (``""`` for none),
+        which each output starts with. ``token_scores=True`` returns `Hypothesis` objects (one
+        per line, or lists with ``nbest > 1``) with per-subword log-probabilities.
         ``constraints``: per line, a list of target phrases that every output of the line
         must contain (``[]`` for none; for a single line, one list of phrases), found by
         beam search with dynamic beam allocation (`rnmt.search.constraints`); with
-        ``greedy`` (or ``beam=1``) it searches with a beam of one; not with ``sample``.
+        ``greedy`` (or ``beam=1``) it searches with a beam of one; not with ``sample``. A
+        prefix and constraints together must leave room for the end of sentence under
+        ``max_output_tokens``.
         """
-        from rnmt.config import SearchConfig, check_value
-        from rnmt.search.limits import MAX_OUTPUT_TOKENS, default_input_limit
-        from rnmt.search.sampling import sampling_options
-
+        opts = _search_options(options, dict(keywords))
         single = isinstance(lines, str)
-        batch = [lines] if single else _strings(lines, "translate() takes a string or a list of strings")
-        unknown = sorted(set(options) - SEARCH_OPTIONS - SAMPLING_OPTIONS - OUTPUT_OPTIONS)
-        if unknown:
-            known = sorted(SEARCH_OPTIONS | SAMPLING_OPTIONS | OUTPUT_OPTIONS)
-            raise UserError(f"unknown translate option(s) {', '.join(unknown)}; "
-                            f"known: beam, nbest, alpha, {', '.join(known)}")
-        for flag in ("greedy", "sample", "token_scores"):
-            _flag(flag, options.get(flag, False))
-        config_keys = {f.name for f in fields(SearchConfig)}  # the options the config checks
-        given = {"beam": beam, "nbest": nbest, "alpha": alpha, **{k: v for k, v in options.items() if k in config_keys}}
-        search = {k: check_value(SearchConfig, k, v) for k, v in given.items() if v is not None}
-        limits = {"max_output_tokens": 1, "max_input_tokens": 2}  # an input needs a subword and </s>
-        for name, low in limits.items():
-            if options.get(name) is not None:
-                _count(name, options[name], low)
-        greedy = bool(options.get("greedy", False))
-        if greedy and search.get("nbest", 1) > 1:
-            raise UserError(f"nbest={search['nbest']} needs beam search: greedy search gives one hypothesis")
-        if search.get("coverage") and (greedy or options.get("sample") or search.get("beam") == 1):
-            raise UserError(f"coverage={search['coverage']} ranks the finished hypotheses of beam search: not with "
-                            f"greedy search or sample=True")
-        ratio = search.get("max_len_ratio", self.config.search.max_len_ratio)
-        max_output = options.get("max_output_tokens") or MAX_OUTPUT_TOKENS
-        least = search.get("min_output_tokens", self.config.search.min_output_tokens)
-        if least >= max_output:  # max_output counts </s>
-            raise UserError(f"option 'min_output_tokens' ({least}) must be below max_output_tokens ({max_output}), "
-                            f"which counts the end of sentence")
-        max_input = options.get("max_input_tokens") or default_input_limit(
-            ratio, self.config.search.max_len_offset, max_output)
-        sampling = sampling_options(bool(options.get("sample", False)), options.get("topk"), options.get("topp"),
-                                    options.get("temperature"), options.get("seed"), beam, greedy)
-        first_line = _count("line_offset", options.get("line_offset", 0), 0)
-        prefixes = _prefix_list(options.get("prefix"), batch, single)
-        constraints = _constraint_list(options.get("constraints"), batch, single)
-        if constraints is not None and sampling is not None:
-            raise UserError("constraints need a search: they do not combine with sample=True")
-        token_scores = bool(options.get("token_scores", False))
-
-        def warn_long(index: int, subwords: int, pieces: int) -> None:
-            warnings.warn(LongLineWarning(index + 1, subwords, max_input, pieces), stacklevel=4)
-
-        results = self._translator.translate(batch, greedy=greedy, max_output=max_output, max_input=max_input,
-                                             on_split=warn_long, sampling=sampling, prefixes=prefixes,
-                                             first_line=first_line, constraints=constraints, **search)
-        if token_scores:
-            self._translator.add_token_scores(batch, results, search.get("batch_tokens"))
+        batch = [lines] if isinstance(lines, str) else _strings(lines,
+                                                                "translate() takes a string or a list of strings")
+        plan = self._search_plan(opts, batch, single)
+        results = self._translator.translate(batch, **plan)
+        if opts.token_scores:
+            self._translator.add_token_scores(batch, results, plan.get("batch_tokens"))
             out: list = [[_hypothesis(t) for t in hyps] for hyps in results]
-            if nbest == 1:
+            if opts.nbest == 1:
                 out = [hyps[0] for hyps in out]
-        elif nbest > 1:
+        elif opts.nbest > 1:
             out = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
         else:
             out = [hyps[0].text for hyps in results]
         return out[0] if single else out
+
+    def _search_plan(self, opts: SearchOptions, batch: List[str], single: bool) -> Dict[str, Any]:
+        """The translator's keywords for ``opts`` (checked one by one already), after the
+        checks that involve several options or the model's config."""
+        from rnmt.search.limits import default_input_limit
+        from rnmt.search.options import API, in_config, names
+        from rnmt.search.sampling import sampling_options
+
+        # the options the config's search: section holds too (None: the model's value)
+        search = {name: getattr(opts, name) for name in names(API)
+                  if in_config(name) and getattr(opts, name) is not None}
+        greedy = opts.greedy
+        if greedy and opts.nbest > 1:
+            raise UserError(f"nbest={opts.nbest} needs beam search: greedy search gives one hypothesis")
+        if opts.coverage and (greedy or opts.sample or opts.beam == 1):
+            raise UserError(f"coverage={opts.coverage} ranks the finished hypotheses of beam search: not with "
+                            f"greedy search or sample=True")
+        ratio = search.get("max_len_ratio", self.config.search.max_len_ratio)
+        max_output = opts.max_output_tokens
+        least = search.get("min_output_tokens", self.config.search.min_output_tokens)
+        if least >= max_output:  # max_output counts </s>
+            raise UserError(f"option 'min_output_tokens' ({least}) must be below max_output_tokens ({max_output}), "
+                            f"which counts the end of sentence")
+        max_input = opts.max_input_tokens or default_input_limit(ratio, self.config.search.max_len_offset, max_output)
+        sampling = sampling_options(opts.sample, opts.topk, opts.topp, opts.temperature, opts.seed, opts.beam, greedy)
+        constraints = _constraint_list(opts.constraints, batch, single)
+        if constraints is not None and sampling is not None:
+            raise UserError("constraints need a search: they do not combine with sample=True")
+
+        def warn_long(index: int, subwords: int, pieces: int) -> None:
+            warnings.warn(LongLineWarning(index + 1, subwords, max_input, pieces), stacklevel=5)
+
+        return dict(greedy=greedy, max_output=max_output, max_input=max_input, on_split=warn_long, sampling=sampling,
+                    prefixes=_prefix_list(opts.prefix, batch, single), first_line=opts.line_offset,
+                    constraints=constraints, **search)
 
     def _pair_ids(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int,
                   numbers: Sequence[int]) -> Tuple[List[List[int]], List[List[int]]]:
@@ -228,6 +228,18 @@ class Model:
             tgt_pieces = [v.tgt_vocab.id_to_piece(i) for i in fd.tgt_ids]
             links[k] = [tuple(link) for link in word_alignment(fd, src_pieces, tgt_pieces, source, threshold)]
         return links
+
+
+def _search_options(options: Any, keywords: Dict[str, Any]) -> SearchOptions:
+    """The options of a translate() call: the `SearchOptions` given, with the keywords over
+    it, every value checked (`rnmt.search.options.check`)."""
+    from rnmt.search.options import API, from_keywords, names
+
+    if options is not None and not isinstance(options, SearchOptions):
+        raise UserError(f"translate()'s second argument must be a SearchOptions (or give the options by name, "
+                        f"beam=5), got {_kind(options)}")
+    base = {} if options is None else {name: getattr(options, name) for name in names(API)}
+    return from_keywords({**base, **keywords})
 
 
 def _hypothesis(t: Any) -> Hypothesis:

@@ -79,6 +79,9 @@ PENALTY = Range(0, 10)
 # billions of pair indices (1e5 took gigabytes before the first batch, 1e18 overflowed).
 MAX_CORPUS_WEIGHT = 1000
 CORPUS_WEIGHT = Range(0, MAX_CORPUS_WEIGHT, low_open=True)
+# Hypotheses one sentence's search holds (beam, n-best, samples): rnmt.search.limits.MAX_SEARCH_ROWS
+SEARCH_WIDTH = Range(1, 8192)
+NGRAM = Range(0, 32)  # no_repeat_ngram: its history of every row grows with it
 
 VocabType = Literal["bpe", "unigram", "word", "char"]  # word: text segmented beforehand
 Readout = Literal["tanh", "maxout"]
@@ -277,7 +280,7 @@ class TrainConfig:
 
 @dataclass
 class SearchConfig:
-    beam: Annotated[int, AT_LEAST_1] = 5
+    beam: Annotated[int, SEARCH_WIDTH] = 5
     alpha: Annotated[float, PENALTY] = 0.6  # GNMT length penalty ((5+|Y|)/6)^alpha; 0 disables
     normalize: Normalize = "gnmt"
     # GNMT coverage penalty beta: a finished hypothesis also scores beta * sum_i log(min(total
@@ -286,8 +289,8 @@ class SearchConfig:
     max_len_ratio: Annotated[float, NON_NEGATIVE] = 1.5  # output at most ratio * source length + max_len_offset
     max_len_offset: Annotated[int, NON_NEGATIVE] = 10
     batch_tokens: Annotated[int, AT_LEAST_1] = 4000
-    nbest: Annotated[int, AT_LEAST_1] = 1
-    no_repeat_ngram: Annotated[int, NON_NEGATIVE] = 0  # block any n-gram of this many subwords repeating; 0: off
+    nbest: Annotated[int, SEARCH_WIDTH] = 1
+    no_repeat_ngram: Annotated[int, NGRAM] = 0  # block any n-gram of this many subwords repeating; 0: off
     min_output_tokens: Annotated[int, NON_NEGATIVE] = 0  # no output ends before this many subwords; 0: off
 
 

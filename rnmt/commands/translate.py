@@ -8,19 +8,26 @@ formats): files in bounded memory, pipes line by line as they are written.
 Every output has at most ``--max-output-tokens`` subwords (the server's rule and
 default, `rnmt.search.limits`); a line longer than ``--max-input-tokens`` subwords is
 translated in pieces joined into its one output line, with a warning naming the line.
+The search options' flags come from their one definition (`rnmt.search.options`). A file
+named by ``--output`` is replaced only once every line is written, so an interrupted run
+leaves it as it was (`rnmt.commands.translate_stream.OutputFile`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
+import threading
+from typing import Any, Iterator
 
 import torch
 
 from rnmt.commands import checks
-from rnmt.config import PENALTY
 from rnmt.errors import UserError
-from rnmt.search.limits import MAX_OUTPUT_TOKENS
+from rnmt.search import options as search_options
 
 DEFAULT_CHUNK_LINES = 5000
 
@@ -30,27 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="training output directory or checkpoint file; repeat it to decode with an ensemble")
     p.add_argument("--input", help="source text, one segment per line (default: stdin)")
     p.add_argument("--output", help="where to write translations (default: stdout)")
-    p.add_argument("--beam", type=int, help="beam size (default from the model's config; 1 = greedy)")
-    p.add_argument("--greedy", action="store_true", help="greedy search")
-    p.add_argument("--alpha", type=float, help="GNMT length penalty exponent")
-    p.add_argument("--normalize", choices=["gnmt", "length", "none"], help="length normalisation of scores")
-    p.add_argument("--coverage", type=float, metavar="BETA",
-                   help="GNMT coverage penalty on beam search's finished hypotheses (default from the model's "
-                        "config; 0: off): beta * sum over source words of log(min(their total attention, 1))")
-    p.add_argument("--nbest", type=int, help="print the N best translations as 'i ||| text ||| score'")
-    p.add_argument("--max-len-ratio", type=float, help="output length limit as a multiple of the input length")
-    p.add_argument("--batch-tokens", type=int, help="source tokens per decoding batch")
-    p.add_argument("--no-repeat-ngram", type=int, metavar="N",
-                   help="no output contains the same N subwords twice (default from the model's config; 0: off)")
-    p.add_argument("--min-output-tokens", type=int, metavar="N",
-                   help="no output ends before N subwords, so none is empty (default from the model's config; "
-                        "0: off)")
-    p.add_argument("--max-output-tokens", type=int, default=MAX_OUTPUT_TOKENS, metavar="N",
-                   help=f"longest output in subwords, whatever the source length (default {MAX_OUTPUT_TOKENS}, "
-                        f"as rnmt serve)")
-    p.add_argument("--max-input-tokens", type=int, metavar="N",
-                   help="translate a line of more subwords in pieces joined into one output line, with a "
-                        "warning (default: the longest source whose output --max-output-tokens does not cut)")
+    search_options.add_arguments(p)  # every search option's flag, from rnmt.search.options
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--int8", action="store_true",
                    help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
@@ -59,19 +46,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "by one (default on; fp32; rnmt/search/step_graphs.py, docs/performance.md \"On a GPU\")")
     p.add_argument("--threads", type=int, help="CPU threads")
     p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
-    p.add_argument("--sample", action="store_true",
-                   help="draw each word from the model's distribution instead of searching (--nbest N: N samples)")
-    p.add_argument("--topk", type=int, help="with --sample: draw among the K most probable words")
-    p.add_argument("--topp", type=float, help="with --sample: draw among the most probable words of mass P")
-    p.add_argument("--temperature", type=float, help="with --sample: divide log-probabilities by T first")
-    p.add_argument("--seed", type=int, help="with --sample: seed of the draws (default 1; same seed, same output)")
-    p.add_argument("--prefix", metavar="FILE",
-                   help="target prefixes, one per input line (empty: none); each output starts with its prefix")
-    p.add_argument("--constraints", metavar="FILE",
-                   help="target phrases each output must contain, one line per input line, phrases separated by "
-                        "tabs (empty line: none); beam search with dynamic beam allocation (greedy: a beam of one)")
-    p.add_argument("--scores", action="store_true",
-                   help="add each output subword's log-probability: TEXT<TAB>LOGPROBS<TAB>PIECES")
     p.add_argument("--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
                    help=f"lines of a file translated per chunk (bounds memory; default {DEFAULT_CHUNK_LINES})")
     p.add_argument("--set", dest="runtime_settings", action="append", default=[], metavar="runtime.KEY=VALUE",
@@ -79,17 +53,55 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "runtime.int8_kernels=onednn (repeatable; docs/architecture.md, the execution plan)")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, as Ctrl-C raises KeyboardInterrupt."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises `Terminated` for the duration (main thread only: elsewhere it cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run(args: argparse.Namespace) -> int:
+    """Translate; an interruption (Ctrl-C, SIGTERM) is one line naming what became of
+    ``--output`` (left as it was: `rnmt.commands.translate_stream.OutputFile`), exit code
+    130 or 143 (128 + the signal's number), as a shell reports a process the signal ended."""
+    try:
+        with _terminate_as_interrupt():
+            return _run(args)
+    except KeyboardInterrupt as exc:
+        name, code = ("SIGTERM", 128 + signal.SIGTERM) if isinstance(exc, Terminated) else ("SIGINT", 130)
+        output = args.output if args.output and args.output != "-" else None
+        kept = ""
+        if output is not None and (not os.path.exists(output) or os.path.isfile(output)):
+            kept = (f"; {output} keeps its previous content" if os.path.exists(output)
+                    else f"; {output} was not written")
+        print(f"error: interrupted by {name}{kept}", file=sys.stderr, flush=True)
+        return code
+
+
+def _run(args: argparse.Namespace) -> int:
     from rnmt.api import load
     from rnmt.commands.translate_stream import Inputs, translate_stream
     from rnmt.search import step_graphs
     from rnmt.search.sampling import sampling_options
 
-    # before the model loads, in option terms
-    checks.at_least(args, 1, "beam", "nbest", "batch_tokens", "chunk_lines", "max_output_tokens")
-    checks.at_least(args, 2, "max_input_tokens")
-    checks.at_least(args, 0, "no_repeat_ngram", "min_output_tokens")
-    if args.greedy and (args.nbest or 1) > 1:
+    # before the model loads, in option terms: each value against its bound, then the combinations
+    opts = search_options.from_arguments(args)
+    checks.at_least(args, 1, "chunk_lines")
+    if args.greedy and opts.nbest > 1:
         raise UserError(f"--nbest {args.nbest} needs beam search: --greedy gives one hypothesis")
     if args.min_output_tokens is not None and args.min_output_tokens >= args.max_output_tokens:
         raise UserError(f"--min-output-tokens ({args.min_output_tokens}) must be below --max-output-tokens "
@@ -97,12 +109,6 @@ def run(args: argparse.Namespace) -> int:
     if args.coverage and (args.greedy or args.sample or args.beam == 1):
         raise UserError("--coverage ranks the finished hypotheses of beam search: not with greedy search or "
                         "--sample")
-    for name in ("alpha", "max_len_ratio", "coverage"):
-        value = getattr(args, name)
-        if value is not None and not 0 <= value < float("inf"):  # NaN fails too
-            raise UserError(f"--{name.replace('_', '-')} must be a finite number of at least 0, got {value}")
-        if value is not None and name != "max_len_ratio" and not PENALTY.holds(value):
-            raise UserError(f"--{name} must be {PENALTY.describe()}, got {value:g}")
     sampling_options(args.sample, args.topk, args.topp, args.temperature, args.seed, args.beam, args.greedy,
                      dash="--")  # checked here for the option names; the API checks again
     if args.constraints and args.sample:
@@ -123,11 +129,5 @@ def run(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
     if args.cuda_graphs and torch.device(model.device).type != "cuda":
         print("note: --cuda-graphs applies on a GPU only; decoding on the CPU as usual", file=sys.stderr)
-    options = dict(beam=args.beam, nbest=args.nbest or 1, alpha=args.alpha, coverage=args.coverage, greedy=args.greedy,
-                   normalize=args.normalize, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
-                   max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,
-                   sample=args.sample, topk=args.topk, topp=args.topp, temperature=args.temperature,
-                   seed=args.seed, token_scores=args.scores, no_repeat_ngram=args.no_repeat_ngram,
-                   min_output_tokens=args.min_output_tokens)
     with step_graphs.use(args.cuda_graphs is not False):  # searches on CUDA without autocast only (step_graphs.applies)
-        return translate_stream(model, inputs, args, options)
+        return translate_stream(model, inputs, args, opts)

@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import itertools
 import os
+import shutil
 import sys
+import tempfile
 import time
 import warnings
-from typing import Any, Iterator, List, Optional, TextIO
+from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
 from rnmt.data import count_lines, iter_lines
 from rnmt.data.streaming import LineSource
 from rnmt.errors import LongLineWarning, UserError, write_failure
+from rnmt.search.options import SearchOptions
 
 
 def open_output(path: Optional[str]) -> TextIO:
@@ -38,6 +42,63 @@ def open_output(path: Optional[str]) -> TextIO:
     except OSError as exc:
         what, advice = write_failure(exc)
         raise UserError(f"{path}: {what}: {advice}") from None
+
+
+class OutputFile:
+    """``--output FILE`` written whole or not at all: the translations go to a temporary file
+    beside it, which replaces FILE only once the last line is written (`commit`). An
+    interrupted or failed run (Ctrl-C, SIGTERM, an error) leaves FILE as it was, or absent,
+    and removes the temporary (`discard`). Standard output, ``-`` and anything that is not a
+    regular file (a pipe, /dev/null, a terminal) are written in place, chunk by chunk."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.path = path
+        self.tmp: Optional[str] = None
+        in_place = not path or path == "-" or (os.path.exists(path) and not os.path.isfile(path))
+        if in_place:
+            self.stream = open_output(path)
+            return
+        assert path is not None
+        directory, name = os.path.split(os.path.abspath(path))
+        try:
+            fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+            if os.path.isfile(path):
+                shutil.copymode(path, self.tmp)  # the replaced file keeps its permissions
+            self.stream = os.fdopen(fd, "w", encoding="utf-8")
+        except OSError as exc:
+            self._remove()
+            what, advice = write_failure(exc)
+            raise UserError(f"{path}: {what}: {advice}") from None
+
+    @property
+    def replaces(self) -> bool:
+        """Whether the output goes to a temporary file that replaces ``path`` at the end."""
+        return self.tmp is not None
+
+    def commit(self) -> None:
+        if self.stream is sys.stdout:
+            return
+        try:
+            self.stream.close()
+            if self.tmp is not None:
+                os.replace(self.tmp, self.path)  # type: ignore[arg-type]
+                self.tmp = None
+        except OSError as exc:
+            self.discard()
+            failure, advice = write_failure(exc)
+            raise UserError(f"{self.path}: {failure} while writing the translations: {advice}") from None
+
+    def discard(self) -> None:
+        if self.stream is not sys.stdout:
+            with contextlib.suppress(OSError):  # a failing write is reported by its caller
+                self.stream.close()
+        self._remove()
+
+    def _remove(self) -> None:
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+            self.tmp = None
 
 
 def write_chunk(out: TextIO, text: str, path: Optional[str], what: str) -> None:
@@ -133,16 +194,38 @@ class Inputs:
             raise
 
 
-def translate_stream(model: Any, inputs: Inputs, args: argparse.Namespace, options: dict) -> int:
-    """Translate ``inputs`` into ``args.output`` (or stdout) chunk by chunk."""
-    source, prefixes = inputs.source, inputs.prefixes
+def translate_stream(model: Any, inputs: Inputs, args: argparse.Namespace, options: SearchOptions) -> int:
+    """Translate ``inputs`` into ``args.output`` (or stdout) chunk by chunk; a file named by
+    ``--output`` is replaced only when every line is written (`OutputFile`)."""
+    source = inputs.source
     bar = progress_bar(source, inputs.total)
-    nbest = options.get("nbest", 1)
     try:
-        out = open_output(args.output)
+        out = OutputFile(args.output)
     except UserError:
         source.close()
         raise
+    done = False
+    try:
+        lines, words, seconds = _translate_chunks(model, inputs, args, options, out, bar)
+        out.commit()
+        done = True
+    finally:
+        source.close()
+        if bar is not None:
+            bar.close()
+        if not done:
+            out.discard()
+    if args.speed:
+        print(f"translated {lines} sentences, {words} words in {seconds:.2f} s: "
+              f"{lines / max(seconds, 1e-9):.1f} sentences/s, {words / max(seconds, 1e-9):.1f} words/s",
+              file=sys.stderr)
+    return 0
+
+
+def _translate_chunks(model: Any, inputs: Inputs, args: argparse.Namespace, options: SearchOptions,
+                      out: OutputFile, bar: Any) -> Tuple[int, int, float]:
+    """The loop: each chunk translated and written; (lines, words of the best outputs, seconds)."""
+    source, prefixes = inputs.source, inputs.prefixes
     lines = words = 0
     seconds = 0.0
 
@@ -155,40 +238,29 @@ def translate_stream(model: Any, inputs: Inputs, args: argparse.Namespace, optio
         else:
             print(f"warning: {message}", file=sys.stderr, flush=True)
 
-    try:
-        for chunk in source.chunks(args.chunk_lines):
-            if prefixes is not None:
-                options["prefix"] = prefixes.take(len(chunk))
-            if inputs.constraints is not None:
-                options["constraints"] = [parse_constraints(c) for c in inputs.constraints.take(len(chunk))]
-            start = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("always", LongLineWarning)
-                warnings.showwarning = show
-                results = model.translate(chunk, line_offset=lines, **options)
-            seconds += time.perf_counter() - start
-            write_chunk(out, "".join(format_result(lines + k, r, nbest, args.scores) for k, r in enumerate(results)),
-                        args.output, "translations")
-            lines += len(chunk)
-            words += sum(len(_best_text(r).split()) for r in results)
-            if bar is not None:
-                bar.update(len(chunk))
+    for chunk in source.chunks(args.chunk_lines):
+        per_line: Dict[str, Any] = {"line_offset": lines}
         if prefixes is not None:
-            prefixes.finish()
+            per_line["prefix"] = prefixes.take(len(chunk))
         if inputs.constraints is not None:
-            inputs.constraints.finish()
-    finally:
-        source.close()
+            per_line["constraints"] = [parse_constraints(c) for c in inputs.constraints.take(len(chunk))]
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", LongLineWarning)
+            warnings.showwarning = show
+            results = model.translate(chunk, dataclasses.replace(options, **per_line))
+        seconds += time.perf_counter() - start
+        write_chunk(out.stream, "".join(format_result(lines + k, r, options.nbest, options.token_scores)
+                                        for k, r in enumerate(results)), args.output, "translations")
+        lines += len(chunk)
+        words += sum(len(_best_text(r).split()) for r in results)
         if bar is not None:
-            bar.close()
-        if out is not sys.stdout:
-            with contextlib.suppress(OSError):  # a failing write is reported above
-                out.close()
-    if args.speed:
-        print(f"translated {lines} sentences, {words} words in {seconds:.2f} s: "
-              f"{lines / max(seconds, 1e-9):.1f} sentences/s, {words / max(seconds, 1e-9):.1f} words/s",
-              file=sys.stderr)
-    return 0
+            bar.update(len(chunk))
+    if prefixes is not None:
+        prefixes.finish()
+    if inputs.constraints is not None:
+        inputs.constraints.finish()
+    return lines, words, seconds
 
 
 def _best_text(result: Any) -> str:

@@ -20,9 +20,10 @@ refuses a request over ``--max-request-tokens`` (413) instead.
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
-import torch
+if TYPE_CHECKING:  # tensors come in from the caller: the limits are read without loading PyTorch
+    import torch
 
 MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included
 # Hypotheses a batch's search holds at once (sentences x beam, or x samples): each is a row

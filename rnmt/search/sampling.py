@@ -25,6 +25,8 @@ from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel, repeat_rows, select
 from rnmt.search.beam import SearchHypothesis, _check, _force_eos, _mask_specials, length_penalty
 
+SEED_LOW, SEED_HIGH = 0, 2 ** 32 - 1  # rnmt.config.SEED: the seeds whose draws differ
+
 
 @dataclass(frozen=True)
 class Sampling:
@@ -61,8 +63,11 @@ def sampling_options(sample: bool, topk: Optional[int] = None, topp: Optional[fl
         raise UserError(f"{dash}topk must be at least 1, got {topk}")
     if topp is not None and not 0.0 < topp <= 1.0:
         raise UserError(f"{dash}topp must be in (0, 1], got {topp}")
-    if temperature is not None and not 0.0 < temperature < float("inf"):  # inf: every word alike
-        raise UserError(f"{dash}temperature must be a finite number above 0, got {temperature}")
+    if temperature is not None and not temperature > 0.0:  # NaN fails too; inf: a uniform draw (see draw)
+        raise UserError(f"{dash}temperature must be a number above 0 (inf included), got {temperature}")
+    if seed is not None and not SEED_LOW <= seed <= SEED_HIGH:
+        # the draws hash the seed's 32 bits: a seed outside them would repeat another's samples
+        raise UserError(f"{dash}seed must be an integer from {SEED_LOW} to {SEED_HIGH}, got {seed}")
     return Sampling(topk=topk or 0, topp=1.0 if topp is None else topp,
                     temperature=1.0 if temperature is None else temperature, seed=1 if seed is None else seed)
 

@@ -23,7 +23,7 @@ from rnmt.errors import UserError
 from rnmt.models.base import TranslationModel
 from rnmt.search.beam import SearchHypothesis, beam_search, greedy_search
 from rnmt.search.constraints import constrained_beam_search, constraint_lengths, encode_constraints
-from rnmt.search.limits import ends_sentence, output_limits, sentences_per_batch, split_source
+from rnmt.search.limits import ends_sentence, output_limits, search_rows, sentences_per_batch, split_source
 from rnmt.search.min_length import with_min_length
 from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
 from rnmt.search.repeats import with_repeats_blocked
@@ -38,11 +38,24 @@ def check_output_room(prefixes: Optional[Sequence[Sequence[int]]],
     came out whole past the cap, and a search for more constrained subwords than the output
     can hold ran without end)."""
     per_line = zip_longest([len(p) for p in prefixes or []], constraint_lengths(constraints or []), fillvalue=0)
-    for i, lengths in enumerate(per_line):
-        for what, used in zip(("prefix", "constraints"), lengths):
-            if used >= max_output:
-                raise UserError(f"line {first_line + i + 1}: its {what} take {used:,} target subwords; an output "
-                                f"holds at most {max_output - 1:,} before its end of sentence (--max-output-tokens)")
+    for i, (prefix, phrases) in enumerate(per_line):
+        used = prefix + phrases  # the constrained search makes room for both (Translator._search)
+        if used >= max_output:
+            what = "prefix and constraints" if prefix and phrases else "prefix" if prefix else "constraints"
+            raise UserError(f"line {first_line + i + 1}: its {what} take {used:,} target subwords; an output "
+                            f"holds at most {max_output - 1:,} before its end of sentence (--max-output-tokens)")
+
+
+def check_width(width: int, vocab_size: int, sampling: bool) -> None:
+    """A sentence's hypotheses (``width``: its beam, n-best or samples) fit in one search
+    batch (`rnmt.search.limits.search_rows` over this target vocabulary); else a `UserError`
+    before any search. Batches hold fewer sentences for a wider beam, but one sentence
+    cannot be split."""
+    most = search_rows(vocab_size)
+    if width > most:
+        what = "samples (nbest)" if sampling else "hypotheses (beam, nbest)"
+        raise UserError(f"{width:,} {what} per sentence; a search holds at most {most:,} over this model's target "
+                        f"vocabulary of {vocab_size:,} (rnmt.search.limits)")
 
 
 @dataclass
@@ -92,6 +105,9 @@ class Translator:
         and sampling does not take constraints (a `UserError`).
         """
         opts = replace(self.search, **{k: v for k, v in overrides.items() if v is not None})
+        # the hypotheses a sentence holds: its samples, one (greedy) or the beam
+        width = opts.nbest if sampling is not None else 1 if greedy else max(opts.beam, opts.nbest)
+        check_width(width, len(self.tgt_vocab), sampling is not None)
         if constraints is not None and sampling is not None:
             raise UserError("constraints need a search: they do not combine with sampling")
         line_constraint_ids = encode_constraints(constraints, len(lines), self.tgt_vocab.encode,
@@ -116,8 +132,6 @@ class Translator:
         constraint_ids = on_first_pieces(line_constraint_ids, list)
         try:
             batch_indices, batch_results = [], []
-            # the hypotheses a sentence holds: its samples, one (greedy) or the beam
-            width = opts.nbest if sampling is not None else 1 if greedy else max(opts.beam, opts.nbest)
             per_batch = sentences_per_batch(width, len(self.tgt_vocab))
             for idx, src, mask in make_translation_batches(segments, opts.batch_tokens, max_sentences=per_batch):
                 src, mask = src.to(self.device), mask.to(self.device)

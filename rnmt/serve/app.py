@@ -29,6 +29,7 @@ from rnmt.errors import UserError
 from rnmt.models.base import reports_attention
 from rnmt.models.loading import LoadedModel, count_parameters
 from rnmt.search.beam import SearchStopped
+from rnmt.search.options import describe
 from rnmt.search.translator import Translation, Translator
 from rnmt.serve.batcher import DynamicBatcher, Expired, QueueFull, SearchOptions, ShuttingDown
 from rnmt.serve.guards import BearerToken, ConcurrencyLimit, TrustedHosts
@@ -316,11 +317,28 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        unreadable = _unreadable_body(exc)
+        if unreadable is not None:
+            return JSONResponse({"error": f"malformed JSON: {unreadable}"}, status_code=422)
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"error": f"internal error: {_first_line(exc)}"}, status_code=500)
+
+
+def _unreadable_body(exc: StarletteHTTPException) -> Optional[str]:
+    """Why FastAPI could not read a body as JSON, for the 400 it raises when the reason is
+    not a plain syntax error (bytes that are not UTF-8, nesting deeper than the parser's
+    recursion): such a body is malformed JSON, 422 like any other (docs/serving.md)."""
+    cause = exc.__cause__
+    if exc.status_code != 400 or cause is None:
+        return None
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the body is not UTF-8 (byte {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "nested too deeply"
+    return _first_line(cause)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -408,6 +426,7 @@ def _model_info(loaded: LoadedModel, service: TranslationService, settings: Serv
                 batcher: DynamicBatcher) -> Dict[str, Any]:
     """``GET /model``: the model, its default search, the device and every limit a request meets."""
     cfg = loaded.config
+    options = describe(settings, cfg.search)
     return {
         "name": model_name(loaded.path), "arch": cfg.model.arch, "cell": cfg.model.cell,
         "source_language": cfg.data.src, "target_language": cfg.data.tgt,
@@ -415,10 +434,9 @@ def _model_info(loaded: LoadedModel, service: TranslationService, settings: Serv
         "tgt_vocab_size": loaded.tgt_vocab.size, "emb_size": cfg.model.emb_size,
         "hidden_size": cfg.model.hidden_size,
         "step": loaded.meta.get("step"), "dev_bleu": loaded.meta.get("dev_bleu"),
-        "search": {"beam": cfg.search.beam, "alpha": cfg.search.alpha, "coverage": cfg.search.coverage,
-                   "nbest": cfg.search.nbest,
-                   "no_repeat_ngram": cfg.search.no_repeat_ngram,
-                   "min_output_tokens": cfg.search.min_output_tokens},
+        # each option's value when a request leaves it out (the same as "options"' defaults)
+        "search": {item["name"]: item["default"] for item in options if item["name"] != "return_alignment"},
+        "options": options,
         "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
         "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
                    "max_chars": settings.max_chars, "max_beam": settings.max_beam,

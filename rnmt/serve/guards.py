@@ -9,6 +9,7 @@ server, before FastAPI parses anything:
 - `BearerToken`: with ``--api-key``, every route but the page, its files and ``/health``
   needs ``Authorization: Bearer KEY`` (compared in constant time).
 - `ConcurrencyLimit`: at most ``limit`` requests in flight; more get 503 with Retry-After.
+  ``/health`` is not counted: a load balancer must see a busy server as alive.
   It stands behind the app's body reader, so it counts only requests that have fully
   arrived; the ones still arriving are bounded by the server's arrival deadline
   (rnmt/serve/protocol.py).
@@ -22,6 +23,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 OPEN_PATHS = ("/", "/health", "/favicon.ico")
 OPEN_PREFIXES = ("/static/",)
+UNLIMITED_PATHS = ("/health",)  # outside the in-progress limit: it reads counters, never waits for the model
 
 
 async def send_json(send, status: int, body: dict, headers: Sequence[Tuple[bytes, bytes]] = ()) -> None:
@@ -72,7 +74,7 @@ class TrustedHosts:
 class BearerToken:
     def __init__(self, app, key: str) -> None:
         self.app = app
-        self.key = key.encode()
+        self.key = key.strip().encode()  # as the token: a key file's trailing newline is no part of the key
 
     async def __call__(self, scope, receive, send) -> None:
         path = scope.get("path", "")
@@ -97,6 +99,9 @@ class ConcurrencyLimit:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope.get("path") in UNLIMITED_PATHS:  # a busy server still answers its health check
             await self.app(scope, receive, send)
             return
         if self.active >= self.limit:

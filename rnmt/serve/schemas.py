@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
 from typing_extensions import Annotated
 
+from rnmt.search.options import server_fields
 from rnmt.serve.settings import ServeSettings
 
 
@@ -14,7 +15,11 @@ def make_translate_request(settings: ServeSettings) -> type:
     """The body of ``POST /translate``, with this server's limits in its schema."""
     Text = Annotated[str, StringConstraints(max_length=settings.max_chars)]
 
-    class TranslateRequest(BaseModel):
+    # the search options the server takes, with their bounds (rnmt.search.options, narrowed by the settings)
+    SearchFields = create_model("SearchFields", __config__=ConfigDict(extra="forbid", strict=True),
+                                **server_fields(settings))  # type: ignore[call-overload]
+
+    class TranslateRequest(SearchFields):  # type: ignore[misc, valid-type]
         """Give either ``text`` (one segment) or ``texts`` (several). Search options left out
         take the model's defaults; requests with equal options may be translated together."""
 
@@ -27,19 +32,6 @@ def make_translate_request(settings: ServeSettings) -> type:
         text: Optional[Text] = Field(None, description="one source segment")
         texts: Optional[List[Text]] = Field(None, max_length=settings.max_texts,
                                             description="source segments, translated in order")
-        beam: Optional[int] = Field(None, ge=1, le=settings.max_beam, description="beam size (1 = greedy)")
-        alpha: Optional[float] = Field(None, ge=0.0, le=10.0, allow_inf_nan=False,
-                                       description="GNMT length penalty exponent")
-        coverage: Optional[float] = Field(None, ge=0.0, le=10.0, allow_inf_nan=False,
-                                          description="GNMT coverage penalty beta on beam search's finished "
-                                                      "hypotheses (0: off)")
-        nbest: Optional[int] = Field(None, ge=1, le=settings.max_beam,
-                                     description="number of hypotheses per segment")
-        no_repeat_ngram: Optional[int] = Field(None, ge=0, le=32,
-                                               description="no output repeats a run of this many subwords (0: off)")
-        min_output_tokens: Optional[int] = Field(None, ge=0, le=settings.max_output_tokens,
-                                                 description="no output ends before this many subwords (0: off)")
-        return_alignment: bool = Field(False, description="return the attention matrix of the best hypothesis")
         constraints: Optional[List[Union[Text, List[Text]]]] = Field(
             None, max_length=max(settings.max_constraints, settings.max_texts),
             description=f"target phrases every output must contain: with 'text' a list of phrases, with 'texts' "
@@ -141,6 +133,20 @@ class BatchingInfo(BaseModel):
     max_batch_sentences: int
 
 
+class OptionInfo(BaseModel):
+    """One search option a request may give (`rnmt.search.options.describe`)."""
+
+    name: str
+    type: str = Field(description="integer, number, boolean or choice")
+    default: Optional[Any] = Field(None, description="the value this model uses when the request leaves it out")
+    help: str
+    minimum: Optional[Union[int, float]] = None
+    maximum: Optional[Union[int, float]] = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+    choices: Optional[List[str]] = None
+
+
 class ModelInfo(BaseModel):
     name: str
     arch: str
@@ -155,6 +161,7 @@ class ModelInfo(BaseModel):
     step: Optional[int] = None
     dev_bleu: Optional[float] = None
     search: Dict[str, Any] = Field(description="default search options")
+    options: List[OptionInfo] = Field(description="the search options a request may give, with their bounds")
     device: str
     threads: int
     limits: Limits

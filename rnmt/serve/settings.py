@@ -56,8 +56,12 @@ class ServeSettings:
             # A request must fit in one batch: the batch budget is what bounds the model's work.
             raise UserError(f"--max-request-tokens ({self.max_request_tokens}) must not exceed "
                             f"--max-batch-tokens ({self.max_batch_tokens})")
-        if self.api_key is not None and not self.api_key.strip():
-            raise UserError("--api-key must not be empty")
+        if self.api_key is not None:
+            # compared as the client's token is: without surrounding whitespace (a key read from a
+            # file ends in a newline, and a header value cannot carry one)
+            self.api_key = self.api_key.strip()
+            if not self.api_key:
+                raise UserError("--api-key must not be empty")
         for name in self.allowed_hosts or []:  # an empty name matches no Host header: every request a 400
             if not name.strip() or any(ch.isspace() for ch in name):
                 raise UserError(f"--allowed-host must be a host name (no spaces, not empty), got {name!r}")

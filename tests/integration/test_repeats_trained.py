@@ -42,7 +42,7 @@ def test_the_command_line_option_blocks_and_is_checked(tiny_run, tmp_path, capsy
     assert translate("--model", tiny_run, "--input", src, "--output", out, "--beam", 3, "--no-repeat-ngram", 3) == 0
     assert out.read_text(encoding="utf-8").splitlines() == expected
     assert translate("--model", tiny_run, "--input", src, "--no-repeat-ngram", -1) == 2
-    assert "--no-repeat-ngram must be at least 0, got -1" in capsys.readouterr().err
+    assert "--no-repeat-ngram must be in [0, 32], got -1" in capsys.readouterr().err
 
 
 def test_a_bad_value_is_a_user_error(tiny_run):

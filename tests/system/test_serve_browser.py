@@ -71,8 +71,8 @@ def test_type_translate_and_see_the_output_and_heatmap(tiny_run, tmp_path):
             page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
 
             # the page's repeat-blocking field reaches the search: the same output as the API's
-            assert page.input_value("#no-repeat") == "0"  # the model's default (GET /model)
-            page.fill("#no-repeat", "1")
+            assert page.input_value("#no-repeat-ngram") == "0"  # the model's default (GET /model)
+            page.fill("#no-repeat-ngram", "1")
             page.click("#translate")
             page.wait_for_function("document.body.dataset.state === 'done'", timeout=60_000)
             blocked = httpx.post(f"{url}/translate", timeout=30,
@@ -81,8 +81,8 @@ def test_type_translate_and_see_the_output_and_heatmap(tiny_run, tmp_path):
             assert page.locator("#output p.translation").all_text_contents() == [blocked["text"]]
 
             # and so does the minimum output length field
-            assert page.input_value("#min-output") == "0"
-            page.fill("#min-output", "3")
+            assert page.input_value("#min-output-tokens") == "0"
+            page.fill("#min-output-tokens", "3")
             page.click("#translate")
             page.wait_for_function("document.body.dataset.state === 'done'", timeout=60_000)
             longer = httpx.post(f"{url}/translate", timeout=30,

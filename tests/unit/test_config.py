@@ -59,7 +59,7 @@ def test_quickstart_config_is_valid():
     ("train.lr=-0.01", "'train.lr' must be greater than 0, got -0.01"),
     ("train.lr=0", "'train.lr' must be greater than 0"),
     ("train.max_steps=-3", "'train.max_steps' must be at least 0, got -3"),
-    ("search.beam=0", "'search.beam' must be at least 1"),
+    ("search.beam=0", "'search.beam' must be in [1, 8192]"),
     ("model.dropout=1.0", "'model.dropout' must be in [0, 1), got 1.0"),
     ("train.label_smoothing=-0.1", "'train.label_smoothing' must be in [0, 1)"),
     ("train.seed=-1", "'train.seed' must be in [0, 4294967295]"),

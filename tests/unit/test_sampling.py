@@ -78,10 +78,14 @@ def test_topk_of_one_is_greedy_search():
     ({"sample": True, "greedy": True}, "does not combine with greedy"),
     ({"sample": True, "topk": 0}, "topk must be at least 1"),
     ({"sample": True, "topp": 1.5}, "topp must be in (0, 1]"),
-    ({"sample": True, "temperature": 0.0}, "temperature must be a finite number above 0"),
-    ({"sample": True, "temperature": float("inf")}, "temperature must be a finite number above 0, got inf"),
+    ({"sample": True, "temperature": 0.0}, "temperature must be a number above 0 (inf included), got 0.0"),
+    ({"sample": True, "temperature": float("nan")}, "temperature must be a number above 0 (inf included), got nan"),
+    ({"sample": True, "seed": -1}, "seed must be an integer from 0 to 4294967295, got -1"),
+    ({"sample": True, "seed": 2 ** 32}, "seed must be an integer from 0 to 4294967295, got 4294967296"),
 ])
 def test_sampling_options_are_checked(kwargs, message):
     with pytest.raises(UserError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         sampling_options(**kwargs)
     assert sampling_options(True, seed=9) == Sampling(seed=9)
+    # an infinite temperature is a uniform draw among the allowed words (draw), as documented
+    assert sampling_options(True, temperature=float("inf")).temperature == float("inf")

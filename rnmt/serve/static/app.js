@@ -54,16 +54,63 @@ async function loadModel() {
       `${params}M parameters, vocabularies ${info.src_vocab_size}/${info.tgt_vocab_size}` +
       (info.dev_bleu !== null && info.dev_bleu !== undefined ? `, dev BLEU ${info.dev_bleu.toFixed(1)}` : "");
     $("languages").textContent = `(${info.source_language} \u2192 ${info.target_language})`;
-    $("beam").value = info.search.beam;
-    $("beam").max = info.limits.max_beam;
-    $("no-repeat").value = info.search.no_repeat_ngram ?? 0;
-    $("min-output").value = info.search.min_output_tokens ?? 0;
-    $("min-output").max = info.limits.max_output_tokens;
+    buildOptions(info.options || []);
     document.body.dataset.model = info.name;
   } catch (err) {
     box.className = "error";
     box.textContent = `could not read the model information: ${err.message}`;
   }
+}
+
+// The search options come from GET /model (rnmt/search/options.py): one control per
+// option, with the server's bounds and this model's default; nothing is hard-coded here.
+let OPTIONS = [];
+const SET_BY_PAGE = new Set(["return_alignment"]);  // the page always asks for the heatmap
+
+function controlId(name) {
+  return name.replaceAll("_", "-");
+}
+
+function buildOptions(options) {
+  const box = $("search-options");
+  clear(box);
+  OPTIONS = options.filter((o) => !SET_BY_PAGE.has(o.name));
+  for (const o of OPTIONS) {
+    const label = el("label", `${o.name.replaceAll("_", " ")} `, { title: o.help });
+    let input;
+    if (o.type === "choice") {
+      input = el("select");
+      for (const c of o.choices) input.appendChild(el("option", c, { value: c }));
+    } else if (o.type === "boolean") {
+      input = el("input", null, { type: "checkbox" });
+      input.checked = Boolean(o.default);
+    } else {
+      input = el("input", null, { type: "number", step: o.type === "integer" ? "1" : "any" });
+      if (o.minimum !== null) input.min = o.minimum;
+      if (o.maximum !== null) input.max = o.maximum;
+    }
+    if (o.type !== "boolean" && o.default !== null && o.default !== undefined) input.value = o.default;
+    input.id = controlId(o.name);
+    label.appendChild(input);
+    box.appendChild(label);
+  }
+}
+
+// The request's search options: each control's value, left out when empty or not a number.
+function optionValues() {
+  const values = {};
+  for (const o of OPTIONS) {
+    const input = $(controlId(o.name));
+    if (o.type === "boolean") {
+      values[o.name] = input.checked;
+    } else if (o.type === "choice") {
+      if (input.value) values[o.name] = input.value;
+    } else {
+      const v = o.type === "integer" ? parseInt(input.value, 10) : parseFloat(input.value);
+      if (Number.isFinite(v)) values[o.name] = v;
+    }
+  }
+  return values;
 }
 
 function drawHeatmap(alignment) {
@@ -122,9 +169,6 @@ async function translate() {
   const output = $("output");
   const texts = $("source").value.split("\n");
   while (texts.length > 1 && texts[texts.length - 1].trim() === "") texts.pop();
-  const beam = parseInt($("beam").value, 10);
-  const noRepeat = parseInt($("no-repeat").value, 10);
-  const minOutput = parseInt($("min-output").value, 10);
   button.disabled = true;
   status.className = "muted";
   status.textContent = "translating\u2026";
@@ -133,10 +177,7 @@ async function translate() {
     const data = await api("/translate", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ texts, beam: Number.isFinite(beam) ? beam : undefined,
-                             no_repeat_ngram: Number.isFinite(noRepeat) ? noRepeat : undefined,
-                             min_output_tokens: Number.isFinite(minOutput) ? minOutput : undefined,
-                             return_alignment: true }),
+      body: JSON.stringify({ texts, ...optionValues(), return_alignment: true }),
     });
     clear(output);
     for (const t of data.translations) output.appendChild(el("p", t.text, { class: "translation" }));

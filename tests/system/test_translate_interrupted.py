@@ -1,0 +1,54 @@
+"""An interrupted ``rnmt translate --output F`` (SIGTERM, Ctrl-C) leaves F as it was: the
+translations go to a temporary file beside it that replaces F only at the end. The command
+says so in one line and exits 143 (SIGTERM) or 130 (SIGINT); before, F was half-written,
+its old content gone, and SIGTERM ended the process silently with 143."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.support import GENESIS_LINES, REPO
+
+
+def wait_for_temporary(directory, name: str, proc: subprocess.Popen, seconds: float = 120.0):
+    """The temporary output file once it exists (the model has loaded), or fail."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = list(directory.glob(f".{name}.*.tmp"))
+        if found:
+            return found[0]
+        if proc.poll() is not None:
+            pytest.fail(f"the command ended first: {proc.stderr.read()}")
+        time.sleep(0.05)
+    pytest.fail("no temporary output file appeared")
+
+
+@pytest.mark.parametrize("sig, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")])
+def test_an_interrupted_translation_keeps_the_previous_output(tiny_run, tmp_path, sig, code, name):
+    source = tmp_path / "in.es"
+    source.write_text("\n".join(GENESIS_LINES * 2000) + "\n", encoding="utf-8")  # far more than a second's work
+    out = tmp_path / "out.en"
+    out.write_text("the previous translation\n", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "rnmt", "translate", "--model", str(tiny_run), "--input",
+                             str(source), "--output", str(out), "--chunk-lines", "5", "--threads", "1"],
+                            cwd=REPO, stderr=subprocess.PIPE, text=True,
+                            # PyTorch's operations: no wait for a C++ kernel build another process holds
+                            env={**os.environ, "RNMT_KERNELS": "0"})
+    try:
+        wait_for_temporary(tmp_path, out.name, proc)
+        time.sleep(0.5)  # a few chunks written to the temporary file
+        proc.send_signal(sig)
+        err = proc.communicate(timeout=30)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code, err
+    assert err.strip() == f"error: interrupted by {name}; {out} keeps its previous content"
+    assert out.read_text(encoding="utf-8") == "the previous translation\n"
+    assert not list(tmp_path.glob(".out.en.*"))  # the temporary file removed
