@@ -174,22 +174,36 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     src_vocab, tgt_vocab = main_first(dist, lambda: _vocabularies(cfg, out, resume, init, log))
     cfg.model.src_vocab_size = src_vocab.size
     cfg.model.tgt_vocab_size = tgt_vocab.size
-    config_changes: List[str] = []
-    if resume and (out / "config.yaml").is_file():
-        # Checked before anything is written: a rejected --resume --set leaves the run as it was.
-        saved = load_config(out / "config.yaml", warn_deprecated=False)  # upgraded silently: rnmt wrote it
-        if auto_replicas:  # the run's resolved n, whatever the number of processes now
-            cfg.train.replicas = saved.train.replicas
-        config_changes = check_resume_config(saved, cfg, str(out / "config.yaml"))
+    config_changes = _resume_changes(cfg, out, resume, auto_replicas)
     if dist.is_main and not resume:
         atomic_write_text(out / "config.yaml", cfg.dump())
+    data, dev = _training_data(cfg, out, src_vocab, tgt_vocab, dist, log)
+    model, graphs = _build_model(cfg, init, device, dist, dtype, log)
+    return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
+                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=data.corpus, data=data, dev=dev,
+                    model=model, cuda_graphs=graphs, config_changes=config_changes, lock=lock)
 
+
+def _resume_changes(cfg: Config, out: Path, resume: bool, auto_replicas: bool) -> List[str]:
+    """A ``--resume``'s accepted changes to the run's saved config, checked before anything
+    is written: a rejected --resume --set leaves the run as it was."""
+    if not (resume and (out / "config.yaml").is_file()):
+        return []
+    saved = load_config(out / "config.yaml", warn_deprecated=False)  # upgraded silently: rnmt wrote it
+    if auto_replicas:  # the run's resolved n, whatever the number of processes now
+        cfg.train.replicas = saved.train.replicas
+    return check_resume_config(saved, cfg, str(out / "config.yaml"))
+
+
+def _training_data(cfg: Config, out: Path, src_vocab: Vocab, tgt_vocab: Vocab, dist: DistContext,
+                   log: Log) -> Tuple[TrainingData, Optional[DevSet]]:
+    """The encoded training corpora (rank 0 first) and the dev set (rank 0 only)."""
     files = train_files(cfg)
     cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else out / "cache"
     ss = cfg.data.subword_sampling
     sampling = {"alpha": ss.alpha, "nbest": ss.nbest, "dropout": ss.dropout} if ss.enabled else None
     data = main_first(dist, lambda: load_training_data(files, src_vocab, tgt_vocab, cache, cfg.data.max_len,
-                                                       tc.seed, sampling, log))
+                                                       cfg.train.seed, sampling, log))
     corpus = data.corpus
     for part, cf in zip(data.parts, files):
         if len(part) == 0:
@@ -203,8 +217,16 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         log(f"subword sampling: {_sampling_method(src_vocab, ss)} on both sides, a new segmentation each epoch")
     # Validation runs on rank 0 only: the others never load the dev set.
     dev = main_first(dist, lambda: load_dev_set(cfg, src_vocab, tgt_vocab, cache), others=lambda: None)
+    return data, dev
 
-    model: TranslationModel = build_model(cfg.model, src_vocab.size, tgt_vocab.size)
+
+def _build_model(cfg: Config, init: Optional[InitCheckpoint], device: torch.device, dist: DistContext,
+                 dtype: Optional[torch.dtype], log: Log) -> Tuple[TranslationModel, bool]:
+    """The model, initialised (from ``--init-from`` when given) and on ``device``, and
+    whether CUDA graphs replay its updates; rank r > 0 then reseeds its generator."""
+    tc = cfg.train
+    src_size, tgt_size = cfg.model.src_vocab_size, cfg.model.tgt_vocab_size
+    model: TranslationModel = build_model(cfg.model, src_size, tgt_size)
     uniform_init_(model, tc.init_scale)
     if init is not None:
         load_state_into(model, init.file.state, init.file.path)
@@ -218,9 +240,7 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     _set_up_compile_step(model, tc.compile_step, cfg.model.arch, device, log, graphs=graphs)
     if dist.rank > 0:
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
-    return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
-                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
-                    model=model, cuda_graphs=graphs, config_changes=config_changes, lock=lock)
+    return model, graphs
 
 
 def _set_up_compile_step(model: TranslationModel, setting: Any, arch: str, device: torch.device,
