@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, cast
 
 import torch
 
@@ -180,7 +180,8 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     data, dev = _training_data(cfg, out, src_vocab, tgt_vocab, dist, log)
     model, graphs = _build_model(cfg, init, device, dist, dtype, log)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device, amp_dtype=dtype,
-                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=data.corpus, data=data, dev=dev,
+                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, data=data, dev=dev,
+                    corpus=cast(EncodedCorpus, data.corpus),  # a ConcatCorpus reads as one
                     model=model, cuda_graphs=graphs, config_changes=config_changes, lock=lock)
 
 
