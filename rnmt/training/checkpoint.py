@@ -22,8 +22,10 @@ import contextlib
 import io
 import json
 import os
+import re
 import stat
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional
 
@@ -157,15 +159,50 @@ def save_train_state(path: Path, state: Dict[str, Any]) -> None:
     atomic_write(Path(path), lambda fh: fh.write(buffer.getbuffer()))
 
 
+# What `torch.save` writes (a zip archive); a file starting otherwise is not rnmt's state.
+ZIP_MAGIC = b"PK\x03\x04"
+
+
 def load_train_state(path: Path) -> Dict[str, Any]:
+    """The dict `save_train_state` wrote, read without running code from the file; anything
+    else is a one-line `UserError` naming ``path`` (torch's own warnings and its paragraph
+    about ``weights_only`` never reach the terminal)."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"cannot resume: {path} not found")
+    with open(path, "rb") as fh:
+        head = fh.read(len(ZIP_MAGIC))
+    if head != ZIP_MAGIC:
+        raise UserError(f"{path}: " + _not_an_archive(head))
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)  # never runs code from the file
+        with warnings.catch_warnings():  # e.g. "Detected pickle protocol 4": the error below says it all
+            warnings.simplefilter("ignore")
+            state = torch.load(path, map_location="cpu", weights_only=True)  # never runs code from the file
     except Exception as exc:
-        raise UserError(f"{path}: corrupt or truncated training state ({first_line(exc)})") from None
+        raise UserError(f"{path}: corrupt or truncated training state ({_load_failure(exc)})") from None
     if not isinstance(state, dict):
         raise UserError(f"{path}: corrupt or truncated training state (it holds a {type(state).__name__}, "
                         f"not rnmt's dict of training state)")
     return state
+
+
+def _not_an_archive(head: bytes) -> str:
+    """Why a file that does not start like `torch.save`'s zip archive cannot be resumed."""
+    if head[:1] == b"\x80":  # a pickle's PROTO opcode: pickle.dump's output, not torch.save's
+        return ("not an rnmt training state: a raw pickle, where rnmt writes a torch.save archive "
+                "(nothing in it was loaded or run)")
+    what = "empty" if not head else "not a torch.save archive"
+    return f"corrupt or truncated training state ({what})"
+
+
+def _load_failure(exc: BaseException) -> str:
+    """What went wrong, in a few words: torch's refusals of an object start with a paragraph
+    of advice about ``weights_only``; the refused class or pickle instruction is the news."""
+    text = str(exc)
+    if not text.startswith("Weights only load failed"):
+        return first_line(exc)
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    what = f"it holds a {found.group(1)}" if found else "it holds objects other than tensors and plain values"
+    if found is None and (operand := re.search(r"Unsupported operand \d+", text)):
+        what = f"an instruction the weights-only loader refuses ({operand.group(0).lower()})"
+    return f"{what[:160]}; nothing in it was run"

@@ -1,4 +1,4 @@
-"""Reading a training run's ``log.jsonl`` (written by ``Trainer._write_log``).
+"""Reading a training run's ``log.jsonl`` (written by ``rnmt.training.reporting.RunReport.write``).
 
 The log holds three kinds of record, one JSON object per line: a training window
 (``loss``, ``tokens_per_s``, ``train_seconds``, ...), a validation (``dev_loss``,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import torch
 
@@ -146,46 +146,11 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     src_vocab, tgt_vocab = main_first(dist, lambda: _vocabularies(cfg, out, resume, init, log))
     cfg.model.src_vocab_size = src_vocab.size
     cfg.model.tgt_vocab_size = tgt_vocab.size
-    config_changes: List[str] = []
-    changed: List[str] = []  # the config keys a --resume changed: the plan's choices they make are made anew
-    if resume and (out / "config.yaml").is_file():
-        # Checked before anything is written: a rejected --resume --set leaves the run as it was.
-        saved = load_config(out / "config.yaml", warn_deprecated=False)  # upgraded silently: rnmt wrote it
-        if auto_replicas:  # the run's resolved n, whatever the number of processes now
-            cfg.train.replicas = saved.train.replicas
-        config_changes = check_resume_config(saved, cfg, str(out / "config.yaml"))
-        changed = [key for key, _, _ in changed_keys(saved, cfg)]
+    config_changes, changed = _resume_changes(cfg, out, resume, auto_replicas)
     if dist.is_main and not resume:
         atomic_write_text(out / "config.yaml", cfg.dump())
-
-    files = train_files(cfg)
-    cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else out / "cache"
-    ss = cfg.data.subword_sampling
-    sampling = {"alpha": ss.alpha, "nbest": ss.nbest, "dropout": ss.dropout} if ss.enabled else None
-    data = main_first(dist, lambda: load_training_data(files, src_vocab, tgt_vocab, cache, cfg.data.max_len,
-                                                       tc.seed, sampling, log))
-    corpus = data.corpus
-    for part, cf in zip(data.parts, files):
-        if len(part) == 0:
-            raise UserError(f"{cf.src}: no training pairs left after removing empty and over-long lines")
-    log(f"training pairs: {len(corpus)} (skipped {corpus.n_empty} empty, "
-        f"{corpus.n_too_long} longer than {cfg.data.max_len} subwords)")
-    if len(files) > 1:
-        log("training corpora: " + "; ".join(f"{cf.src.with_suffix('')} {len(p)} pairs, weight {cf.weight:g}"
-                                             for cf, p in zip(files, data.parts)))
-    if ss.enabled:
-        log(f"subword sampling: {_sampling_method(src_vocab, ss)} on both sides, a new segmentation each epoch")
-    # Validation runs on rank 0 only: the others never load the dev set.
-    dev = main_first(dist, lambda: load_dev_set(cfg, src_vocab, tgt_vocab, cache), others=lambda: None)
-
-    model: TranslationModel = build_model(cfg.model, src_vocab.size, tgt_vocab.size)
-    uniform_init_(model, tc.init_scale)
-    if init is not None:
-        load_state_into(model, init.file.state, init.file.path)
-        init.file.state = {}  # copied into the model: no second copy for the whole run
-        log(f"fine-tuning from {init.file.path} (step {init.file.meta.get('step')}): its weights "
-            f"and vocabulary, a fresh optimiser and schedule")
-    model.to(device)
+    data, dev = _training_data(cfg, out, src_vocab, tgt_vocab, dist, log)
+    model = _initialised_model(cfg, init, device, log)
     plan = _run_plan(cfg, out, resume, device, dist, model, changed, log)
     model = plan.apply(model)
     if device.type == "cpu" and plan.kernels.value:
@@ -199,8 +164,61 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
         torch.manual_seed(tc.seed + RANK_SEED_STRIDE * dist.rank)
     return RunSetup(cfg=cfg, out=out, resume=resume, dist=dist, log=log, device=device,
                     amp_dtype=torch.bfloat16 if plan.bf16 else None, plan=plan,
-                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, corpus=corpus, data=data, dev=dev,
+                    init=init, src_vocab=src_vocab, tgt_vocab=tgt_vocab, data=data, dev=dev,
+                    corpus=cast(EncodedCorpus, data.corpus),  # a ConcatCorpus reads as one
                     model=model, cuda_graphs=plan.cuda_graphs.value, config_changes=config_changes, lock=lock)
+
+
+def _resume_changes(cfg: Config, out: Path, resume: bool, auto_replicas: bool) -> Tuple[List[str], List[str]]:
+    """A ``--resume``'s accepted changes to the run's saved config (checked before anything
+    is written: a rejected --resume --set leaves the run as it was), and the keys they
+    change, whose execution-plan choices are made anew."""
+    if not (resume and (out / "config.yaml").is_file()):
+        return [], []
+    saved = load_config(out / "config.yaml", warn_deprecated=False)  # upgraded silently: rnmt wrote it
+    if auto_replicas:  # the run's resolved n, whatever the number of processes now
+        cfg.train.replicas = saved.train.replicas
+    config_changes = check_resume_config(saved, cfg, str(out / "config.yaml"))
+    return config_changes, [key for key, _, _ in changed_keys(saved, cfg)]
+
+
+def _training_data(cfg: Config, out: Path, src_vocab: Vocab, tgt_vocab: Vocab, dist: DistContext,
+                   log: Log) -> Tuple[TrainingData, Optional[DevSet]]:
+    """The encoded training corpora (rank 0 first) and the dev set (rank 0 only)."""
+    files = train_files(cfg)
+    cache = Path(cfg.data.cache_dir) if cfg.data.cache_dir else out / "cache"
+    ss = cfg.data.subword_sampling
+    sampling = {"alpha": ss.alpha, "nbest": ss.nbest, "dropout": ss.dropout} if ss.enabled else None
+    data = main_first(dist, lambda: load_training_data(files, src_vocab, tgt_vocab, cache, cfg.data.max_len,
+                                                       cfg.train.seed, sampling, log))
+    corpus = data.corpus
+    for part, cf in zip(data.parts, files):
+        if len(part) == 0:
+            raise UserError(f"{cf.src}: no training pairs left after removing empty and over-long lines")
+    log(f"training pairs: {len(corpus)} (skipped {corpus.n_empty} empty, "
+        f"{corpus.n_too_long} longer than {cfg.data.max_len} subwords)")
+    if len(files) > 1:
+        log("training corpora: " + "; ".join(f"{cf.src.with_suffix('')} {len(p)} pairs, weight {cf.weight:g}"
+                                             for cf, p in zip(files, data.parts)))
+    if ss.enabled:
+        log(f"subword sampling: {_sampling_method(src_vocab, ss)} on both sides, a new segmentation each epoch")
+    # Validation runs on rank 0 only: the others never load the dev set.
+    dev = main_first(dist, lambda: load_dev_set(cfg, src_vocab, tgt_vocab, cache), others=lambda: None)
+    return data, dev
+
+
+def _initialised_model(cfg: Config, init: Optional[InitCheckpoint], device: torch.device,
+                       log: Log) -> TranslationModel:
+    """The plain model, initialised (from ``--init-from`` when given) and on ``device``."""
+    model: TranslationModel = build_model(cfg.model, cfg.model.src_vocab_size, cfg.model.tgt_vocab_size)
+    uniform_init_(model, cfg.train.init_scale)
+    if init is not None:
+        load_state_into(model, init.file.state, init.file.path)
+        init.file.state = {}  # copied into the model: no second copy for the whole run
+        log(f"fine-tuning from {init.file.path} (step {init.file.meta.get('step')}): its weights "
+            f"and vocabulary, a fresh optimiser and schedule")
+    model.to(device)
+    return model
 
 
 def _set_up_compile_step(model: TranslationModel, compile_step: bool, auto: bool, arch: str,

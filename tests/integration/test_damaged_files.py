@@ -121,6 +121,41 @@ def test_a_damaged_training_state_is_one_line_on_resume(tmp_path, tiny_run, dama
     assert_one_line(err.strip().splitlines()[-1], "train_state.pt", "corrupt or truncated training state")
 
 
+def test_a_raw_pickle_training_state_is_one_clean_line_on_resume(tmp_path, tiny_run, capsys):
+    """issue 66 #9: a train_state.pt written by pickle.dump (not rnmt's torch.save archive):
+    one `error: <path>: ...` line, exit 2, none of torch's warning or advice text, nothing run."""
+    import pickle
+
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    state = run / "train_state.pt"
+    state.write_bytes(pickle.dumps({"step": 3, "checkpoint": "ckpt-3.safetensors", "rng": [1, 2, 3]}, protocol=4))
+    assert main(["train", str(run / "config.yaml"), "--out", str(run), "--resume"]) == 2
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.strip().splitlines() if "config.source.yaml" not in line]
+    assert_one_line("\n".join(lines), f"error: {state}: ", "raw pickle", "nothing in it was loaded or run")
+    for torch_text in ("weights_only", "UserWarning", "pickle protocol", "torch.load"):
+        assert torch_text not in captured.err + captured.out
+
+
+class Foreign:
+    """An object no weights-only load accepts (its class is not an allowed global)."""
+
+
+def test_a_refused_object_in_a_training_state_names_it_in_one_line(tmp_path):
+    """A torch.save archive holding an object the weights-only loader refuses: the refused
+    global in the one line, not torch's paragraph of advice."""
+    from rnmt.training.checkpoint import load_train_state
+
+    path = tmp_path / "train_state.pt"
+    torch.save({"step": Foreign()}, path)
+    with pytest.raises(UserError) as caught:
+        load_train_state(path)
+    message = str(caught.value)
+    assert "\n" not in message and "test_damaged_files.Foreign" in message
+    assert "nothing in it was run" in message and "weights_only" not in message
+
+
 def test_an_empty_exception_message_still_gives_a_reason(tmp_path, tiny_run, monkeypatch):
     """An exception without a message (EOFError() from a cut file) names its class."""
     def raise_bare(*_a, **_k):

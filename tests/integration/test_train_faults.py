@@ -136,6 +136,61 @@ def test_nan_losses_in_a_row_stop_the_run_with_finite_checkpoints(tmp_path, tiny
         assert finite(load_model(path).model), path
 
 
+def _exploding_config(tiny_corpus, tmp_path, **train):
+    """issue 66 #12's recipe, small: a rate of 1e9 without clipping, a one-update warm-up."""
+    import yaml
+
+    tree = tiny_config_tree(tiny_corpus["train"], tiny_corpus["dev"])
+    tree["train"].update(lr=1e9, clip_norm=0, warmup_steps=1, validate_every=0, log_every=5, **train)
+    path = tmp_path / "explode.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    return path
+
+
+def test_a_finite_but_exploding_loss_stops_the_run_with_one_line(tmp_path, tiny_corpus, capsys):
+    """A loss that explodes and stays finite is a one-line error naming the step and the
+    likely causes, exit 2, before train.max_steps; no checkpoint of the diverged weights."""
+    config = _exploding_config(tiny_corpus, tmp_path, max_steps=30)
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out)]) == 2  # rnmt before the check: 0, at loss ~1e12
+    from rnmt.training.divergence import WINDOW
+
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err)
+    line = err[-1]
+    assert line.startswith("error: step ") and "diverged" in line
+    for cause in ("train.lr 1e+09", "train.clip_norm 0", "train.warmup_steps 1", "no checkpoint was written yet"):
+        assert cause in line, line
+    step = int(line.split()[2].rstrip(":"))
+    assert WINDOW < step < 30  # stopped by the window after the warm-up, not at max_steps
+    assert not list(out.glob("*.safetensors")) and not (out / "train_state.pt").exists()
+
+
+def test_a_run_that_diverges_on_resume_keeps_its_last_good_checkpoint(tmp_path, tiny_corpus, capsys):
+    """A healthy run, resumed with a rate that makes it diverge: the error names the last
+    checkpoint, which is left as it was (as is the training state)."""
+    config = _exploding_config(tiny_corpus, tmp_path, max_steps=4, save_every=4)
+    out = tmp_path / "run"
+    assert main(["train", str(config), "--out", str(out), "--set", "train.lr=0.003"]) == 0
+    kept = {name: (out / name).read_bytes() for name in ("ckpt-4.safetensors", "best.safetensors", "train_state.pt")}
+    capsys.readouterr()
+    assert main(["train", str(config), "--out", str(out), "--resume", "--set", "train.max_steps=40",
+                 "--set", "train.lr=1e9"]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "diverged" in line and f"ckpt-4.safetensors in {out}" in line, line
+    assert {name: (out / name).read_bytes() for name in kept} == kept
+    assert sorted(p.name for p in out.glob("ckpt-*")) == ["ckpt-4.safetensors"]
+
+
+def test_the_divergence_threshold_is_ten_times_a_uniform_models_loss():
+    import math
+
+    from rnmt.training.divergence import threshold
+
+    assert threshold(4000) == pytest.approx(10 * math.log(4000))
+    assert 80 < threshold(4000) < 85
+
+
 def test_non_finite_weights_are_never_written(tmp_path, tiny_corpus):
     trainer = Trainer(config_from_dict(no_dev_tree(tiny_corpus, 2)), tmp_path, **quiet)
     trainer.run()
