@@ -13,7 +13,7 @@ import torch
 import torch._dynamo as dynamo
 
 from rnmt import deferred_grads, kernels
-from rnmt.cells import gru_cuda
+from rnmt.fast import gru_cuda
 from rnmt.config import load_config
 from rnmt.models import build_model
 from rnmt.models.base import RecurrentTranslationModel, uniform_init_

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from rnmt import deferred_grads, kernels
-from rnmt.cells import gru_cuda, host_reads
+from rnmt.fast import gru_cuda, host_reads
 from rnmt.data.collate import Batch
 from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rnmt.models.base import RecurrentTranslationModel
