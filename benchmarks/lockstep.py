@@ -23,6 +23,7 @@ import torch  # noqa: E402
 
 from rnmt import cells  # noqa: E402
 from rnmt.deferred_grads import deferred_weight_grads  # noqa: E402
+from rnmt.fast import accelerate  # noqa: E402
 
 UNITS = {  # name: (registered unit, options)
     "gru": ("gru", {}),
@@ -64,7 +65,8 @@ def main() -> int:
     for name in args.units.split(","):
         kind, options = UNITS[name]
         torch.manual_seed(1)
-        encoder = cells.Bidirectional(cells.build(kind, E, d, **options), cells.build(kind, E, d, **options)).train()
+        encoder = accelerate(cells.Bidirectional(cells.build(kind, E, d, **options),
+                                                 cells.build(kind, E, d, **options))).train()
         if encoder.fwd.lockstep(encoder.bwd, torch.zeros(1)) is None:
             print(f"| {name} | - | - | no lockstep here (C++ kernels unavailable?) |")
             continue

@@ -8,6 +8,7 @@ from rnmt import cells, deferred_grads
 from rnmt.config import ModelConfig
 from rnmt.models import build_model
 from rnmt.fast import accelerate
+from rnmt.fast import cells as fast_cells
 
 ARCHS = {
     "rnnsearch": {},
@@ -98,7 +99,7 @@ def test_the_scope_opens_only_for_training_passes_and_closes_after_errors():
 
     src, mask, tgt = torch.randint(4, 30, (2, 4)), torch.ones(2, 4, dtype=torch.bool), torch.randint(4, 30, (2, 3))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cells.base, "step_product", spy)
+        mp.setattr(fast_cells, "step_product", spy)
         model.train()
         model(src, mask, tgt)
         assert seen and all(seen)

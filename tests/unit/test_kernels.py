@@ -244,7 +244,7 @@ def test_gru_sweeps_read_bf16_projections_as_their_exact_float32_values():
     # Under CPU bf16 autocast the products come as bf16; the sweeps read them directly, with
     # the same results as on their float32 copies, and autograd hands back bf16 gradients
     # that are the float32 ones rounded (what the cast's backward gave before).
-    from rnmt.cells.gru import _FusedGates
+    from rnmt.fast.cells import _FusedGates
 
     ext = kernels.extension()
     torch.manual_seed(6)
