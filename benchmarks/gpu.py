@@ -662,8 +662,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     started = time.perf_counter()
     from rnmt import deferred_grads
-    from rnmt.fast import gru_cuda
     from rnmt.device import pick_device
+    from rnmt.fast import gru_cuda
 
     # the two switches hold for the whole process
     gru_cuda.use(args.gru_cuda == "on").__enter__()

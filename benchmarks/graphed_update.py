@@ -57,9 +57,9 @@ for path in (str(REPO), str(HERE)):
 from gpu import SYSTEMS, commit, machine, sync  # noqa: E402
 
 from rnmt import deferred_grads, kernels  # noqa: E402
-from rnmt.fast import host_reads  # noqa: E402
 from rnmt.config import load_config  # noqa: E402
 from rnmt.data.vocab import PAD_ID  # noqa: E402
+from rnmt.fast import host_reads  # noqa: E402
 from rnmt.models import build_model  # noqa: E402
 from rnmt.models.base import uniform_init_  # noqa: E402
 from rnmt.training.update_graphs import HostReads  # noqa: E402

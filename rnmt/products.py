@@ -11,9 +11,10 @@ order (docs/performance.md, "fp32 products through oneDNN").
 Who calls them: the per-step products of a training pass and their deferred gradients
 (`rnmt.deferred_grads`, each unit's matrix `Packed` once per pass), the decoders' step
 products, and every layer of the models (`Linear`: an ``nn.Linear`` whose forward is the
-differentiable `linear`, which `rnmt.fast.accelerate` swaps in for the models' ``nn.Linear``). Each falls back to the PyTorch operation it replaces for anything
-else (another dtype or device, CPU autocast on, a compiled step, the C++ kernels
-unavailable, a sum longer than the product has outputs: `_long_reduction`) and when oneDNN
+differentiable `linear`, which `rnmt.fast.accelerate` swaps in for the models'
+``nn.Linear``). Each falls back to the PyTorch operation it replaces for anything else
+(another dtype or device, CPU autocast on, a compiled step, the C++ kernels unavailable, a
+sum longer than the product has outputs: `_long_reduction`) and when oneDNN
 is off, so a caller never needs to ask.
 
 Whether oneDNN is on is decided once per process (`active`): ``RNMT_ONEDNN_PRODUCTS=1`` or

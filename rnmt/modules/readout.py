@@ -19,7 +19,6 @@ import torch
 from torch import Tensor, nn
 
 
-
 class DeepOutput(nn.Module):
     def __init__(self, state_size: int, emb_size: int, ctx_size: int, vocab_size: int,
                  kind: str = "tanh", hidden_size: int | None = None, dropout: float = 0.0,

@@ -44,9 +44,9 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from rnmt.fast import host_reads
 from rnmt.data.collate import Batch
 from rnmt.data.vocab import EOS_ID, PAD_ID
+from rnmt.fast import host_reads
 
 BUCKET = 8  # rows and lengths rounded up to a multiple of this
 Shape = Tuple[int, int, int]  # rows, source length, target length

@@ -17,7 +17,8 @@ def _cell(kind: str):
     from rnmt import cells
 
     torch.manual_seed(3)
-    unit = {"gru": lambda: accelerate(cells.GRU(12, 24)), "gru-ln": lambda: accelerate(cells.GRU(12, 24, layer_norm=True)),
+    unit = {"gru": lambda: accelerate(cells.GRU(12, 24)),
+            "gru-ln": lambda: accelerate(cells.GRU(12, 24, layer_norm=True)),
             "lgru": lambda: accelerate(cells.build("lgru", 12, 24, layer_norm=True)),
             "tgru": lambda: accelerate(cells.build("tgru", 12, 24, layer_norm=True))}[kind]()
     return unit.train()

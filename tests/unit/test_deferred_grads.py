@@ -6,9 +6,9 @@ import torch
 
 from rnmt import cells, deferred_grads
 from rnmt.config import ModelConfig
-from rnmt.models import build_model
 from rnmt.fast import accelerate
 from rnmt.fast import cells as fast_cells
+from rnmt.models import build_model
 
 ARCHS = {
     "rnnsearch": {},

@@ -13,10 +13,9 @@ import pytest
 import torch
 
 from rnmt import kernels
-from rnmt.fast import gru_cuda
 from rnmt.cells.gru import GRU
 from rnmt.cells.runner import Bidirectional
-from rnmt.fast import accelerate
+from rnmt.fast import accelerate, gru_cuda
 from tests.unit.test_models_zoo import PAPER_CONFIGS, batch, tiny_model
 
 MASK = torch.tensor([[1] * 6, [1] * 3 + [0] * 3, [1] + [0] * 5, [1] * 5 + [0]], dtype=torch.bool)

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from rnmt import kernels
+from rnmt.fast import accelerate
+from rnmt.fast.scores import _FusedAdditiveScores, additive_scores
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
-from rnmt.fast.scores import _FusedAdditiveScores, additive_scores
-from rnmt.fast import accelerate
 from tests.support import HAVE_COMPILER, needs_kernel
 
 # the kernels against their fallbacks whatever RNMT_KERNELS says
@@ -411,7 +411,8 @@ def test_lockstep_is_left_to_units_that_can_share_a_step():
     assert accelerate(cells.TGRU(6, 6, layer_norm=True)).lockstep(accelerate(cells.TGRU(6, 6)), x) is None
     deep = [accelerate(cells.build("transition", 4, 6, layer_norm=True, depth=k)) for k in (1, 2)]
     assert deep[0].lockstep(deep[1], x) is None  # depths differ
-    assert accelerate(cells.build("transition", 4, 6, depth=1)).lockstep(accelerate(cells.build("transition", 4, 6, depth=1)), x) is None
+    shallow = [accelerate(cells.build("transition", 4, 6, depth=1)) for _ in range(2)]
+    assert shallow[0].lockstep(shallow[1], x) is None
     assert accelerate(cells.GRU(4, 6)).lockstep(accelerate(cells.GRU(4, 6, dropout=0.1)), x) is None
     assert accelerate(cells.GRU(4, 6)).lockstep(accelerate(cells.GRU(4, 6)), x.double()) is None
     assert cells.LSTM(4, 6).lockstep(cells.LSTM(4, 6), x) is None  # no lockstep step (the default)

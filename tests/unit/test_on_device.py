@@ -12,12 +12,11 @@ import pytest
 import torch
 
 from rnmt import kernels
-from rnmt.fast import gru_cuda
 from rnmt.cells.gru import GRU
 from rnmt.cells.runner import Bidirectional
+from rnmt.fast import accelerate, gru_cuda
 from rnmt.search import step_graphs
 from rnmt.search.beam import beam_search, greedy_search
-from rnmt.fast import accelerate
 from tests.unit.test_gru_cuda import MASK
 from tests.unit.test_models_zoo import PAPER_CONFIGS, _name, batch, tiny_model
 
