@@ -123,7 +123,8 @@ def build_model(cfg: ModelConfig, src_vocab_size: int | None = None, tgt_vocab_s
         return model
     from rnmt.fast import accelerate  # rnmt.fast imports the models' base class
 
-    return accelerate(model)
+    accelerate(model)  # in place
+    return model
 
 
 def build_skeleton(cfg: ModelConfig, src_vocab_size: int | None = None,
