@@ -621,7 +621,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--budget-minutes", type=float, default=8.0,
                    help="start nothing new after this many minutes (the rest is written as skipped)")
     p.add_argument("--gru-cuda", choices=("on", "off"), default="on",
-                   help="the GRU's fused CUDA cell and cuDNN encoder (rnmt/cells/gru_cuda.py); off: the "
+                   help="the GRU's fused CUDA cell and cuDNN encoder (rnmt/fast/gru_cuda.py); off: the "
                    "unit's PyTorch expressions, as before they existed")
     p.add_argument("--deferred-grads", choices=("on", "off"), default="on",
                    help="one weight-gradient accumulation per pass (rnmt/deferred_grads.py; on, the default) "
@@ -660,8 +660,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     started = time.perf_counter()
     from rnmt import deferred_grads
-    from rnmt.cells import gru_cuda
     from rnmt.device import pick_device
+    from rnmt.fast import gru_cuda
 
     # the two switches hold for the whole process
     gru_cuda.use(args.gru_cuda == "on").__enter__()

@@ -316,7 +316,7 @@ class RuntimeConfig:
     trim_every: Optional[Annotated[int, NON_NEGATIVE]] = None
     # one weight-gradient accumulation per training pass (rnmt.deferred_grads); false: plain autograd
     deferred_grads: bool = True
-    # the GRU through PyTorch's fused CUDA cell and cuDNN on a GPU (rnmt/cells/gru_cuda.py)
+    # the GRU through PyTorch's fused CUDA cell and cuDNN on a GPU (rnmt/fast/gru_cuda.py)
     gpu_fused_gru: bool = True
 
 

@@ -15,8 +15,8 @@ scope: `step_bmm` collects each step's attention weights and output gradient and
 the annotations' gradient as one batched product at the end, and the attention kernel adds
 each step's key gradient in place to the keys' collector (`memory_collector`).
 
-Models open the scope around ``forward`` in training mode (`TranslationModel` registers
-the hooks); decoding and evaluation never enter it. Under CPU bf16 autocast
+Models open the scope around ``forward`` in training mode (`rnmt.fast.accelerate` registers
+the hooks on every `TranslationModel`); decoding and evaluation never enter it. Under CPU bf16 autocast
 (`rnmt.precision`) the scope casts each weight (and each every-step tensor) to bf16 once per
 pass, the step products run in bf16, and every weight's gradient is a bf16 product over
 the stacked per-step operands (accumulated in fp32 inside the GEMM, rounded once, added to
@@ -41,8 +41,8 @@ and tensors cannot be dictionary keys (``==`` compares element-wise), so collect
 keyed by the ids of the weight and bias, which the collector keeps alive for the scope's
 lifetime, so an id cannot be reused by another tensor while it is a key.
 
-This module sits below cells, modules and models (docs/architecture.md): the units, the
-attention modules, the score kernel and the model base all use it.
+The fast variants of the units, the attention modules and the score kernel (`rnmt.fast`)
+use it; the plain model code does not (docs/architecture.md).
 """
 
 from __future__ import annotations

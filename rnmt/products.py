@@ -11,9 +11,10 @@ order (docs/performance.md, "fp32 products through oneDNN").
 Who calls them: the per-step products of a training pass and their deferred gradients
 (`rnmt.deferred_grads`, each unit's matrix `Packed` once per pass), the decoders' step
 products, and every layer of the models (`Linear`: an ``nn.Linear`` whose forward is the
-differentiable `linear`). Each falls back to the PyTorch operation it replaces for anything
-else (another dtype or device, CPU autocast on, a compiled step, the C++ kernels
-unavailable, a sum longer than the product has outputs: `_long_reduction`) and when oneDNN
+differentiable `linear`, which `rnmt.fast.accelerate` swaps in for the models'
+``nn.Linear``). Each falls back to the PyTorch operation it replaces for anything else
+(another dtype or device, CPU autocast on, a compiled step, the C++ kernels unavailable, a
+sum longer than the product has outputs: `_long_reduction`) and when oneDNN
 is off, so a caller never needs to ask.
 
 Whether oneDNN is on is the process's choice (`active`): the run's execution plan sets it
@@ -286,7 +287,8 @@ class Linear(nn.Linear):
 def plain_linears(model: nn.Module) -> nn.Module:
     """Turn every `Linear` inside ``model`` into a plain ``nn.Linear`` with the same
     parameters, in place: for code that recognises modules by exact type (PyTorch's dynamic
-    int8 quantisation swaps only ``nn.Linear`` itself)."""
+    int8 quantisation swaps only ``nn.Linear`` itself). The layers' part of
+    `rnmt.fast.plain`, which undoes all of `rnmt.fast.accelerate`."""
     for parent in model.modules():
         for name, child in list(parent.named_children()):
             if type(child) is Linear:

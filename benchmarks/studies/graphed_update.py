@@ -14,8 +14,8 @@ docs/gpu.md "What remains"), this measures how much it can gain, on one fixed ba
 where a single graph serves every update:
 
 * ``eager``: the update as the trainer's GPU path runs it (the GRU through the fused CUDA
-  cell and cuDNN, `rnmt/cells/gru_cuda.py`);
-* ``eager, no host reads``: the same with nothing read on the host (`rnmt.cells.host_reads`:
+  cell and cuDNN, `rnmt/fast/gru_cuda.py`);
+* ``eager, no host reads``: the same with nothing read on the host (`rnmt.fast.host_reads`:
   the step loop masks every step, the cuDNN encoder, which reads the sentence lengths,
   gives way to the step loop), which is what a graph can hold;
 * ``graphed``: that update (forward, label-smoothed loss, backward, gradient clipping,
@@ -56,9 +56,9 @@ import torch.nn.functional as F
 from benchmarks import REPO
 from benchmarks.gpu import SYSTEMS, commit, machine, sync
 from rnmt import deferred_grads, kernels
-from rnmt.cells import host_reads
 from rnmt.config import load_config
 from rnmt.data.vocab import PAD_ID
+from rnmt.fast import host_reads
 from rnmt.models import build_model
 from rnmt.models.base import uniform_init_
 from rnmt.training.update_graphs import HostReads

@@ -27,6 +27,7 @@ import torch
 
 from rnmt import cells
 from rnmt.deferred_grads import deferred_weight_grads
+from rnmt.fast import accelerate
 
 UNITS = {  # name: (registered unit, options)
     "gru": ("gru", {}),
@@ -68,7 +69,8 @@ def main() -> int:
     for name in args.units.split(","):
         kind, options = UNITS[name]
         torch.manual_seed(1)
-        encoder = cells.Bidirectional(cells.build(kind, E, d, **options), cells.build(kind, E, d, **options)).train()
+        encoder = accelerate(cells.Bidirectional(cells.build(kind, E, d, **options),
+                                                 cells.build(kind, E, d, **options))).train()
         if encoder.fwd.lockstep(encoder.bwd, torch.zeros(1)) is None:
             print(f"| {name} | - | - | no lockstep here (C++ kernels unavailable?) |")
             continue

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from rnmt.cells import CELL_NAMES, build, run_cell
 from rnmt.errors import UserError
+from rnmt.fast import accelerate
 
 BUILTINS = {"torch-gru": nn.GRU, "torch-lstm": nn.LSTM}
 
@@ -22,7 +23,7 @@ def _unit_pass(name: str, size: int) -> tuple[nn.Module, Callable[[Tensor, Tenso
     if name in BUILTINS:
         module = BUILTINS[name](size, size, batch_first=True)
         return module, lambda x, mask: module(x)[0]
-    cell = build(name, size, size)
+    cell = accelerate(build(name, size, size))  # the unit as a built model runs it
     return cell, lambda x, mask: run_cell(cell, x, mask)[0]
 
 

@@ -24,14 +24,12 @@ Shared options of every unit:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from rnmt import int8
-from rnmt.deferred_grads import step_product
 from rnmt.errors import UserError
 
 # Layer-normalisation epsilon of the DTMT reference implementation.
@@ -126,7 +124,7 @@ class Cell(nn.Module):
 
     def fused_step_on_cuda(self) -> bool:
         """Whether a training step of this unit on a GPU is already one fused kernel each way
-        (the GRU's, `rnmt.cells.gru_cuda`), so compiling it gains nothing (`train.compile_step`)."""
+        (the GRU's once accelerated, `rnmt.fast.gru_cuda`), so compiling it gains nothing (`train.compile_step`)."""
         return False
 
     # ----------------------------------------------------------------- interface
@@ -154,6 +152,18 @@ class Cell(nn.Module):
         one batched product for both units' recurrent matrices. None where this unit has no
         such step or it does not apply to tensors like ``like`` (the default)."""
         return None
+
+    def pooled_run(self, px: Tensor, mask: Tensor, state: Tensor, mode: str) -> Optional[Tensor]:
+        """The unit run over every position of ``px`` [B, S, proj_size] from ``state``, rows
+        stopping at their last real token (``mask`` [B, S]), pooled: the mean of the outputs
+        ("mean") or the last state's output ("last"), in one call where the unit has one;
+        None (the default) where the caller steps through the positions itself."""
+        return None
+
+    def may_read_host(self) -> bool:
+        """Whether the step loop may read the padding mask on the host to skip the masking
+        of steps without padding (`rnmt.cells.runner`); the values are the same either way."""
+        return True
 
     def output(self, state: Tensor) -> Tensor:
         """The visible output h_t of a state (the state itself for all units but LSTM)."""
@@ -193,24 +203,18 @@ class Cell(nn.Module):
         return {name: bias[i * d : (i + 1) * d] for i, name in enumerate(names)}
 
     # ----------------------------------------------------------------- helpers
-    # Packed int8 twins of weight_h / weight_x for decoding (rnmt/int8.py); None otherwise.
-    int8_h: Optional[Any] = None
-    int8_x: Optional[Any] = None
-
     def recurrent_product(self, state: Tensor, bias: Optional[Tensor] = None) -> Tensor:
         """``state @ weight_h (+ bias)``: the step's one fused product with all recurrent matrices.
 
         ``bias`` is a vector or a ``[B, k*d]`` addend (e.g. the step's projected input).
         """
-        if self.int8_h is not None:
-            return int8.product(state, self.int8_h, bias)
-        return step_product(state, self.weight_h, bias)
+        if bias is None:
+            return torch.matmul(state, self.weight_h)
+        return torch.addmm(bias, state, self.weight_h)
 
     def input_product(self, x: Tensor) -> Tensor:
         """``x @ weight_x``: the input-side product of one step or of all steps at once."""
-        if self.int8_x is not None:
-            return int8.product(x, self.int8_x)
-        return step_product(x, self.weight_x)
+        return torch.matmul(x, self.weight_x)
 
     def drop_candidate(self, candidate: Tensor) -> Tensor:
         """Dropout on the candidate activation with a fresh mask per call (training only)."""

@@ -28,7 +28,6 @@ from typing import Dict
 import torch
 from torch import Tensor, nn
 
-from rnmt.cells import ln_gates
 from rnmt.cells.base import Cell, GateNorm, interpolate
 from rnmt.cells.lau import _ThreeGateLinearCell
 from rnmt.cells.registry import build, register, registered_names
@@ -45,12 +44,7 @@ class LGRU(_ThreeGateLinearCell):
     recurrent_names = ("W_hr", "W_hz", "W_hl", "W_hh")
     bias_names = ("b_r", "b_z", "b_l", "b_h")
 
-    def lockstep(self, other: Cell, like: Tensor):
-        return ln_gates.lockstep(self, other, like, linear=True)
-
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
-        if not return_gates and ln_gates.applies(self, px, state):  # one C++ sweep (rnmt/cells/ln_gates.py)
-            return ln_gates.ln_gates(self, px, self.recurrent_product(state), state, linear=True)
         r, z, l, nonlinear, linear = self._parts(px, state)
         candidate = self.drop_candidate(torch.addcmul(nonlinear, l, linear))  # eq. 15
         new = interpolate(state, candidate, z)  # eq. 14
@@ -89,8 +83,6 @@ class TGRU(Cell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
-        if not return_gates and ln_gates.applies(self, None, state):  # one C++ sweep (rnmt/cells/ln_gates.py)
-            return ln_gates.ln_gates(self, None, self.recurrent_product(state), state)
         if self.gate_norm is None:
             rec_gates, rec_h = self.recurrent_product(state, self.bias).split((2 * d, d), dim=1)
             gates = torch.sigmoid(rec_gates)
@@ -104,9 +96,6 @@ class TGRU(Cell):
         if return_gates:
             return new, {"r": r, "z": z}
         return new
-
-    def lockstep(self, other: Cell, like: Tensor):
-        return ln_gates.lockstep(self, other, like, reads_input=False)
 
 
 # T-GRUs read no input, a nested block is never meant, and an LSTM's [h; c] state cannot be
@@ -173,7 +162,7 @@ class DeepTransition(Cell):
     def lockstep(self, other: Cell, like: Tensor):
         """Both blocks (a bidirectional encoder's directions) in lockstep, unit by unit, where
         the bottom unit and every T-GRU have a lockstep step."""
-        if type(other) is not DeepTransition or other.depth != self.depth:
+        if type(other) is not type(self) or other.depth != self.depth:
             return None
         steps = [self.bottom.lockstep(other.bottom, like)]
         steps += [mine.lockstep(theirs, like) for mine, theirs in zip(self.transitions, other.transitions)]

@@ -26,17 +26,13 @@ Conventions:
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 from torch import Tensor, nn
-from torch.autograd import Function
 
-from rnmt import kernels, precision
-from rnmt.cells import gru_cuda, ln_gates
 from rnmt.cells.base import Cell, GateNorm, interpolate
 from rnmt.cells.registry import register
-from rnmt.deferred_grads import pair_product
 
 
 @register("gru")
@@ -72,18 +68,6 @@ class GRU(Cell):
 
     def step(self, px: Tensor, state: Tensor, return_gates: bool = False):
         d = self.hidden_size
-        if not return_gates and ln_gates.applies(self, px, state):
-            return ln_gates.ln_gates(self, px, self.recurrent_product(state), state)
-        if not return_gates and self._fused_applies(px, state):
-            # eq. 6-9's element-wise part in one C++ sweep (rnmt/kernels/gru_gates.cpp), and
-            # in training one autograd node with a one-sweep backward; in fp32 under bf16
-            # autocast too (`rnmt.precision`), reading the bf16 products as they are.
-            rec = self.recurrent_product(state, self._recurrent_bias())
-            return self._fused_gates(px, rec, precision.fp32(state))
-        if not return_gates and gru_cuda.step_applies(self, px, state):
-            # on a GPU: PyTorch's fused CUDA cell, one kernel each way (rnmt/cells/gru_cuda.py);
-            # after the CPU kernel's test, so a CPU step pays nothing for it
-            return gru_cuda.fused_step(self, px, self.recurrent_product(state, self._recurrent_bias()), state)
         # split, not slicing: one backward node per split instead of a zero-filled
         # full-width gradient per slice.
         px_gates, px_h = px.split((2 * d, d), dim=1)
@@ -100,68 +84,3 @@ class GRU(Cell):
         if return_gates:
             return new, {"r": r, "z": z}
         return new
-
-    def fused_step_on_cuda(self) -> bool:
-        return gru_cuda.fuses(self)
-
-    def _fused_applies(self, px: Tensor, state: Tensor) -> bool:
-        """No layer norm, float32 on the CPU (or bf16 under CPU autocast), dense rows,
-        kernels built (with or without autograd)."""
-        return (self._kernel_applies(px) and precision.kernel_dtype_ok(state)
-                and px.stride(-1) == 1 and state.stride(-1) == 1)
-
-    def _kernel_applies(self, like: Tensor) -> bool:
-        return (self.gate_norm is None and self.weight_h.dtype == torch.float32 and precision.kernel_dtype_ok(like)
-                and like.device.type == "cpu" and kernels.extension() is not None)
-
-    def _fused_gates(self, px: Tensor, rec: Tensor, state: Tensor) -> Tensor:
-        """h' from [N, 3d] rows of projected input and recurrent product (with b) and h [N, d]."""
-        mask = None
-        if self.dropout > 0.0 and self.training:  # the candidate's dropout, as drop_candidate
-            keep = 1.0 - self.dropout
-            mask = torch.empty_like(state).bernoulli_(keep).div_(keep)
-        if torch.is_grad_enabled() and (px.requires_grad or rec.requires_grad or state.requires_grad):
-            return _FusedGates.apply(px, rec, state, mask)
-        return kernels.extension().gru_gates_inference(px, rec, state, mask)
-
-    def lockstep(self, other: Cell, like: Tensor) -> Optional[Callable[[Tensor, Tensor], Tensor]]:
-        """Two GRUs of the same size (the directions of a bidirectional encoder) stepping
-        together: their U matrices stacked once per call into one [2, d, 3d] batched product
-        per step, and eq. 6-9's element-wise part for both in one fused sweep. Two threads run
-        the batched product of two [B x d] x [d x 3d] products faster than the two products
-        one after the other (docs/performance.md). With layer norm: `ln_gates.lockstep`."""
-        if self.gate_norm is not None:
-            return ln_gates.lockstep(self, other, like)
-        if not (type(other) is GRU and self.int8_h is None and other.int8_h is None  # int8: unit by unit
-                and other.hidden_size == self.hidden_size and other.dropout == self.dropout
-                and other.input_bias == self.input_bias and other.training == self.training
-                and self._kernel_applies(like) and other._kernel_applies(like)):
-            return None
-        d = self.hidden_size
-        weight = torch.stack([self.weight_h, other.weight_h])  # [2, d, 3d]
-        bias = None if self.input_bias else torch.stack([self.bias, other.bias]).unsqueeze(1)  # [2, 1, 3d]
-
-        def step(px: Tensor, state: Tensor) -> Tensor:
-            rec = pair_product(state, weight, bias)
-            new = self._fused_gates(px.reshape(-1, 3 * d), rec.reshape(-1, 3 * d), precision.fp32(state.reshape(-1, d)))
-            return new.view(state.shape)
-
-        return step
-
-
-class _FusedGates(Function):
-    """Eq. 6-9's element-wise part as one autograd node: ``h'`` from the projected input
-    ``px``, the recurrent product ``rec`` (with b) and ``h``; the backward returns the
-    gradients of all three in one sweep (``mask``: the candidate's scaled dropout mask)."""
-
-    @staticmethod
-    def forward(ctx, px: Tensor, rec: Tensor, state: Tensor, mask):
-        new, saved = kernels.extension().gru_gates_forward(px, rec, state, mask)
-        ctx.save_for_backward(state, saved, mask)
-        return new
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        state, saved, mask = ctx.saved_tensors
-        grad_px, grad_rec, grad_state = kernels.extension().gru_gates_backward(grad, state, saved, mask)
-        return grad_px, grad_rec, grad_state, None

@@ -16,7 +16,6 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt.cells import gru_cuda, host_reads
 from rnmt.cells.base import Cell, OptionalGates
 
 
@@ -51,7 +50,7 @@ def run_cell(
     # One [B, P] tensor per step. unbind's backward stacks the step gradients once, where
     # indexing px[:, t] would allocate and fill a full-size zero gradient at every step.
     px = projected.transpose(0, 1).contiguous().unbind(0)
-    full_steps, step_mask = _step_masks(mask, batch, length)
+    full_steps, step_mask = _step_masks(mask, batch, length, reads_host=cell.may_read_host())
 
     state, outputs, gate_steps = _walk(cell, px, state, full_steps, step_mask, reverse, return_gates)
     if length == 0:
@@ -68,11 +67,12 @@ def run_cell(
     return out, state, gates_out
 
 
-def _step_masks(mask: Optional[Tensor], batch: int, length: int,
-                lockstep: bool = False) -> Tuple[List[bool], Optional[Tensor]]:
+def _step_masks(mask: Optional[Tensor], batch: int, length: int, lockstep: bool = False,
+                reads_host: bool = True) -> Tuple[List[bool], Optional[Tensor]]:
     """Per walk step, whether no row is padding there, and the time-major mask [T, B, 1]
     ([T, 2, B, 1] in lockstep: position t for the forward unit, T-1-t for the backward one);
-    all steps full and no mask when ``mask`` is None."""
+    all steps full and no mask when ``mask`` is None. Without ``reads_host`` (`Cell.may_read_host`)
+    every step is masked: the same values, nothing read on the host."""
     if mask is None:
         return [True] * length, None
     if mask.shape != (batch, length):
@@ -80,7 +80,7 @@ def _step_masks(mask: Optional[Tensor], batch: int, length: int,
     steps = mask.to(torch.bool).transpose(0, 1)  # [T, B]
     if lockstep:
         steps = torch.stack([steps, steps.flip(0)], 1)  # [T, 2, B]
-    if not host_reads.allowed():  # mask every step: the same values, nothing read on the host
+    if not reads_host:
         return [False] * length, steps.unsqueeze(-1)
     return steps.flatten(1).all(1).tolist(), steps.unsqueeze(-1)  # one host sync for the whole sequence
 
@@ -143,10 +143,6 @@ class Bidirectional(nn.Module):
         self, x: Tensor, mask: Optional[Tensor] = None, return_gates: bool = False
     ) -> BidirectionalOutput:
         """Both directions over ``x`` (`BidirectionalOutput`; gates only with ``return_gates``)."""
-        if not return_gates and gru_cuda.bidirectional_applies(self.fwd, self.bwd, x):
-            done = gru_cuda.run_bidirectional(self.fwd, self.bwd, x, mask)  # cuDNN on a GPU
-            if done is not None:
-                return BidirectionalOutput(*done, None)
         if not return_gates and x.dim() == 3 and x.size(0) > 0 and x.size(1) > 0:
             step = self.fwd.lockstep(self.bwd, x)
             if step is not None:
@@ -169,7 +165,7 @@ def _run_lockstep(fwd: Cell, bwd: Cell, step, x: Tensor, mask: Optional[Tensor])
     proj_b = bwd.project_inputs(x).transpose(0, 1).flip(0)  # in the backward unit's walking order
     px = torch.stack([proj_f, proj_b], 1).unbind(0)  # T x [2, B, P], one copy
     state = x.new_zeros(2, batch, fwd.state_size)
-    full_steps, pair_mask = _step_masks(mask, batch, length, lockstep=True)
+    full_steps, pair_mask = _step_masks(mask, batch, length, lockstep=True, reads_host=fwd.may_read_host())
     outputs: List[Tensor] = []
     for t in range(length):
         new = step(px[t], state)

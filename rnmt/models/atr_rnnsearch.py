@@ -41,7 +41,6 @@ from rnmt.models.reports import Reports
 from rnmt.models.units import bidirectional, build_cell, decoder_unit, encoder_unit
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.embedding import Embedding
-from rnmt.products import Linear
 
 
 class ContextAwareEncoder(nn.Module):
@@ -96,10 +95,10 @@ class ATRRNNSearch(ConditionalDecoderModel):
             ann = 2 * d
         self.unit1 = build_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
         self.unit2 = build_cell(cfg, dec_cell, ann, d)  # reads c_j
-        self.init_layer = Linear(ann, self.unit1.state_size)  # W_0, b_0
+        self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_0, b_0
         self.attention = AdditiveAttention(d, ann)  # U_a (+ b_q), W_q, v, b_v
-        self.readout = Linear(d + ann + E, E)  # W_o, b_o
-        self.output = Linear(E, tgt_vocab, bias=False)
+        self.readout = nn.Linear(d + ann + E, E)  # W_o, b_o
+        self.output = nn.Linear(E, tgt_vocab, bias=False)
         if cfg.tie_target_embeddings:
             self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)

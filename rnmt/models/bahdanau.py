@@ -33,7 +33,6 @@ from rnmt.models.units import bidirectional, build_cell, decoder_unit
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
-from rnmt.products import Linear
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class RNNSearchMinus(RecurrentTranslationModel):
         self.encoder = bidirectional(cfg, E, d)
         ann = self.encoder.hidden_size
         self.unit = build_cell(cfg, decoder_unit(cfg), E + ann, d)  # reads [E y_{j-1}; c_j]
-        self.init_layer = Linear(ann, self.unit.state_size)
+        self.init_layer = nn.Linear(ann, self.unit.state_size)
         self.attention = AdditiveAttention(d, ann)
         self.readout = DeepOutput(d, E, ann, tgt_vocab, kind=cfg.readout,
                                   hidden_size=options.readout_size, dropout=cfg.dropout)

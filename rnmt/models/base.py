@@ -25,7 +25,7 @@ from typing import Dict, Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt import cells, deferred_grads
+from rnmt import cells
 from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rnmt.models.reports import Reports
 
@@ -49,13 +49,6 @@ class TranslationModel(nn.Module):
     bos_id: int = BOS_ID
     eos_id: int = EOS_ID
     beam_shares_memory: bool = False  # step accepts K state rows per memory row (see above)
-
-    def __init__(self) -> None:
-        super().__init__()
-        # A training forward pass sums each recurrent weight's gradient over the time steps
-        # in one buffer (rnmt/deferred_grads.py); decoding (step) never opens the scope.
-        self.register_forward_pre_hook(deferred_grads.open_for_training)
-        self.register_forward_hook(deferred_grads.close_after_forward, always_call=True)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         raise NotImplementedError

@@ -46,7 +46,6 @@ import torch
 from torch import Tensor, nn
 
 from rnmt import cells
-from rnmt.cells import gru_cuda
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
 from rnmt.models.base import ConditionalDecoderModel, TensorDict, masked_mean, time_steps
@@ -55,7 +54,6 @@ from rnmt.models.registry import register
 from rnmt.models.units import bidirectional, decoder_unit, dl4mt_cell, encoder_unit
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
-from rnmt.products import Linear
 
 ContextMode = Literal["mean", "last"]
 CONTEXT_MODES = typing.get_args(ContextMode)
@@ -77,9 +75,10 @@ def cyclic_context(cell: cells.Cell, px_src: Tensor, src_mask: Tensor, state: Te
     Returns:
         the context vector c_j, [B, hidden_size].
     """
-    if gate_means is None and gru_cuda.source_applies(cell, px_src):
-        # on a GPU: the whole re-reading in one cuDNN call instead of n launches of a step
-        context = gru_cuda.run_over_source(cell, px_src, src_mask, state, mode)
+    if gate_means is None:
+        # a unit that runs the whole re-reading in one call (the GRU on a GPU, once
+        # accelerated: rnmt/fast/gru_cuda.py) instead of n steps
+        context = cell.pooled_run(px_src, src_mask, state, mode)
         if context is not None:
             return context
     if gate_means is None:
@@ -200,9 +199,9 @@ class Cseq2seqI(_CyclicDecoder):
         self.encoder = bidirectional(cfg, E, d, dl4mt_cell)
         ann = self.encoder.hidden_size
         self._build_decoder(cfg, tgt_vocab)
-        self.init_layer = Linear(ann, self.unit1.state_size)  # W_init, b_init
+        self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_init, b_init
         self.reader = dl4mt_cell(cfg, decoder_unit(cfg), ann, d)  # GRU_c of eq. 7
-        self.reader_init = Linear(self.unit1.hidden_size, self.reader.state_size)  # V, b_0
+        self.reader_init = nn.Linear(self.unit1.hidden_size, self.reader.state_size)  # V, b_0
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         annotations = self.encoder(self.encoder_inputs(src), src_mask).outputs
@@ -251,8 +250,8 @@ class Cseq2seqII(_CyclicDecoder):
         if share_gru and decoder_unit(cfg) != enc_cell:
             raise UserError("model.options.share_gru needs the same unit in encoder and decoder")
         self._build_decoder(cfg, tgt_vocab, unit1=self.encoder if share_gru else None)
-        self.init_layer = Linear(d, self.unit1.state_size)  # phi_0 of eq. 10
-        self.phi = Linear(self.unit1.hidden_size, self.encoder.state_size)  # phi of eq. 9
+        self.init_layer = nn.Linear(d, self.unit1.state_size)  # phi_0 of eq. 10
+        self.phi = nn.Linear(self.unit1.hidden_size, self.encoder.state_size)  # phi of eq. 9
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         x = self.encoder_inputs(src)

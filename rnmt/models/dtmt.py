@@ -46,7 +46,6 @@ from rnmt.models.registry import register
 from rnmt.models.units import build_cell, decoder_unit, encoder_unit
 from rnmt.modules.embedding import Embedding, positional_encoding
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
-from rnmt.products import Linear
 
 
 def transition_module(cfg: ModelConfig, bottom: str, depth: int, input_size: int,
@@ -111,9 +110,9 @@ class DTMT(ConditionalDecoderModel):
                                                     per_head_v=options.per_head_v,
                                                     output_size=ctx if ctx != ann else None)
         self.decoder_transition = transition_module(cfg, dec_cell, options.dec_depth, ctx, options.carry_bias)
-        self.init_layer = Linear(ann, self.query_transition.state_size)  # W_s, b_s
-        self.readout = Linear(E + d + ctx, d)  # W_r, b_r
-        self.output = Linear(d, tgt_vocab)  # W_V, b_V
+        self.init_layer = nn.Linear(ann, self.query_transition.state_size)  # W_s, b_s
+        self.readout = nn.Linear(E + d + ctx, d)  # W_r, b_r
+        self.output = nn.Linear(d, tgt_vocab)  # W_V, b_V
         if cfg.tie_target_embeddings:
             self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)

@@ -31,7 +31,6 @@ from rnmt.models.registry import register
 from rnmt.models.units import bidirectional, build_cell, decoder_unit, encoder_unit
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.embedding import Embedding
-from rnmt.products import Linear
 
 
 @register("deep-rnnsearch", reads=(*UNIT_KEYS, "enc_layers", "dec_layers"))
@@ -54,10 +53,10 @@ class DeepRNNSearch(RecurrentTranslationModel):
         self.attention = AdditiveAttention(d, ann)
         self.unit2 = build_cell(cfg, dec_cell, ann, d)
         self.decoder = nn.ModuleList(build_cell(cfg, dec_cell, d + ann, d) for _ in range(cfg.dec_layers - 1))
-        self.init_layers = nn.ModuleList(Linear(ann, cell.state_size)
+        self.init_layers = nn.ModuleList(nn.Linear(ann, cell.state_size)
                                          for cell in [self.unit1, *self.decoder])
-        self.readout = Linear(d + ann + E, E)
-        self.output = Linear(E, tgt_vocab, bias=False)
+        self.readout = nn.Linear(d + ann + E, E)
+        self.output = nn.Linear(E, tgt_vocab, bias=False)
         if cfg.tie_target_embeddings:
             self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)

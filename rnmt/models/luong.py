@@ -30,7 +30,6 @@ from rnmt.models.registry import register
 from rnmt.models.units import build_cell, decoder_unit, encoder_unit
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.luong import SCORES, LuongAttention
-from rnmt.products import Linear
 
 
 @dataclass(frozen=True)
@@ -61,8 +60,8 @@ class LuongNMT(RecurrentTranslationModel):
         self.decoder = nn.ModuleList(build_cell(cfg, dec_cell, E + d if k == 0 else d, d)
                                      for k in range(cfg.dec_layers))
         self.attention = LuongAttention(options.attention, d, d, window=options.window)
-        self.combine = Linear(2 * d, d, bias=False)  # W_c
-        self.output = Linear(d, tgt_vocab)  # W_s
+        self.combine = nn.Linear(2 * d, d, bias=False)  # W_c
+        self.output = nn.Linear(d, tgt_vocab)  # W_s
         self.dropout = nn.Dropout(cfg.dropout)
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:

@@ -91,14 +91,25 @@ def architectures() -> list:
     return list(ARCHITECTURES.names())
 
 
-def build_model(cfg: ModelConfig, src_vocab_size: int | None = None, tgt_vocab_size: int | None = None) -> TranslationModel:
-    """Build the architecture ``cfg.arch``; vocabulary sizes default to the config's."""
+def build_model(cfg: ModelConfig, src_vocab_size: int | None = None, tgt_vocab_size: int | None = None,
+                accelerated: bool = True) -> TranslationModel:
+    """Build the architecture ``cfg.arch``; vocabulary sizes default to the config's.
+
+    The architectures are plain PyTorch; ``accelerated`` (the default) then swaps their
+    fast variants in (`rnmt.fast.accelerate`: the same parameters, the same numbers as the
+    fast paths give), which is the one place a built model meets the speed machinery."""
     src_v = src_vocab_size or cfg.src_vocab_size
     tgt_v = tgt_vocab_size or cfg.tgt_vocab_size
     if not src_v or not tgt_v:
         raise UserError("model.src_vocab_size and model.tgt_vocab_size are needed to build a model without data")
     options = check_model_config(cfg)
-    return architecture(cfg.arch).builder(cfg, int(src_v), int(tgt_v), options)
+    model = architecture(cfg.arch).builder(cfg, int(src_v), int(tgt_v), options)
+    if not accelerated:
+        return model
+    from rnmt.fast import accelerate  # rnmt.fast imports the models' base class
+
+    accelerate(model)  # in place
+    return model
 
 
 def build_skeleton(cfg: ModelConfig, src_vocab_size: int | None = None,

@@ -30,7 +30,6 @@ from rnmt.models.registry import register
 from rnmt.models.units import bidirectional, decoder_unit, dl4mt_cell
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.token_table import TokenTable
-from rnmt.products import Linear
 
 
 @register("rnnsearch", reads=(*UNIT_KEYS, "encoder", "enc_layers", "encoder_norm", "attention_heads"))
@@ -54,12 +53,12 @@ class RNNSearch(ConditionalDecoderModel):
         ann = 2 * d if self.source is None else self.source.output_size
         self.unit1 = dl4mt_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
         self.unit2 = dl4mt_cell(cfg, dec_cell, ann, d, conditional=True)  # reads c_j
-        self.init_layer = Linear(ann, self.unit1.state_size)  # W_init, b_init
+        self.init_layer = nn.Linear(ann, self.unit1.state_size)  # W_init, b_init
         self.attention = AdditiveAttention(self.unit1.hidden_size, ann)
-        self.readout_state = Linear(d, E)  # W_1, b_1 (ff_logit_lstm)
-        self.readout_prev = Linear(E, E)  # W_2, b_2 (ff_logit_prev)
-        self.readout_ctx = Linear(ann, E)  # W_3, b_3 (ff_logit_ctx)
-        self.output = Linear(E, tgt_vocab)  # W_o, b_o (ff_logit)
+        self.readout_state = nn.Linear(d, E)  # W_1, b_1 (ff_logit_lstm)
+        self.readout_prev = nn.Linear(E, E)  # W_2, b_2 (ff_logit_prev)
+        self.readout_ctx = nn.Linear(ann, E)  # W_3, b_3 (ff_logit_ctx)
+        self.output = nn.Linear(E, tgt_vocab)  # W_o, b_o (ff_logit)
         if cfg.tie_target_embeddings:
             self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)

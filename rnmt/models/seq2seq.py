@@ -34,7 +34,6 @@ from rnmt.models.registry import register
 from rnmt.models.units import build_cell, decoder_unit, dl4mt_cell, encoder_unit
 from rnmt.modules.embedding import Embedding
 from rnmt.modules.readout import DeepOutput
-from rnmt.products import Linear
 
 
 @register("seq2seq", reads=(*UNIT_KEYS, "readout"))
@@ -50,7 +49,7 @@ class Seq2seq(ConditionalDecoderModel):
         self.encoder = dl4mt_cell(cfg, enc_cell, E, d)
         self.unit1 = dl4mt_cell(cfg, dec_cell, E, d)  # reads E y_{j-1}
         self.unit2 = dl4mt_cell(cfg, dec_cell, d, d, conditional=True)  # reads the summary c
-        self.init_layer = Linear(d, self.unit1.state_size)  # W_init, b_init
+        self.init_layer = nn.Linear(d, self.unit1.state_size)  # W_init, b_init
         self.readout = DeepOutput(d, E, d, tgt_vocab, kind=cfg.readout, dropout=cfg.dropout)
         if cfg.tie_target_embeddings:
             self.readout.output.weight = self.tgt_embed.weight
@@ -97,7 +96,7 @@ class SutskeverSeq2seq(TranslationModel):
         for enc, dec in zip(self.encoder, self.decoder):
             if enc.state_size != dec.state_size:
                 raise UserError("seq2seq-sutskever: encoder and decoder units must carry the same state size")
-        self.output = Linear(d, tgt_vocab)
+        self.output = nn.Linear(d, tgt_vocab)
         if cfg.tie_target_embeddings:
             self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)

@@ -34,16 +34,15 @@ from rnmt.errors import UserError
 from rnmt.models.base import TensorDict, TranslationModel
 from rnmt.models.registry import register
 from rnmt.modules.embedding import Embedding, positional_encoding
-from rnmt.products import Linear
 
 
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, heads: int, dropout: float) -> None:
         super().__init__()
         self.heads = heads
-        self.query = Linear(d_model, d_model)  # W^Q
-        self.key_value = Linear(d_model, 2 * d_model)  # [W^K W^V]
-        self.out = Linear(d_model, d_model)  # W^O
+        self.query = nn.Linear(d_model, d_model)  # W^Q
+        self.key_value = nn.Linear(d_model, 2 * d_model)  # [W^K W^V]
+        self.out = nn.Linear(d_model, d_model)  # W^O
         self.dropout = dropout
 
     def keys_values(self, x: Tensor):
@@ -65,7 +64,7 @@ class MultiHeadAttention(nn.Module):
 
 class FeedForward(nn.Sequential):
     def __init__(self, d_model: int, ffn: int, dropout: float) -> None:
-        super().__init__(Linear(d_model, ffn), nn.ReLU(), nn.Dropout(dropout), Linear(ffn, d_model))
+        super().__init__(nn.Linear(d_model, ffn), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ffn, d_model))
 
 
 class EncoderLayer(nn.Module):
@@ -136,7 +135,7 @@ class Transformer(TranslationModel):
         self.encoder = nn.ModuleList(EncoderLayer(d, heads, ffn, cfg.dropout) for _ in range(cfg.enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(d, heads, ffn, cfg.dropout) for _ in range(cfg.dec_layers))
         self.final_norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(2)) if self.pre_norm else None
-        self.output = Linear(d, tgt_vocab, bias=False)
+        self.output = nn.Linear(d, tgt_vocab, bias=False)
         if cfg.tie_target_embeddings or options.tie_all_embeddings:
             self.output.weight = self.tgt_embed.weight
         self.dropout = nn.Dropout(cfg.dropout)

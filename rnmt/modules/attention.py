@@ -13,14 +13,12 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt.deferred_grads import linear_step, step_bmm
-from rnmt.modules.scores import additive_scores, keys_for_scores
-from rnmt.products import Linear
+from rnmt.modules.scores import AttentionSteps
 
 NEG_INF = -1e9  # added to the scores of padded positions (SPEC section 0)
 
 
-class AdditiveAttention(nn.Module):
+class AdditiveAttention(AttentionSteps, nn.Module):
     """Bahdanau et al. (2015) additive attention as in dl4mt (Cseq2seq paper eq. 4-5):
 
         e_ji = U_att^T tanh(W_c_att h_i + b_att + W_comb_att s~_j) + c_tt
@@ -34,13 +32,13 @@ class AdditiveAttention(nn.Module):
                  score_bias: bool = True) -> None:
         super().__init__()
         attn_size = attn_size or key_size
-        self.key_proj = Linear(key_size, attn_size, bias=True)  # W_c_att, b_att
-        self.query_proj = Linear(query_size, attn_size, bias=False)  # W_comb_att
-        self.score = Linear(attn_size, 1, bias=score_bias)  # U_att, c_tt
+        self.key_proj = nn.Linear(key_size, attn_size, bias=True)  # W_c_att, b_att
+        self.query_proj = nn.Linear(query_size, attn_size, bias=False)  # W_comb_att
+        self.score = nn.Linear(attn_size, 1, bias=score_bias)  # U_att, c_tt
 
     def precompute(self, memory: Tensor) -> Tensor:
         """Project all annotations once: [B, S, key_size] -> [B, S, attn_size]."""
-        return keys_for_scores(self.key_proj(memory))
+        return self.keys_for_scores(self.key_proj(memory))
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
         """query [B * G, Q], keys [B, S, A] (precomputed), values [B, S, V], mask [B, S]
@@ -51,10 +49,10 @@ class AdditiveAttention(nn.Module):
         """
         B, S = mask.shape
         G = query.size(0) // B
-        scores = additive_scores(keys, linear_step(query, self.query_proj), self.score.weight.view(-1)).view(B, G, S)
+        scores = self.scores(keys, self.step_linear(query, self.query_proj), self.score.weight.view(-1)).view(B, G, S)
         if self.score.bias is not None:
             scores = scores + self.score.bias
         scores = scores.masked_fill(~mask.unsqueeze(1), NEG_INF)
         weights = torch.softmax(scores, dim=-1)
-        context = step_bmm(weights, values)  # [B, G, V]: one product per sentence for all its queries
+        context = self.read(weights, values)  # [B, G, V]: one product per sentence for all its queries
         return context.view(B * G, -1), weights.view(B * G, S)

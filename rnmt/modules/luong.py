@@ -20,15 +20,13 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.attention import NEG_INF
-from rnmt.modules.scores import additive_scores, keys_for_scores
-from rnmt.products import Linear
+from rnmt.modules.scores import AttentionSteps
 
 SCORES = ("dot", "general", "concat", "local-p")
 
 
-class LuongAttention(nn.Module):
+class LuongAttention(AttentionSteps, nn.Module):
     def __init__(self, score: str, query_size: int, key_size: int, window: int = 10) -> None:
         super().__init__()
         if score not in SCORES:
@@ -39,20 +37,20 @@ class LuongAttention(nn.Module):
         self.window = window
         self.key_proj = None
         if score in ("general", "local-p"):
-            self.key_proj = Linear(key_size, query_size, bias=False)  # W_a
+            self.key_proj = nn.Linear(key_size, query_size, bias=False)  # W_a
         elif score == "concat":
-            self.key_proj = Linear(key_size, query_size, bias=False)  # W_a, h_s half
-            self.query_proj = Linear(query_size, query_size, bias=False)  # W_a, h_t half
-            self.v = Linear(query_size, 1, bias=False)  # v_a
+            self.key_proj = nn.Linear(key_size, query_size, bias=False)  # W_a, h_s half
+            self.query_proj = nn.Linear(query_size, query_size, bias=False)  # W_a, h_t half
+            self.v = nn.Linear(query_size, 1, bias=False)  # v_a
         if score == "local-p":
-            self.position_proj = Linear(query_size, query_size, bias=False)  # W_p
-            self.position_v = Linear(query_size, 1, bias=False)  # v_p
+            self.position_proj = nn.Linear(query_size, query_size, bias=False)  # W_p
+            self.position_v = nn.Linear(query_size, 1, bias=False)  # v_p
 
     def precompute(self, memory: Tensor) -> Tensor:
         if self.key_proj is None:
             return memory
         keys = self.key_proj(memory)
-        return keys_for_scores(keys) if self.score == "concat" else keys
+        return self.keys_for_scores(keys) if self.score == "concat" else keys
 
     def forward(self, query: Tensor, keys: Tensor, values: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor]:
         """query h_t [B * G, Q], keys [B, S, Q], values h_s [B, S, D], mask [B, S] -> (c_t [B * G, D],
@@ -60,7 +58,7 @@ class LuongAttention(nn.Module):
         B, S = mask.shape
         G = query.size(0) // B
         if self.score == "concat":
-            scores = additive_scores(keys, linear_step(query, self.query_proj), self.v.weight.view(-1)).view(B, G, S)
+            scores = self.scores(keys, self.step_linear(query, self.query_proj), self.v.weight.view(-1)).view(B, G, S)
         else:
             scores = torch.bmm(query.view(B, G, -1), keys.transpose(1, 2))  # [B, G, S]
         if self.score != "local-p":
@@ -77,5 +75,5 @@ class LuongAttention(nn.Module):
             weights = torch.softmax(scores.masked_fill(~inside, NEG_INF), dim=-1)
             sigma = self.window / 2.0
             weights = (weights * torch.exp(-((positions - p) ** 2) / (2 * sigma**2))).view(B, G, S)
-        context = step_bmm(weights, values)  # [B, G, D]
+        context = self.read(weights, values)  # [B, G, D]
         return context.view(B * G, -1), weights.view(B * G, S)

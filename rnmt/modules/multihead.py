@@ -19,13 +19,11 @@ from typing import Tuple
 import torch
 from torch import Tensor, nn
 
-from rnmt.deferred_grads import linear_step, step_bmm
 from rnmt.modules.attention import NEG_INF
-from rnmt.modules.scores import additive_scores, keys_for_scores
-from rnmt.products import Linear
+from rnmt.modules.scores import AttentionSteps
 
 
-class MultiHeadAdditiveAttention(nn.Module):
+class MultiHeadAdditiveAttention(AttentionSteps, nn.Module):
     def __init__(self, query_size: int, key_size: int, attn_size: int, heads: int,
                  per_head_v: bool = False, output_size: int | None = None) -> None:
         super().__init__()
@@ -33,15 +31,15 @@ class MultiHeadAdditiveAttention(nn.Module):
             raise ValueError(f"{heads} heads must divide the attention size {attn_size} and the "
                              f"annotation size {key_size}")
         self.heads = heads
-        self.key_proj = Linear(key_size, attn_size, bias=False)  # W_k
-        self.query_proj = Linear(query_size, attn_size, bias=False)  # W_q
+        self.key_proj = nn.Linear(key_size, attn_size, bias=False)  # W_k
+        self.query_proj = nn.Linear(query_size, attn_size, bias=False)  # W_q
         self.v = nn.Parameter(torch.empty(heads if per_head_v else 1, attn_size // heads))
         nn.init.uniform_(self.v, -0.1, 0.1)
-        self.output_proj = Linear(key_size, output_size) if output_size else None  # W_o, b_o
+        self.output_proj = nn.Linear(key_size, output_size) if output_size else None  # W_o, b_o
         self.output_size = output_size or key_size
 
     def precompute(self, memory: Tensor) -> Tensor:
-        return keys_for_scores(self.key_proj(memory))
+        return self.keys_for_scores(self.key_proj(memory))
 
     def head_major(self, values: Tensor) -> Tensor:
         """[B, S, D] -> [B, h, S, D/h], contiguous: the layout the per-head context product
@@ -57,11 +55,11 @@ class MultiHeadAdditiveAttention(nn.Module):
         G = query.size(0) // B
         h = self.heads
         v = self.v.expand(h, -1).reshape(-1)  # one v per head, or the shared one repeated
-        scores = additive_scores(keys, linear_step(query, self.query_proj), v, heads=h).view(B, G, S, h)
+        scores = self.scores(keys, self.step_linear(query, self.query_proj), v, heads=h).view(B, G, S, h)
         scores = scores.masked_fill(~mask.view(B, 1, S, 1), NEG_INF)
         weights = torch.softmax(scores, dim=2)
         if values.dim() == 4:  # head-major: one [G x S] x [S x D/h] product per sentence and head
-            context = step_bmm(weights.permute(0, 3, 1, 2), values).transpose(1, 2).reshape(B * G, -1)
+            context = self.read(weights.permute(0, 3, 1, 2), values).transpose(1, 2).reshape(B * G, -1)
         else:
             context = torch.einsum("bgsh,bshd->bghd", weights, values.view(B, S, h, -1)).reshape(B * G, -1)
         if self.output_proj is not None:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from rnmt.products import Linear
-
 
 class DeepOutput(nn.Module):
     def __init__(self, state_size: int, emb_size: int, ctx_size: int, vocab_size: int,
@@ -31,10 +29,10 @@ class DeepOutput(nn.Module):
         self.kind = kind
         hidden = hidden_size or emb_size
         width = 2 * hidden if kind == "maxout" else hidden
-        self.from_state = Linear(state_size, width)  # W_1, b_1
-        self.from_prev = Linear(emb_size, width)  # W_2, b_2
-        self.from_ctx = Linear(ctx_size, width) if ctx_size else None  # W_3, b_3
-        self.output = Linear(hidden, vocab_size, bias=output_bias)  # W_o, b_o
+        self.from_state = nn.Linear(state_size, width)  # W_1, b_1
+        self.from_prev = nn.Linear(emb_size, width)  # W_2, b_2
+        self.from_ctx = nn.Linear(ctx_size, width) if ctx_size else None  # W_3, b_3
+        self.output = nn.Linear(hidden, vocab_size, bias=output_bias)  # W_o, b_o
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, state: Tensor, prev_emb: Tensor, context: Tensor | None) -> Tensor:

@@ -1,50 +1,18 @@
-"""Additive attention scores, e = v^T tanh(K + q), the hot loop of every additive attention.
+"""Additive attention scores, e = v^T tanh(K + q), and the per-step operations of the
+attention modules.
 
-``additive_scores`` runs the fused C++ kernel of ``rnmt.kernels`` for float32 tensors on
-the CPU (one sweep over the keys per step, nothing of size [B, S, A] saved for backward),
-in fp32 under CPU bf16 autocast too (`rnmt.precision`), and the equivalent PyTorch
-expression everywhere else (CUDA, no compiler).
+The attention modules (`AdditiveAttention`, `MultiHeadAdditiveAttention`, `LuongAttention`)
+run four operations at every target step, written here as methods of `AttentionSteps` in
+plain PyTorch: the query's projection, the scores against the cached keys, the read of the
+values, and the preparation of the keys once per batch. `rnmt.fast.attention` replaces them
+after a model is built (`rnmt.fast.accelerate`) with the fused score kernel and the
+deferred-gradient step products; the arithmetic is the same.
 """
 
 from __future__ import annotations
 
 import torch
-from torch import Tensor
-from torch.autograd.function import once_differentiable
-
-from rnmt import kernels, precision
-from rnmt.deferred_grads import memory_collector
-
-
-class _FusedAdditiveScores(torch.autograd.Function):
-    """The kernel as an autograd function. In a training pass (`rnmt.deferred_grads`)
-    ``collector`` is the keys' collector and ``token`` its input: the key gradient of every
-    step is then added in place to one buffer per pass instead of being returned per step."""
-
-    @staticmethod
-    def forward(ctx, keys: Tensor, query: Tensor, v: Tensor, heads: int, token=None, collector=None) -> Tensor:
-        ext = kernels.extension()
-        ctx.save_for_backward(keys, query, v)  # keys are the model's cached projection: no copy
-        ctx.heads, ctx.collector = heads, collector
-        return ext.scores_forward(keys, query, v, heads)
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad: Tensor):
-        keys, query, v = ctx.saved_tensors
-        c = ctx.collector
-        ext = kernels.extension()
-        grad_keys, grad_query, grad_v = ext.scores_backward(grad.contiguous(), keys, query, v, ctx.heads,
-                                                            None if c is None else c.grad)
-        if c is None:
-            return grad_keys, grad_query, grad_v, None, None, None
-        c.grad = grad_keys
-        return None, grad_query, grad_v, None, grad.new_empty(0), None
-
-
-def _kernel_applies(*tensors: Tensor) -> bool:
-    return (all(t.device.type == "cpu" and precision.kernel_dtype_ok(t) for t in tensors)
-            and kernels.extension() is not None)
+from torch import Tensor, nn
 
 
 def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> Tensor:
@@ -57,13 +25,6 @@ def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> T
     With ``heads`` > 1 the A units are split into equal heads and each head gets its own
     score over its slice (DTMT's multi-head additive attention); v holds all A weights.
     """
-    if _kernel_applies(keys, query, v):
-        # fp32 math under bf16 autocast too; `keys_for_scores` made the keys fp32 once per batch
-        keys, query, v = (precision.fp32(t).contiguous() for t in (keys, query, v))
-        c = memory_collector(keys)
-        if c is None:
-            return _FusedAdditiveScores.apply(keys, query, v, heads)
-        return _FusedAdditiveScores.apply(keys.detach(), query, v, heads, c.token, c)
     B, S, A = keys.shape
     G = query.size(0) // B
     hidden = torch.tanh(keys.unsqueeze(1) + query.view(B, G, 1, A)).view(B * G, S, A)
@@ -72,9 +33,21 @@ def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> T
     return (hidden.view(B * G, S, heads, A // heads) * v.view(heads, A // heads)).sum(-1)
 
 
-def keys_for_scores(keys: Tensor) -> Tensor:
-    """Precomputed keys as `additive_scores` reads them: under CPU bf16 autocast the kernel
-    computes in fp32, so the bf16 key projection is cast once per batch, not once per step."""
-    if keys.device.type == "cpu" and precision.cpu_autocast() and kernels.extension() is not None:
-        return precision.fp32(keys)
-    return keys
+class AttentionSteps:
+    """The per-step operations of an attention module (mixed into the module's class)."""
+
+    def step_linear(self, x: Tensor, layer: nn.Module) -> Tensor:
+        """``layer(x)`` for one step's queries [B * G, Q]."""
+        return layer(x)
+
+    def scores(self, keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> Tensor:
+        """`additive_scores` of one step's projected queries against the cached keys."""
+        return additive_scores(keys, query, v, heads)
+
+    def read(self, weights: Tensor, values: Tensor) -> Tensor:
+        """``weights @ values`` ([..., G, S] x [..., S, V]): one step's read of the values."""
+        return torch.matmul(weights, values)
+
+    def keys_for_scores(self, keys: Tensor) -> Tensor:
+        """The projected keys as `scores` reads them at every step (computed once per batch)."""
+        return keys

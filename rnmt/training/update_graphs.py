@@ -24,7 +24,7 @@ addresses and has fixed shapes, so (``train.cuda_graphs``, `choose`):
   nothing to each other (their only outputs, the loss sums, are kept apart), so the pool
   holds about one update's activations, not one per shape.
 
-Nothing inside reads a value on the host (`rnmt.cells.host_reads`): the step loop masks
+Nothing inside reads a value on the host (`rnmt.fast.host_reads`): the step loop masks
 every step instead of asking which hold no padding, and the GRU's cuDNN sequence calls,
 which read the sentence lengths, give way to the step loop (its fused CUDA step is kept).
 Under bf16 autocast the weights are cast inside the graph at every use (autocast's cache of
@@ -44,9 +44,9 @@ from torch import Tensor
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from rnmt.cells import host_reads
 from rnmt.data.collate import Batch
 from rnmt.data.vocab import EOS_ID, PAD_ID
+from rnmt.fast import host_reads
 
 BUCKET = 8  # rows and lengths rounded up to a multiple of this
 Shape = Tuple[int, int, int]  # rows, source length, target length

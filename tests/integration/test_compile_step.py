@@ -13,8 +13,8 @@ import torch
 import torch._dynamo as dynamo
 
 from rnmt import deferred_grads, kernels
-from rnmt.cells import gru_cuda
 from rnmt.config import load_config
+from rnmt.fast import gru_cuda
 from rnmt.models import build_model
 from rnmt.models.base import RecurrentTranslationModel, uniform_init_
 from tests.support import REPO

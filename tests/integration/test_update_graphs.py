@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from rnmt import deferred_grads, kernels
-from rnmt.cells import gru_cuda, host_reads
 from rnmt.data.collate import Batch
 from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from rnmt.fast import gru_cuda, host_reads
 from rnmt.models.base import RecurrentTranslationModel
 from rnmt.training import update_graphs
 from rnmt.training.loss import label_smoothed_nll

@@ -84,3 +84,18 @@ def test_the_documented_architecture_file_builds_trains_and_decodes(registered, 
         losses.append(loss.item())
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
     assert losses[1] < losses[0]
+
+
+def test_the_documented_plain_layers_get_the_fast_variants_once_built(registered):
+    """The example writes ``nn.Linear`` and builds its units by name; `build_model` swaps the
+    fast variants in (rnmt/fast/), so the example trains on the same paths as the shipped
+    architectures; `build_model(..., accelerated=False)` leaves it as written."""
+    from rnmt import products
+    from rnmt.fast.cells import FastCell
+
+    cfg = _documented_config("model.emb_size=8", "model.hidden_size=12")
+    model = build_model(cfg.model, 20, 20)
+    assert type(model.init_layer) is products.Linear
+    assert isinstance(model.unit1, FastCell) and isinstance(model.encoder.fwd, FastCell)
+    written = build_model(cfg.model, 20, 20, accelerated=False)
+    assert type(written.init_layer) is torch.nn.Linear and not isinstance(written.unit1, FastCell)

@@ -6,6 +6,7 @@ import torch
 
 from rnmt import kernels
 from rnmt.config import ModelConfig, load_config
+from rnmt.fast import accelerate
 from tests.support import load_benchmark, needs_kernel
 
 pytestmark = needs_kernel
@@ -16,9 +17,10 @@ def _cell(kind: str):
     from rnmt import cells
 
     torch.manual_seed(3)
-    unit = {"gru": lambda: cells.GRU(12, 24), "gru-ln": lambda: cells.GRU(12, 24, layer_norm=True),
-            "lgru": lambda: cells.build("lgru", 12, 24, layer_norm=True),
-            "tgru": lambda: cells.build("tgru", 12, 24, layer_norm=True)}[kind]()
+    unit = {"gru": lambda: accelerate(cells.GRU(12, 24)),
+            "gru-ln": lambda: accelerate(cells.GRU(12, 24, layer_norm=True)),
+            "lgru": lambda: accelerate(cells.build("lgru", 12, 24, layer_norm=True)),
+            "tgru": lambda: accelerate(cells.build("tgru", 12, 24, layer_norm=True))}[kind]()
     return unit.train()
 
 
@@ -57,7 +59,7 @@ def test_attention_keys_are_cast_once_and_scored_by_the_kernel():
     from rnmt.modules.attention import AdditiveAttention
 
     torch.manual_seed(4)
-    att = AdditiveAttention(16, 20)
+    att = accelerate(AdditiveAttention(16, 20))
     memory, query = torch.randn(3, 7, 20), torch.randn(3, 16)
     mask = torch.ones(3, 7, dtype=torch.bool)
     ref_ctx, ref_w = att(query, att.precompute(memory), memory, mask)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from rnmt.cells import LGRU, TGRU
 from rnmt.config import load_config
 from rnmt.errors import UserError
 from rnmt.models import build_model
@@ -32,7 +33,7 @@ def test_off_it_is_the_paper_model_bit_for_bit():
 
 def test_every_t_gru_update_gate_starts_toward_carrying():
     model = dtmt4("model.options.carry_bias=2.0")
-    tgrus = [m for m in model.modules() if type(m).__name__ == "TGRU"]
+    tgrus = [m for m in model.modules() if isinstance(m, TGRU)]
     assert len(tgrus) == 2 * 4 + 4 + 4  # both encoder directions, the query and the decoder transition
     state = torch.randn(64, 16).tanh()
     for tgru in tgrus:
@@ -41,7 +42,7 @@ def test_every_t_gru_update_gate_starts_toward_carrying():
         assert float(gates["z"].mean()) < 0.2  # sigmoid(-2) = 0.12; 0.5 without the option
         assert abs(float(gates["r"].mean()) - 0.5) < 0.1  # the reset gate is left alone
     # the bottom units (L-GRU) keep the paper's start
-    bottoms = [m for m in model.modules() if type(m).__name__ == "LGRU"]
+    bottoms = [m for m in model.modules() if isinstance(m, LGRU)]
     assert bottoms and all(float(b.gate_norm.offset.detach().abs().max()) == 0.0 for b in bottoms)
 
 

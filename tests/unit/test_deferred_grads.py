@@ -6,6 +6,8 @@ import torch
 
 from rnmt import cells, deferred_grads
 from rnmt.config import ModelConfig
+from rnmt.fast import accelerate
+from rnmt.fast import cells as fast_cells
 from rnmt.models import build_model
 
 ARCHS = {
@@ -61,7 +63,7 @@ def test_model_gradients_are_those_of_plain_autograd(name):
 
 def test_a_step_loop_sums_weight_and_bias_gradients_once():
     torch.manual_seed(1)
-    cell = cells.GRU(4, 6)
+    cell = accelerate(cells.GRU(4, 6))
     x = torch.randn(3, 5, 4)
     results = []
     for deferred in (True, False):
@@ -76,7 +78,7 @@ def test_a_step_loop_sums_weight_and_bias_gradients_once():
 
 def test_a_second_backward_of_a_retained_graph_adds_the_same_gradient_again():
     torch.manual_seed(2)
-    cell = cells.GRU(4, 6)
+    cell = accelerate(cells.GRU(4, 6))
     with deferred_grads.deferred_weight_grads():
         out, _, _ = cells.run_cell(cell, torch.randn(2, 4, 4), torch.ones(2, 4, dtype=torch.bool))
     loss = out.sum()
@@ -97,7 +99,7 @@ def test_the_scope_opens_only_for_training_passes_and_closes_after_errors():
 
     src, mask, tgt = torch.randint(4, 30, (2, 4)), torch.ones(2, 4, dtype=torch.bool), torch.randint(4, 30, (2, 3))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(cells.base, "step_product", spy)
+        mp.setattr(fast_cells, "step_product", spy)
         model.train()
         model(src, mask, tgt)
         assert seen and all(seen)

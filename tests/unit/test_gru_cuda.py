@@ -1,4 +1,4 @@
-"""The GPU paths of the GRU (rnmt/cells/gru_cuda.py) against the unit's own expressions.
+"""The GPU paths of the GRU (rnmt/fast/gru_cuda.py) against the unit's own expressions.
 
 On the CPU ``gru_cuda.use("everywhere")`` runs the same code with cuDNN's recurrent layer
 (``torch._VF.gru`` has a CPU implementation) and a PyTorch expression of the fused cell's
@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from rnmt import kernels
-from rnmt.cells import gru_cuda
 from rnmt.cells.gru import GRU
 from rnmt.cells.runner import Bidirectional
+from rnmt.fast import accelerate, gru_cuda
 from tests.unit.test_models_zoo import PAPER_CONFIGS, batch, tiny_model
 
 MASK = torch.tensor([[1] * 6, [1] * 3 + [0] * 3, [1] + [0] * 5, [1] * 5 + [0]], dtype=torch.bool)
@@ -23,7 +23,7 @@ MASK = torch.tensor([[1] * 6, [1] * 3 + [0] * 3, [1] + [0] * 5, [1] * 5 + [0]], 
 
 def units(reset_bias: bool, seed: int = 0):
     torch.manual_seed(seed)
-    fwd, bwd = GRU(5, 7, reset_bias=reset_bias), GRU(5, 7, reset_bias=reset_bias)
+    fwd, bwd = accelerate(GRU(5, 7, reset_bias=reset_bias)), accelerate(GRU(5, 7, reset_bias=reset_bias))
     with torch.no_grad():
         for unit in (fwd, bwd):
             unit.bias.uniform_(-0.5, 0.5)  # biases start at zero: make their placement matter
@@ -41,7 +41,7 @@ def run(layer: Bidirectional, x: torch.Tensor, mask, mode):
 @pytest.mark.parametrize("reset_bias", [True, False], ids=["bias-in-reset", "bias-on-input"])
 @pytest.mark.parametrize("mask", [MASK, None], ids=["padded", "full"])
 def test_the_cudnn_layer_computes_the_bidirectional_loop(reset_bias, mask):
-    layer = Bidirectional(*units(reset_bias))
+    layer = accelerate(Bidirectional(*units(reset_bias)))
     x = torch.randn(4, 6, 5, requires_grad=True)
     expected, expected_grads = run(layer, x, mask, False)
     got, grads = run(layer, x, mask, "everywhere")
@@ -98,7 +98,7 @@ def test_the_fused_cell_computes_the_step(reset_bias):
 
 
 def test_a_mask_with_gaps_or_an_empty_sentence_falls_back_to_the_loop():
-    layer = Bidirectional(*units(True))
+    layer = accelerate(Bidirectional(*units(True)))
     x = torch.randn(3, 4, 5)
     gaps = torch.tensor([[1, 0, 1, 1], [1, 1, 1, 1], [1, 1, 0, 0]], dtype=torch.bool)
     empty = torch.tensor([[1, 1, 1, 1], [0, 0, 0, 0], [1, 1, 0, 0]], dtype=torch.bool)
@@ -119,8 +119,8 @@ def test_the_cpu_keeps_its_own_path_and_units_the_gpu_cannot_take_are_left_alone
     assert not gru_cuda.bidirectional_applies(unit, other, x.unsqueeze(1))
     with gru_cuda.use("everywhere"):
         assert gru_cuda.step_applies(unit, unit.project_inputs(x), h)
-        assert not gru_cuda.step_applies(GRU(5, 7, layer_norm=True), x, h)  # gate layer norm
-        dropped = GRU(5, 7, dropout=0.2).train()
+        assert not gru_cuda.step_applies(accelerate(GRU(5, 7, layer_norm=True)), x, h)  # gate layer norm
+        dropped = accelerate(GRU(5, 7, dropout=0.2)).train()
         assert not gru_cuda.step_applies(dropped, x, h)  # candidate dropout in training
         assert gru_cuda.step_applies(dropped.eval(), x, h)
     with pytest.raises(ValueError, match="everywhere"):

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from rnmt import kernels
+from rnmt.fast import accelerate
+from rnmt.fast.scores import _FusedAdditiveScores, additive_scores
 from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
-from rnmt.modules.scores import _FusedAdditiveScores, additive_scores
 from tests.support import HAVE_COMPILER, needs_kernel
 
 # the kernels against their fallbacks whatever RNMT_KERNELS says
@@ -92,7 +93,7 @@ def test_attention_modules_give_the_same_result_with_and_without_kernels():
     B, S = 4, 6
     mask = torch.ones(B, S, dtype=torch.bool)
     mask[1, 4:] = False
-    for module in (AdditiveAttention(8, 12), MultiHeadAdditiveAttention(8, 12, 12, heads=3)):
+    for module in (accelerate(AdditiveAttention(8, 12)), accelerate(MultiHeadAdditiveAttention(8, 12, 12, heads=3))):
         memory, query = torch.randn(B, S, 12), torch.randn(B, 8)
         outs = []
         for on in (True, False):
@@ -116,7 +117,7 @@ def _check_shared_keys():
     B, K, S = 3, 4, 6
     mask = torch.ones(B, S, dtype=torch.bool)
     mask[2, 3:] = False
-    for module in (AdditiveAttention(8, 12), MultiHeadAdditiveAttention(8, 12, 12, heads=3)):
+    for module in (accelerate(AdditiveAttention(8, 12)), accelerate(MultiHeadAdditiveAttention(8, 12, 12, heads=3))):
         memory, query = torch.randn(B, S, 12), torch.randn(B * K, 8)
         keys = module.precompute(memory)
         shared = module(query, keys, memory, mask)
@@ -210,7 +211,7 @@ def test_fused_gru_inference_step_matches_the_pytorch_step():
     from rnmt import cells
 
     torch.manual_seed(4)
-    cell = cells.GRU(8, 16).eval()
+    cell = accelerate(cells.GRU(8, 16)).eval()
     with torch.no_grad():
         cell.bias.uniform_(-1, 1)
         px = cell.project_inputs(torch.randn(5, 7, 8) * 3)[:, 2]  # one time step: strided rows
@@ -243,7 +244,7 @@ def test_gru_sweeps_read_bf16_projections_as_their_exact_float32_values():
     # Under CPU bf16 autocast the products come as bf16; the sweeps read them directly, with
     # the same results as on their float32 copies, and autograd hands back bf16 gradients
     # that are the float32 ones rounded (what the cast's backward gave before).
-    from rnmt.cells.gru import _FusedGates
+    from rnmt.fast.cells import _FusedGates
 
     ext = kernels.extension()
     torch.manual_seed(6)
@@ -278,9 +279,9 @@ def test_layer_norm_sweep_refuses_a_linear_term_without_three_gates():
 def test_fused_gru_step_is_left_out_where_it_does_not_apply():
     from rnmt import cells
 
-    cell = cells.GRU(4, 6)
+    cell = accelerate(cells.GRU(4, 6))
     px, state = torch.randn(2, 18), torch.randn(2, 6)
-    assert cells.GRU(4, 6, layer_norm=True)._fused_applies(px, state) is False
+    assert accelerate(cells.GRU(4, 6, layer_norm=True))._fused_applies(px, state) is False
     assert not cell._fused_applies(px.double(), state.double())
     assert not cell._fused_applies(torch.randn(18, 2).t(), state)  # rows not dense
     assert not cell._fused_applies(px.bfloat16(), state)  # bf16 only under autocast (cast up there)
@@ -299,7 +300,7 @@ def test_fused_gru_training_step_matches_pytorch_values_and_gradients():
     from rnmt import cells
 
     torch.manual_seed(5)
-    cell = cells.GRU(8, 16).train()
+    cell = accelerate(cells.GRU(8, 16)).train()
     with torch.no_grad():
         cell.bias.uniform_(-1, 1)
     x = (torch.randn(5, 7, 8) * 2).requires_grad_()
@@ -323,7 +324,7 @@ def test_fused_gru_training_step_applies_candidate_dropout_like_the_pytorch_step
     from rnmt import cells
 
     torch.manual_seed(6)
-    cell = cells.GRU(8, 16, dropout=0.5).train()
+    cell = accelerate(cells.GRU(8, 16, dropout=0.5)).train()
     px = torch.randn(4, 48, requires_grad=True)
     state = torch.randn(4, 16, requires_grad=True)
     torch.manual_seed(7)
@@ -382,7 +383,7 @@ def test_bidirectional_lockstep_equals_the_two_directions_one_after_the_other(sc
     from rnmt import cells
 
     torch.manual_seed(8)
-    bi = cells.Bidirectional(cells.build(name, 6, 8, **options), cells.build(name, 6, 8, **options))
+    bi = accelerate(cells.Bidirectional(cells.build(name, 6, 8, **options), cells.build(name, 6, 8, **options)))
     with torch.no_grad():
         for p in bi.parameters():  # away from the initial values, so every term matters
             p.add_(torch.randn_like(p) * 0.3)
@@ -404,15 +405,16 @@ def test_lockstep_is_left_to_units_that_can_share_a_step():
     from rnmt import cells
 
     x = torch.randn(2, 3, 4)
-    assert cells.GRU(4, 6).lockstep(cells.GRU(4, 7), x) is None  # sizes differ
-    assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6, layer_norm=True), x) is None
-    assert cells.GRU(4, 6, layer_norm=True).lockstep(cells.GRU(4, 6), x) is None
-    assert cells.TGRU(6, 6, layer_norm=True).lockstep(cells.TGRU(6, 6), x) is None
-    deep = [cells.build("transition", 4, 6, layer_norm=True, depth=k) for k in (1, 2)]
+    assert accelerate(cells.GRU(4, 6)).lockstep(accelerate(cells.GRU(4, 7)), x) is None  # sizes differ
+    assert accelerate(cells.GRU(4, 6)).lockstep(accelerate(cells.GRU(4, 6, layer_norm=True)), x) is None
+    assert accelerate(cells.GRU(4, 6, layer_norm=True)).lockstep(accelerate(cells.GRU(4, 6)), x) is None
+    assert accelerate(cells.TGRU(6, 6, layer_norm=True)).lockstep(accelerate(cells.TGRU(6, 6)), x) is None
+    deep = [accelerate(cells.build("transition", 4, 6, layer_norm=True, depth=k)) for k in (1, 2)]
     assert deep[0].lockstep(deep[1], x) is None  # depths differ
-    assert cells.build("transition", 4, 6, depth=1).lockstep(cells.build("transition", 4, 6, depth=1), x) is None
-    assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6, dropout=0.1), x) is None
-    assert cells.GRU(4, 6).lockstep(cells.GRU(4, 6), x.double()) is None
+    shallow = [accelerate(cells.build("transition", 4, 6, depth=1)) for _ in range(2)]
+    assert shallow[0].lockstep(shallow[1], x) is None
+    assert accelerate(cells.GRU(4, 6)).lockstep(accelerate(cells.GRU(4, 6, dropout=0.1)), x) is None
+    assert accelerate(cells.GRU(4, 6)).lockstep(accelerate(cells.GRU(4, 6)), x.double()) is None
     assert cells.LSTM(4, 6).lockstep(cells.LSTM(4, 6), x) is None  # no lockstep step (the default)
 
 
@@ -422,7 +424,7 @@ LN_UNITS = [("gru", 48), ("tgru", 0), ("lgru", 80)]  # unit, projected input wid
 def _ln_unit(name, dropout=0.0):
     from rnmt import cells
 
-    cell = cells.build(name, 8, 16, layer_norm=True, dropout=dropout).train()
+    cell = accelerate(cells.build(name, 8, 16, layer_norm=True, dropout=dropout)).train()
     with torch.no_grad():  # away from the initial values, so every term matters
         cell.bias.uniform_(-1, 1)
         cell.gate_norm.gain.uniform_(0.5, 1.5)
@@ -433,7 +435,7 @@ def _ln_unit(name, dropout=0.0):
 def _step_and_grads(cell, px, state, fused, mask=None):
     """The unit's step and the gradients of a weighted sum of it, through the C++ sweep or
     the PyTorch expression (optionally with a given candidate dropout mask)."""
-    from rnmt.cells import ln_gates
+    from rnmt.fast import ln_gates
 
     applies, drop = ln_gates.applies, cell.drop_candidate
     if not fused:
@@ -474,7 +476,7 @@ def test_layer_norm_sweeps_read_bf16_products_as_their_exact_float32_values(name
     # recurrent product come as bf16 and are read widened, with the float32 copies' results
     # (dropout included: the backward draws the same hashed mask), and autograd hands back
     # bf16 gradients that are the float32 ones rounded.
-    from rnmt.cells.ln_gates import ln_gates
+    from rnmt.fast.ln_gates import ln_gates
 
     torch.manual_seed(12)
     cell = _ln_unit(name, dropout=0.3)

@@ -23,7 +23,9 @@ LAYERS = [
     ("data",),  # vocabularies, corpora, batches and the special token ids
     # the pieces models are built from
     ("kernels", "precision", "products", "deferred_grads", "int8", "cells", "modules"),
-    ("models",),
+    # the architectures, and the fast variants swapped into them once built (rnmt/fast/;
+    # models/registry.py's build_model calls rnmt.fast.accelerate)
+    ("models", "fast"),
     ("search", "training", "evaluation", "plan"),  # what is done with a model; the plan applied to one
     ("analysis", "serve", "reproduce", "bench", "api"),  # built on search and training
     ("commands", "cli", "__main__"),  # the command line on top
@@ -94,3 +96,50 @@ def test_no_module_imports_a_higher_layer():
 def test_imports_are_found_wherever_they_are_written(source, expected):
     path = PACKAGE / "search" / "translator.py"
     assert [t for _, t in rnmt_imports("rnmt.search.translator", path, source)] == expected
+
+
+# Models, modules and units are written in plain PyTorch; what makes them fast lives in these
+# modules and is swapped in after a model is built (rnmt/fast/, docs/architecture.md).
+SPEED_MODULES = ("rnmt.products", "rnmt.deferred_grads", "rnmt.int8", "rnmt.kernels", "rnmt.precision",
+                 "rnmt.memory", "rnmt.fast")
+PLAIN_COMPONENTS = ("models", "modules", "cells")
+# The one seam: build_model hands what it built to rnmt.fast.accelerate.
+SEAMS = {"rnmt.models.registry": {"rnmt.fast"}}
+
+
+def speed_imports(module: str, path: Path, source: Optional[str] = None) -> Dict[str, str]:
+    """``{"file:line": imported speed module}`` of one file of models/, modules/ or cells/."""
+    found = {}
+    for line, target in rnmt_imports(module, path, source):
+        hit = next((s for s in SPEED_MODULES if target == s or target.startswith(s + ".")), None)
+        if hit is not None and hit not in SEAMS.get(module, set()):
+            found[f"{path.relative_to(PACKAGE.parent)}:{line}"] = target
+    return found
+
+
+def test_models_modules_and_cells_import_no_speed_machinery():
+    found: Dict[str, str] = {}
+    for module, path in modules():
+        if component(module) in PLAIN_COMPONENTS:
+            found.update(speed_imports(module, path))
+    assert found == {}, "plain model code imports speed machinery (put it in rnmt/fast/): " + ", ".join(
+        f"{k} -> {v}" for k, v in found.items())
+
+
+@pytest.mark.parametrize("source,caught", [
+    ("from rnmt.products import Linear", True),
+    ("from rnmt import deferred_grads", True),
+    ("def f():\n    from rnmt.fast.cells import FastGRU", True),
+    ("import rnmt.kernels", True),
+    ("from rnmt.precision import fp32", True),
+    ("from rnmt.modules.scores import AttentionSteps", False),
+    ("from rnmt.cells.base import Cell", False),
+])
+def test_the_speed_import_check_catches_what_it_should(source, caught):
+    path = PACKAGE / "cells" / "gru.py"
+    assert bool(speed_imports("rnmt.cells.gru", path, source)) == caught
+
+
+def test_the_fast_paths_of_the_units_live_in_fast():
+    assert not any((PACKAGE / "cells" / f"{name}.py").exists() for name in ("gru_cuda", "host_reads", "ln_gates"))
+    assert (PACKAGE / "fast" / "gru_cuda.py").exists() and (PACKAGE / "fast" / "ln_gates.py").exists()

@@ -3,7 +3,7 @@
 Skipped on the CPU itself (the default). On a GPU machine
 ``pytest --device cuda -m on_device`` runs these with the other on_device tests (forward
 equals step, padding, beam search and gradients for every paper config; exact resume), so
-the GPU paths (`rnmt.cells.gru_cuda`, CUDA autocast) are checked against the CPU's.
+the GPU paths (`rnmt.fast.gru_cuda`, CUDA autocast) are checked against the CPU's.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from rnmt import kernels
-from rnmt.cells import gru_cuda
 from rnmt.cells.gru import GRU
 from rnmt.cells.runner import Bidirectional
+from rnmt.fast import accelerate, gru_cuda
 from rnmt.search import step_graphs
 from rnmt.search.beam import beam_search, greedy_search
 from tests.unit.test_gru_cuda import MASK
@@ -124,7 +124,7 @@ def test_blocking_repeats_records_and_blocks_as_on_the_cpu(gpu):
 @pytest.mark.parametrize("reset_bias", [True, False])
 def test_the_cuda_gru_paths_compute_the_units_expressions(reset_bias, gpu):
     torch.manual_seed(0)
-    layer = Bidirectional(GRU(5, 7, reset_bias=reset_bias), GRU(5, 7, reset_bias=reset_bias)).to(gpu)
+    layer = accelerate(Bidirectional(GRU(5, 7, reset_bias=reset_bias), GRU(5, 7, reset_bias=reset_bias))).to(gpu)
     with torch.no_grad():
         for p in layer.parameters():
             p.uniform_(-0.5, 0.5)
@@ -146,7 +146,7 @@ def test_the_cuda_gru_paths_compute_the_units_expressions(reset_bias, gpu):
 
 def test_under_bf16_autocast_the_gru_state_stays_fp32(gpu):
     torch.manual_seed(0)
-    layer = Bidirectional(GRU(8, 16), GRU(8, 16)).to(gpu)
+    layer = accelerate(Bidirectional(GRU(8, 16), GRU(8, 16))).to(gpu)
     x = torch.randn(3, 5, 8, device=gpu)
     with torch.autocast(gpu.type, dtype=torch.bfloat16):
         out = layer(x, None)

@@ -44,7 +44,7 @@ import torch
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from rnmt.cells import host_reads
+from rnmt.fast import host_reads
 
 _mode: Union[bool, str] = True  # True: on CUDA tensors; False: never; "everywhere": CPU too
 
@@ -124,9 +124,10 @@ def _cudnn_convention(gates_x: Tensor, gates_h: Tensor, h: Tensor) -> Tensor:
 
 def bidirectional_applies(fwd, bwd, x: Tensor) -> bool:
     """Both directions of a bidirectional layer are plain GRUs of one size on ``x``'s device."""
-    from rnmt.cells.gru import GRU
+    from rnmt.fast.cells import FastGRU
 
-    return (_mode is not False and host_reads.allowed() and _device_ok(x) and type(fwd) is GRU and type(bwd) is GRU
+    return (_mode is not False and host_reads.allowed() and _device_ok(x) and type(fwd) is FastGRU
+            and type(bwd) is FastGRU
             and _unit_ok(fwd) and _unit_ok(bwd) and fwd.hidden_size == bwd.hidden_size
             and x.dim() == 3 and x.size(0) > 0 and x.size(1) > 0)
 
@@ -214,9 +215,10 @@ def _source_order(mask: Tensor) -> _SourceOrder:
 
 def source_applies(cell, px_src: Tensor) -> bool:
     """``cell`` is a plain GRU on ``px_src``'s device (the cyclic models' re-reading unit)."""
-    from rnmt.cells.gru import GRU
+    from rnmt.fast.cells import FastGRU
 
-    return (_mode is not False and host_reads.allowed() and _device_ok(px_src) and type(cell) is GRU and _unit_ok(cell)
+    return (_mode is not False and host_reads.allowed() and _device_ok(px_src) and type(cell) is FastGRU
+            and _unit_ok(cell)
             and px_src.dim() == 3 and px_src.size(0) > 0 and px_src.size(1) > 0)
 
 
