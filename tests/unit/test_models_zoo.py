@@ -100,7 +100,7 @@ def test_beam_search_and_gradients(path, device):
     assert not no_grad, f"parameters without gradient: {no_grad}"
 
 
-@pytest.mark.parametrize("path", [p for p in PAPER_CONFIGS if "layer_norm: true" in p.read_text()],
+@pytest.mark.parametrize("path", [p for p in PAPER_CONFIGS if load_config(p).model.layer_norm],
                          ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_uniform_init_keeps_every_layer_norm_at_its_identity_start(path):
     """Gains drawn from U(±s) (some negative, most near 0) shrink every normalised gate
