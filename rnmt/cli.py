@@ -68,9 +68,14 @@ def _one_line_warnings(show):
     """``warnings.showwarning`` that prints rnmt's `DeprecatedConfigKey` and
     `CacheRebuiltWarning` as one line and leaves every other warning to ``show``."""
 
+    shown = set()  # a config read twice in one command (its base, a resume check) warns once
+
     def showwarning(message, category, filename, lineno, file=None, line=None):
         if issubclass(category, (DeprecatedConfigKey, CacheRebuiltWarning)):
-            print(f"warning: {one_line(str(message))}", file=sys.stderr, flush=True)
+            text = one_line(str(message))
+            if text not in shown:
+                shown.add(text)
+                print(f"warning: {text}", file=sys.stderr, flush=True)
         else:
             show(message, category, filename, lineno, file, line)
 

@@ -129,7 +129,7 @@ def test_resume_refuses_changed_weights_but_not_moved_files(tmp_path, two_corpor
 
 
 @pytest.mark.parametrize("edit, needles", [
-    (lambda t: t["data"]["train"][1].update(weight=0), ["data.train[1].weight", "greater than 0"]),
+    (lambda t: t["data"]["train"][1].update(weight=0), ["data.train[1].weight", "(0, 1000]"]),
     (lambda t: t["data"]["train"][0].update(weight=-2), ["data.train[0].weight", "-2"]),
     (lambda t: t["data"]["train"][1].update(wieght=2), ["unknown config key 'data.train[1].wieght'"]),
     (lambda t: t["data"]["train"][1].update(prefix="/nowhere/b"), ["data.train[1]: file not found: /nowhere/b.es"]),
