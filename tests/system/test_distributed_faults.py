@@ -42,8 +42,9 @@ def free_port() -> int:
 
 
 def steps_logged(out):
+    """Updates logged so far (the run's plan record at its start is not one)."""
     path = out / "log.jsonl"
-    return len(path.read_text().splitlines()) if path.exists() else 0
+    return sum('"loss"' in line for line in path.read_text().splitlines()) if path.exists() else 0
 
 
 def rank_pids(parent: int, rank: int):
