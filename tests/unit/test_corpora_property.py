@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rnmt.config import MAX_CORPUS_WEIGHT, config_from_dict
+from rnmt.config import MAX_CORPUS_WEIGHT, config_from_dict, load_config
 from rnmt.data.corpora import MAX_EPOCH_PAIRS, check_epoch_size, epoch_pairs
 from rnmt.errors import UserError
-from rnmt.io.bounded_yaml import load_yaml
 
 SCALE = int(os.environ.get("RNMT_FUZZ_SCALE", "1"))
 # the bounds every case is held to (the time allows for tracemalloc's overhead and a busy machine)
@@ -104,7 +105,10 @@ def test_the_same_as_yaml_text_loads_or_is_one_line(value):
     except (yaml.YAMLError, OverflowError, ValueError):
         return  # not a value YAML writes
     text = text[:20_000] if len(text) > 20_000 else text  # a cut document: invalid YAML, also one line
-    result = _bounded(lambda: config_from_dict(load_yaml(text) or {}))
+    with tempfile.TemporaryDirectory() as tmp:  # as a user's file: invalid YAML is one line there
+        path = Path(tmp) / "c.yaml"
+        path.write_text(text, encoding="utf-8")
+        result = _bounded(lambda: load_config(path))
     if not isinstance(result, UserError):
         _check_accepted(result)
 
