@@ -50,15 +50,8 @@ def _kernel_applies(*tensors: Tensor) -> bool:
 
 
 def additive_scores(keys: Tensor, query: Tensor, v: Tensor, heads: int = 1) -> Tensor:
-    """keys [B, S, A], query [B * G, A], v [A] -> scores [B * G, S, heads].
-
-    Queries come in groups of G per sentence (G = 1 in training; the beam in search): rows
-    b * G .. b * G + G - 1 of ``query`` are scored against sentence b's keys, which are
-    therefore never repeated per hypothesis.
-
-    With ``heads`` > 1 the A units are split into equal heads and each head gets its own
-    score over its slice (DTMT's multi-head additive attention); v holds all A weights.
-    """
+    """`rnmt.modules.scores.additive_scores` (shapes and grouping as there) through the fused
+    C++ kernel where it applies, else the plain expression."""
     if _kernel_applies(keys, query, v):
         # fp32 math under bf16 autocast too; `keys_for_scores` made the keys fp32 once per batch
         keys, query, v = (precision.fp32(t).contiguous() for t in (keys, query, v))
