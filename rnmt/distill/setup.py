@@ -38,7 +38,7 @@ class Teacher:
 class Student:
     name: str  # the config file's stem (unique among the students)
     path: Path
-    tree: Dict[str, Any]  # the config's sections as read (bases merged)
+    tree: Dict[str, Any]  # the config's sections as read (bases merged), with the --set overrides
 
 
 def file_digest(path: Path) -> str:
@@ -77,7 +77,7 @@ def check_teachers(paths: Sequence[str]) -> Teacher:
 def check_students(paths: Sequence[str], teacher: Teacher, teacher_name: str, overrides: Sequence[str]) -> List[Student]:
     """Each student config, read and checked against the teacher: the same language pair, the
     teacher's vocabulary where the config names one, and a model that builds."""
-    from rnmt.config import config_from_dict, read_config_tree
+    from rnmt.config import apply_overrides, config_from_dict, read_config_tree
 
     if not paths:
         raise UserError("distill needs at least one --student config")
@@ -85,7 +85,9 @@ def check_students(paths: Sequence[str], teacher: Teacher, teacher_name: str, ov
     for given in paths:
         path, tree = read_config_tree(given)
         try:
-            cfg = config_from_dict(tree, overrides, source=str(path))
+            # the overrides become part of the config (--set data.train=... names the corpus to distil)
+            tree = apply_overrides(tree, overrides)
+            cfg = config_from_dict(tree, source=str(path))
         except UserError as exc:
             raise UserError(f"student config {path} cannot train: {exc}") from None
         data = cfg.data

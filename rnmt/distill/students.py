@@ -69,18 +69,18 @@ def planned_runs(student: Student, out: Path, options: DistillOptions, joint_voc
     for seed in options.seeds:
         first = dict(key=f"{student.name}.student.seed{seed}", role="student", seed=seed,
                      dir=base / f"student.seed{seed}", tree=run_tree(student, out, student_train, seed, joint_vocab),
-                     overrides=list(options.overrides), init_from=None)
+                     overrides=[], init_from=None)
         runs.append(first)
         if options.finetune_steps:
             runs.append(dict(key=f"{student.name}.finetuned.seed{seed}", role="finetuned", seed=seed,
                              dir=base / f"finetuned.seed{seed}",
                              tree=run_tree(student, out, original, seed, joint_vocab),
-                             overrides=list(options.overrides) + [f"train.max_steps={options.finetune_steps}"],
+                             overrides=[f"train.max_steps={options.finetune_steps}"],
                              init_from=first["dir"]))
         if options.baseline:
             runs.append(dict(key=f"{student.name}.baseline.seed{seed}", role="baseline", seed=seed,
                              dir=base / f"baseline.seed{seed}", tree=run_tree(student, out, original, seed, joint_vocab),
-                             overrides=list(options.overrides), init_from=None))
+                             overrides=[], init_from=None))
     return runs
 
 
