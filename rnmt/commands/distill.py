@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
 import sys
 
 from rnmt.distill.options import DistillOptions
@@ -50,12 +51,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import distill
+    from rnmt.distill.students import TrainingStopped
 
     options = {name: getattr(args, name) for name in
                ("beam", "nbest", "chunk_lines", "max_lines", "min_ratio", "max_ratio", "drop_worst", "mix_original",
                 "finetune_steps", "seeds", "baseline", "overrides", "int8", "threads", "speed_threads",
                 "speed_rounds", "bootstrap", "device")}
-    report = distill(args.teacher, args.student, args.out, command=shlex.join(["rnmt", *sys.argv[1:]]), **options)
+    try:
+        report = distill(args.teacher, args.student, args.out, command=shlex.join(["rnmt", *sys.argv[1:]]),
+                         **options)
+    except TrainingStopped as stopped:  # exit as the signal would, as rnmt train does
+        print(f"stopped: {stopped}", file=sys.stderr, flush=True)
+        return 128 + int(getattr(signal, stopped.signal_name, signal.SIGTERM))
     head = report["students"][report["headline_student"]]["targets"]
     print(f"teacher BLEU {report['teacher']['bleu']:.2f}, {report['teacher']['sentences_per_s']:.1f} sent/s; "
           f"student BLEU {report['student']['bleu']:.2f}, {report['student']['sentences_per_s']:.1f} sent/s "

@@ -24,10 +24,19 @@ from typing import Any, Callable, Dict, List, Optional
 
 from rnmt.distill.options import DistillOptions
 from rnmt.distill.setup import Student
-from rnmt.errors import UserError
 from rnmt.training.checkpoint import atomic_write_text
 
 DATA_DIR, RUNS_DIR, STAGES_DIR = "data", "runs", "stages"
+
+
+class TrainingStopped(Exception):
+    """A run stopped by SIGTERM or SIGINT with its checkpoint saved: the distillation stops
+    there, and the same command resumes it."""
+
+    def __init__(self, key: str, signal_name: str) -> None:
+        super().__init__(f"{key}: training stopped by {signal_name}, checkpoint saved; run the same distill "
+                         f"command again to resume")
+        self.signal_name = signal_name
 
 
 def _absolute(prefix: Optional[str]) -> Optional[str]:
@@ -104,8 +113,7 @@ def train_run(run: Dict[str, Any], out: Path, log: Callable[[str], None]) -> Dic
     summary = train(run["tree"], run["overrides"], out=run["dir"], resume=resume,
                     log=lambda line: log(prefix + line), init_from=run["init_from"])
     if summary.get("stop_signal"):
-        raise UserError(f"{run['key']}: training stopped by {summary['stop_signal']}; run the same distill "
-                        f"command again to resume")
+        raise TrainingStopped(run["key"], summary["stop_signal"])
     record = {k: summary.get(k) for k in ("steps", "stop_reason", "best_dev_bleu", "best_step", "train_seconds",
                                           "wall_seconds")}
     done.parent.mkdir(parents=True, exist_ok=True)
