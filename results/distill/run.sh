@@ -17,7 +17,8 @@
 # (TEACHER_RUN/trained.json, written by rnmt reproduce when early stopping ends the run).
 #
 # SHORT=1: an end-to-end check of this script on a short budget (MAX_LINES training pairs,
-# default 300; STEPS updates per student, default 200; one speed round); its report stays in
+# default 300; STEPS updates per student, default 60, validated once on 100 dev sentences;
+# one speed round); its report stays in
 # WORK/distill-short and results/distill/ is not touched.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -45,8 +46,10 @@ ARGS=(distill --teacher "$WORK/teacher"
       --seeds 1 2 --beam 5 --drop-worst 5 --threads 1 --speed-threads 1)
 if [ "${SHORT:-0}" = 1 ]; then
     OUT="$WORK/distill-short"
-    ARGS+=(--out "$OUT" --max-lines "${MAX_LINES:-300}" --chunk-lines 50 --set "train.max_steps=${STEPS:-200}"
-           --set train.validate_every=100 --set train.log_every=50 --speed-rounds 1 --bootstrap 200)
+    STEPS=${STEPS:-60}
+    ARGS+=(--out "$OUT" --max-lines "${MAX_LINES:-300}" --chunk-lines 50 --set "train.max_steps=$STEPS"
+           --set "train.validate_every=$STEPS" --set train.log_every=20 --set train.warmup_steps=20
+           --set data.dev_max_sentences=100 --speed-rounds 1 --bootstrap 200)
 else
     OUT="$WORK/distill"
     ARGS+=(--out "$OUT" --chunk-lines 500 --speed-rounds 3 --bootstrap 1000)

@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--student", action="append", required=True, metavar="CONFIG",
                    help="student YAML config (its data section names the training, dev and test data); repeat for "
                         "several students of one distilled corpus (the first is the report's headline)")
-    p.add_argument("--out", required=True, metavar="DIR", help="the distillation's directory (new, or this one to resume)")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="the distillation's directory (new, or this one to resume)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="config override for every student and baseline run, e.g. train.max_steps=2000")
     p.add_argument("--seeds", type=int, nargs="+", default=d.seeds, help="a student and a baseline per seed")

@@ -70,11 +70,12 @@ def filter_pairs(sources: Sequence[str], decoded: Sequence[Tuple[str, Optional[f
             dropped["length_ratio"] += 1
         else:
             survivors.append(i)
-    threshold = None
-    if drop_worst > 0 and survivors:
-        scores = [decoded[i][1] for i in survivors]
-        threshold = percentile([s for s in scores if s is not None], 100.0 - drop_worst)
-        kept = [i for i in survivors if decoded[i][1] is not None and decoded[i][1] <= threshold]
+    threshold: Optional[float] = None
+    scores = {i: decoded[i][1] for i in survivors}
+    known = [s for s in scores.values() if s is not None]
+    if drop_worst > 0 and known:
+        limit = threshold = percentile(known, 100.0 - drop_worst)
+        kept = [i for i in survivors if (score := scores[i]) is not None and score <= limit]
         dropped["teacher_score"] = len(survivors) - len(kept)
         survivors = kept
     return FilterResult(kept=survivors, dropped=dropped, score_threshold=threshold)

@@ -60,7 +60,7 @@ def distill(teachers: Sequence[str], students: Sequence[str], out: str, options:
         _decode_stage(out_dir, teacher, sources, references, options, log)
         counts = _filter_stage(out_dir, teacher, sources, options, log)
         runs = {s.name: planned_runs(s, out_dir, options, _joint(teacher)) for s in chosen}
-        for name, planned in runs.items():
+        for planned in runs.values():
             for run in planned:
                 train_run(run, out_dir, log)
         notes = _export_stage(out_dir, runs, options, log)
@@ -82,7 +82,7 @@ def _corpus_files(students: Sequence[Student]) -> List[Tuple[str, str]]:
     def files_of(s: Student) -> Tuple[List[Tuple[str, str]], Any]:
         cfg = config_from_dict(s.tree, source=str(s.path))
         return [(str(Path(f.src).resolve()), str(Path(f.tgt).resolve())) for f in train_files(cfg)], \
-            str(Path(cfg.data.test).resolve())
+            str(Path(str(cfg.data.test)).resolve())  # check_students made sure there is one
 
     first, test = files_of(students[0])
     for other in students[1:]:

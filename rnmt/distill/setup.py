@@ -74,7 +74,8 @@ def check_teachers(paths: Sequence[str]) -> Teacher:
                    digests=[file_digest(Path(mf.path)) for _, mf, _, _ in members])
 
 
-def check_students(paths: Sequence[str], teacher: Teacher, teacher_name: str, overrides: Sequence[str]) -> List[Student]:
+def check_students(paths: Sequence[str], teacher: Teacher, teacher_name: str,
+                   overrides: Sequence[str]) -> List[Student]:
     """Each student config, read and checked against the teacher: the same language pair, the
     teacher's vocabulary where the config names one, and a model that builds."""
     from rnmt.config import apply_overrides, config_from_dict, read_config_tree

@@ -88,7 +88,8 @@ def planned_runs(student: Student, out: Path, options: DistillOptions, joint_voc
                              init_from=first["dir"]))
         if options.baseline:
             runs.append(dict(key=f"{student.name}.baseline.seed{seed}", role="baseline", seed=seed,
-                             dir=base / f"baseline.seed{seed}", tree=run_tree(student, out, original, seed, joint_vocab),
+                             dir=base / f"baseline.seed{seed}",
+                             tree=run_tree(student, out, original, seed, joint_vocab),
                              overrides=[], init_from=None))
     return runs
 
