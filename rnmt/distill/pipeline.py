@@ -205,7 +205,8 @@ def _report_stage(out: Path, teacher: Teacher, students: Sequence[Student], runs
     measured = measure_models(models, sources, options.speed_threads, options.speed_rounds, log)
     for key, run_dir in run_of.items():
         measured[key]["run"] = run_dir
-    extra = {"provenance": _provenance(command, options), "test": test, "test_sentences": len(sources),
+    shown_test = students[0].tree["data"]["test"]  # as the config gives it (a record names no local paths)
+    extra = {"provenance": _provenance(command, options), "test": shown_test, "test_sentences": len(sources),
              "bootstrap": options.bootstrap, "speed_threads": options.speed_threads,
              "speed_rounds": options.speed_rounds, "options": options.identity(),
              "decode": {"beam": options.beam, "nbest": options.nbest}, "notes": notes}
