@@ -114,7 +114,8 @@ def test_killed_decoding_resumes_without_redoing_a_chunk(setup, tmp_path):
 def test_report_has_teacher_student_baseline_and_one_p_per_seed(setup, tmp_path):
     teacher, student, _ = setup
     out = tmp_path / "d"
-    report = _api(teacher, student, out, seeds=[1, 2], chunk_lines=30)
+    mixed = dict(seeds=[1, 2], chunk_lines=30, mix_original=0.5, finetune_steps=2)
+    report = _api(teacher, student, out, **mixed)
     saved = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert saved == json.loads(json.dumps(report))
     for key in ("teacher", "student", "baseline"):
@@ -129,16 +130,19 @@ def test_report_has_teacher_student_baseline_and_one_p_per_seed(setup, tmp_path)
     assert any("export" in note for note in saved["notes"]) or (out / "export").is_dir()
     assert "| teacher |" in (out / "report.md").read_text(encoding="utf-8")
     for seed in (1, 2):
-        for role in ("student", "baseline"):
+        for role in ("student", "finetuned", "baseline"):
             assert (out / "runs" / "student" / f"{role}.seed{seed}" / "best.safetensors").is_file()
+        # the student measured is the fine-tuned one, which started from the student trained on both corpora
+        assert saved["student"]["seeds"][str(seed)]["run"].endswith(f"finetuned.seed{seed}")
+        assert "weight: 0.5" in (out / "runs" / "student" / f"student.seed{seed}" / "config.yaml").read_text()
     # a finished distillation started again changes nothing
     files = _files(out)
-    assert _api(teacher, student, out, seeds=[1, 2], chunk_lines=30) == report
+    assert _api(teacher, student, out, **mixed) == report
     assert _files(out) == files
 
     # the same directory given another distillation: refused, nothing overwritten
     other = run_rnmt("distill", "--teacher", teacher, "--student", student, "--out", out, "--seeds", "1", "2",
-                     COMMON[0], "30", COMMON[2], "3", *COMMON[4:])
+                     COMMON[0], "30", COMMON[2], "3", *COMMON[4:], "--mix-original", "0.5", "--finetune-steps", "2")
     assert_one_line_error(other, "holds another distillation", "beam")
     assert _files(out) == files
 
