@@ -38,11 +38,13 @@ def _stderr(message: str) -> None:
 def distill(teachers: Sequence[str], students: Sequence[str], out: str, options: Optional[DistillOptions] = None,
             log: Optional[Log] = None, command: Optional[str] = None) -> Dict[str, Any]:
     """Run (or resume) a distillation; returns the report (module docstring for the layout)."""
+    from rnmt.reproduce.run import code_commit
     from rnmt.training import run_lock
 
     options = options or DistillOptions()
     log = log or _stderr
     options.check()
+    commit = code_commit()  # the code this process runs, whatever the checkout holds by the report
     teacher = check_teachers(teachers)
     chosen = check_students(students, teacher, str(teachers[0]), options.overrides)
     corpus = _corpus_files(chosen)
@@ -64,7 +66,7 @@ def distill(teachers: Sequence[str], students: Sequence[str], out: str, options:
             for run in planned:
                 train_run(run, out_dir, log)
         notes = _export_stage(out_dir, runs, options, log)
-        return _report_stage(out_dir, teacher, chosen, runs, counts, options, notes, command, log)
+        return _report_stage(out_dir, teacher, chosen, runs, counts, options, notes, (commit, command), log)
     finally:
         lock.release()
 
@@ -180,7 +182,8 @@ def _export_stage(out: Path, runs: Dict[str, List[dict]], options: DistillOption
 
 
 def _report_stage(out: Path, teacher: Teacher, students: Sequence[Student], runs: Dict[str, List[dict]],
-                  counts: dict, options: DistillOptions, notes: List[str], command: Optional[str], log: Log) -> dict:
+                  counts: dict, options: DistillOptions, notes: List[str], started: Tuple[str, Optional[str]],
+                  log: Log) -> dict:
     from rnmt.data import read_lines
     from rnmt.distill.measure import measure_models
     from rnmt.distill.report import build_report, render_markdown
@@ -206,7 +209,7 @@ def _report_stage(out: Path, teacher: Teacher, students: Sequence[Student], runs
     for key, run_dir in run_of.items():
         measured[key]["run"] = run_dir
     shown_test = students[0].tree["data"]["test"]  # as the config gives it (a record names no local paths)
-    extra = {"provenance": _provenance(command, options), "test": shown_test, "test_sentences": len(sources),
+    extra = {"provenance": _provenance(*started, options), "test": shown_test, "test_sentences": len(sources),
              "bootstrap": options.bootstrap, "speed_threads": options.speed_threads,
              "speed_rounds": options.speed_rounds, "options": options.identity(),
              "decode": {"beam": options.beam, "nbest": options.nbest}, "notes": notes}
@@ -222,12 +225,11 @@ def _report_stage(out: Path, teacher: Teacher, students: Sequence[Student], runs
     return report
 
 
-def _provenance(command: Optional[str], options: DistillOptions) -> Dict[str, Any]:
+def _provenance(commit: str, command: Optional[str], options: DistillOptions) -> Dict[str, Any]:
     import torch
 
     from rnmt.reproduce.machine import describe_machine, machine_line
-    from rnmt.reproduce.run import code_commit
 
     machine = describe_machine(torch.device("cpu"), options.speed_threads)
-    return {"commit": code_commit(), "command": command or " ".join(sys.argv), "machine": machine_line(machine),
+    return {"commit": commit, "command": command or " ".join(sys.argv), "machine": machine_line(machine),
             "machine_info": machine}

@@ -136,7 +136,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
         lines += ["", f"## {name}", "",
                   f"- speed: {t['speedup']:.2f}x the teacher's sentences/s at beam 5 (target >= {SPEED_TARGET:g}x: "
                   f"{'met' if t['speedup_met'] else 'missed'})",
-                  f"- BLEU: {t['bleu_gap']:+.2f} below the teacher, mean of seeds (target <= {GAP_TARGET:g}: "
+                  f"- BLEU: teacher minus student {t['bleu_gap']:.2f}, mean of seeds (target <= {GAP_TARGET:g}: "
                   f"{'met' if t['bleu_gap_met'] else 'missed'})"]
         for seed, c in s["per_seed"].items():
             vs_b = c.get("bleu_vs_baseline")
