@@ -484,7 +484,9 @@ def distill(teachers: Union[PathLike, Sequence[PathLike]], students: Union[PathL
             **options: Any) -> Dict[str, Any]:
     """Distil the teacher run(s) into the student config(s) in ``out`` (resuming what is
     there) and return the report; ``options`` are `rnmt.distill.options.DistillOptions`'
-    fields (``seeds=[1, 2]``, ``overrides=["train.max_steps=2000"]``). docs/distill.md."""
+    fields (``seeds=[1, 2]``, ``overrides=["train.max_steps=2000"]``). A student run stopped by
+    SIGTERM or SIGINT raises `rnmt.distill.students.TrainingStopped` (its checkpoint saved; the
+    same call resumes). docs/distill.md."""
     from dataclasses import fields
 
     from rnmt.distill import distill as run
