@@ -73,10 +73,17 @@ def _api(teacher, student, out, log=lambda *_: None, **options):
     return distill(teacher, student, out, log=log, **{**settings, **options})
 
 
-def test_killed_decoding_resumes_without_redoing_a_chunk(setup, tmp_path):
+@pytest.fixture(scope="module")
+def whole(setup, tmp_path_factory) -> Path:
+    """An uninterrupted distillation (no baseline)."""
+    out = tmp_path_factory.mktemp("whole") / "d"
+    _api(setup[0], setup[1], out, baseline=False)
+    return out
+
+
+def test_killed_decoding_resumes_without_redoing_a_chunk(setup, whole, tmp_path):
     teacher, student, _ = setup
-    _api(teacher, student, tmp_path / "whole", baseline=False)  # the uninterrupted run
-    total = len(_chunks(tmp_path / "whole"))
+    total = len(_chunks(whole))
     assert total == 120 // CHUNK
 
     # the same distillation as a command, killed once a few chunks are written
@@ -102,11 +109,11 @@ def test_killed_decoding_resumes_without_redoing_a_chunk(setup, tmp_path):
         path = out / "decode" / name
         assert (path.stat().st_ino, path.stat().st_mtime_ns, path.read_bytes()) == (inode, mtime, content), name
     assert not list((out / "decode").glob(".*"))
-    for name in [p.name for p in _chunks(tmp_path / "whole")]:
-        assert (out / "decode" / name).read_bytes() == (tmp_path / "whole" / "decode" / name).read_bytes()
+    for name in [p.name for p in _chunks(whole)]:
+        assert (out / "decode" / name).read_bytes() == (whole / "decode" / name).read_bytes()
     for lang in ("es", "en"):
         distilled = (out / "data" / f"distilled.{lang}").read_text(encoding="utf-8")
-        assert distilled == (tmp_path / "whole" / "data" / f"distilled.{lang}").read_text(encoding="utf-8")
+        assert distilled == (whole / "data" / f"distilled.{lang}").read_text(encoding="utf-8")
     lines = sum(1 for p in _chunks(out) for _ in p.open(encoding="utf-8"))
     assert lines == 120  # no line twice
 
@@ -145,6 +152,27 @@ def test_report_has_teacher_student_baseline_and_one_p_per_seed(setup, tmp_path)
                      COMMON[0], "30", COMMON[2], "3", *COMMON[4:], "--mix-original", "0.5", "--finetune-steps", "2")
     assert_one_line_error(other, "holds another distillation", "beam")
     assert _files(out) == files
+
+
+def _decoded(out: Path) -> list:
+    return [json.loads(line) for p in _chunks(out) for line in p.open(encoding="utf-8")]
+
+
+def test_an_ensemble_keeps_the_nbest_hypothesis_nearest_the_reference(setup, whole, tmp_path):
+    from sacrebleu.metrics import CHRF
+
+    teacher, student, corpus = setup
+    log: list = []
+    # an ensemble of one model twice searches as the model does: its 1-best is the plain run's
+    _api([teacher, teacher], student, tmp_path / "nbest", log=log.append, baseline=False, nbest=2)
+    assert any("(2 model(s), beam 2, best of 2 by chrF)" in line for line in log)
+    refs = (corpus / "train.en").read_text(encoding="utf-8").splitlines()
+    chrf = CHRF()
+    chosen, first = _decoded(tmp_path / "nbest"), _decoded(whole)
+    scores = [(chrf.sentence_score(c["hyp"], [r]).score, chrf.sentence_score(f["hyp"], [r]).score)
+              for c, f, r in zip(chosen, first, refs)]
+    assert len(scores) == 120 and all(c >= f for c, f in scores)
+    assert any(c > f for c, f in scores)  # the second hypothesis was nearer the reference somewhere
 
 
 def _config(setup, tmp_path, change) -> Path:
