@@ -158,9 +158,10 @@ def claim_out_dir(out: Path, record: Dict[str, Any]) -> bool:
         raise UserError(f"{path}: cannot read it ({exc}): choose another --out") from None
     if held.get("format") != FORMAT:
         raise UserError(f"{path}: a distillation record of another format: choose another --out")
-    for key, label in (("teacher", "teacher"), ("students", "student configs"), ("options", "settings")):
+    for key, label in (("teacher", "teacher differs"), ("students", "student configs differ"),
+                       ("options", "settings differ")):
         if _comparable(held.get(key)) != _comparable(record[key]):
-            raise UserError(f"--out {out} holds another distillation (its {label} differ: "
+            raise UserError(f"--out {out} holds another distillation (its {label}: "
                             f"{_first_difference(held.get(key), record[key])}): choose another --out")
     return True
 
