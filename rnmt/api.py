@@ -477,3 +477,26 @@ def evaluate(hyps: Sequence[str], refs: Union[Sequence[str], Sequence[Sequence[s
         if len(stream) != len(hyps):
             raise UserError(f"{len(hyps)} hypotheses but {len(stream)} lines in reference {k + 1}")
     return {name: corpus_score(name, hyps, streams, tokenize, lowercase).score for name in metrics}
+
+
+def distill(teachers: Union[PathLike, Sequence[PathLike]], students: Union[PathLike, Sequence[PathLike]],
+            out: PathLike, log: Optional[Callable[[str], None]] = None, command: Optional[str] = None,
+            **options: Any) -> Dict[str, Any]:
+    """Distil the teacher run(s) into the student config(s) in ``out`` (resuming what is
+    there) and return the report; ``options`` are `rnmt.distill.options.DistillOptions`'
+    fields (``seeds=[1, 2]``, ``overrides=["train.max_steps=2000"]``). A student run stopped by
+    SIGTERM or SIGINT raises `rnmt.distill.students.TrainingStopped` (its checkpoint saved; the
+    same call resumes). docs/distill.md."""
+    from dataclasses import fields
+
+    from rnmt.distill import distill as run
+    from rnmt.distill.options import DistillOptions
+
+    known = {f.name for f in fields(DistillOptions)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise UserError(f"distill() has no option {unknown[0]!r}; options: {', '.join(sorted(known))}")
+    as_list = [teachers] if isinstance(teachers, (str, Path)) else list(teachers)
+    configs = [students] if isinstance(students, (str, Path)) else list(students)
+    return run([str(t) for t in as_list], [str(s) for s in configs], str(out), DistillOptions(**options), log=log,
+               command=command)

@@ -33,6 +33,7 @@ COMMANDS = {
     "average": ("average", "average the weights of several checkpoints of one model"),
     "lr-schedule": ("lr_schedule", "plot a config's learning-rate schedule"),
     "plot": ("plot", "training loss and dev BLEU of runs against updates and training minutes"),
+    "distill": ("distill", "distil a teacher (or ensemble) into small students, with a report"),
 }
 
 

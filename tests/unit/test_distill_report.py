@@ -1,0 +1,62 @@
+"""The distillation report (rnmt.distill.report): its keys, the per-seed p and the targets."""
+
+from __future__ import annotations
+
+import json
+
+from rnmt.distill.report import build_report, judge, render_markdown
+from tests.support import SAMPLE
+
+REFS = (SAMPLE / "test.en").read_text(encoding="utf-8").splitlines()[:60]
+
+
+def _damaged(lines, every):
+    """The references with every ``every``-th line cut to its first two words."""
+    return [" ".join(line.split()[:2]) if i % every == 0 else line for i, line in enumerate(lines)]
+
+
+def _measured(hyps, speed):
+    return {"hyps": hyps, "sentences_per_s": speed, "greedy_sentences_per_s": 2 * speed, "parameters": 1000,
+            "file_bytes": 4000, "run": "runs/x"}
+
+
+def _report(student_every, baseline_every):
+    measured = {"teacher": _measured(_damaged(REFS, 7), 10.0)}
+    for seed in (1, 2):
+        measured[f"gru.student.seed{seed}"] = _measured(_damaged(REFS, student_every), 40.0)
+        measured[f"gru.baseline.seed{seed}"] = _measured(_damaged(REFS, baseline_every), 40.0)
+    extra = {"test": "test", "test_sentences": len(REFS), "bootstrap": 200, "speed_threads": 1, "speed_rounds": 1}
+    filt = {"pairs": 10, "kept": 8, "dropped": {"empty": 1, "looping": 1, "length_ratio": 0, "teacher_score": 0},
+            "teacher_score_threshold": 2.0}
+    return build_report(["gru"], [1, 2], measured, REFS, 200, filt, extra)
+
+
+def test_report_keys_and_one_p_per_seed():
+    report = _report(student_every=6, baseline_every=2)
+    for key in ("teacher", "student", "baseline"):
+        for figure in ("bleu", "chrf", "sentences_per_s", "greedy_sentences_per_s", "parameters", "file_bytes"):
+            assert isinstance(report[key][figure], (int, float)), (key, figure)
+    assert len(report["p_student_vs_baseline"]) == 2
+    assert all(p < 0.05 for p in report["p_student_vs_baseline"])  # far fewer damaged lines than the baseline
+    targets = report["students"]["gru"]["targets"]
+    assert targets["speedup"] == 4.0 and targets["speedup_met"]
+    assert targets["beats_baseline_every_seed"]
+    assert report["filter"]["kept"] == 8
+    json.dumps(report)  # serialisable as it stands
+    text = render_markdown(report)
+    assert "| teacher |" in text and "gru student seed 2" in text and "looping: 1 dropped" in text
+
+
+def test_a_student_no_better_than_its_baseline_misses_the_target():
+    report = _report(student_every=2, baseline_every=2)
+    assert report["p_student_vs_baseline"] == [1.0, 1.0]  # identical outputs
+    assert not report["students"]["gru"]["targets"]["beats_baseline_every_seed"]
+
+
+def test_judge_reads_the_gap_and_speed_against_the_targets():
+    teacher = {"bleu": 30.0, "sentences_per_s": 10.0}
+    met = judge(teacher, {"bleu": 29.2, "sentences_per_s": 31.0}, [0.01], [1.0])
+    assert met["bleu_gap_met"] and met["speedup_met"] and met["beats_baseline_every_seed"]
+    missed = judge(teacher, {"bleu": 28.5, "sentences_per_s": 25.0}, [0.01, 0.2], [1.0, 0.5])
+    assert missed["bleu_gap"] == 1.5 and not missed["bleu_gap_met"]
+    assert missed["speedup"] == 2.5 and not missed["speedup_met"] and not missed["beats_baseline_every_seed"]
