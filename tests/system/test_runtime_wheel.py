@@ -134,3 +134,51 @@ def test_translate_without_torch_equals_the_runtime_in_process(venv, export_dir)
     assert out.split("\n")[:-1] == expected
     bad = _in_venv(venv, venv["rnmt"], "translate", "--model", export_dir, "--constraints", "x", ok=False)
     assert bad.returncode == 2 and bad.stderr.startswith("error: --constraints")
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _post(port: int, body: dict) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/translate", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def test_serve_without_torch_answers_as_the_torch_server(venv, export_dir):
+    port = _free_port()
+    server = subprocess.Popen([str(venv["rnmt"]), "serve", "--model", str(export_dir), "--port", str(port)],
+                              cwd=venv["work"], env=venv["env"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+                    assert json.loads(response.read())["status"] == "ok"
+                break
+            except OSError:
+                assert server.poll() is None, server.stdout.read() if server.stdout else ""
+                assert time.monotonic() < deadline, "the runtime server did not start"
+                time.sleep(0.5)
+        body = {"texts": ["Y dijo Dios.", ""], "beam": 2, "nbest": 2}
+        answer = _post(port, body)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    from fastapi.testclient import TestClient
+
+    from rnmt.serve.app import create_app
+    from rnmt.models.loading import load_model
+
+    run = export_dir.parent / "run"
+    with TestClient(create_app(load_model(run))) as client:
+        reference = client.post("/translate", json=body).json()
+    assert set(answer) == set(reference) == {"translations", "elapsed_ms"}
+    for ours, theirs in zip(answer["translations"], reference["translations"]):
+        assert set(ours) == set(theirs)
+        assert ours["text"] == theirs["text"] and abs(ours["score"] - theirs["score"]) < 1e-3
+        assert [h["text"] for h in ours.get("nbest", [])] == [h["text"] for h in theirs.get("nbest", [])]
