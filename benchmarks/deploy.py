@@ -149,9 +149,12 @@ def main(argv=None) -> int:
                 agreement(out, ref)
         results["agreement"][f"runtime int8 vs runtime fp32, {threads} thread(s)"] = agreement(
             work / f"runtime_int8.t{threads}.txt", work / f"runtime_fp32.t{threads}.txt")
-    results["installed"] = {"runtime": installed_mib(["onnxruntime", "sentencepiece", "numpy"]),
-                            "rnmt": installed_mib(["rnmt", "torch", "numpy", "sentencepiece", "sacrebleu", "PyYAML",
-                                                   "tqdm", "safetensors", "matplotlib", "ninja"])}
+    runtime, full = ["onnxruntime", "sentencepiece", "numpy"], ["rnmt", "torch", "numpy", "sentencepiece", "sacrebleu",
+                                                                "PyYAML", "tqdm", "safetensors", "matplotlib", "ninja"]
+    serve = ["fastapi", "uvicorn"]
+    results["installed"] = {"runtime": installed_mib(runtime), "rnmt": installed_mib(full),
+                            "runtime with serve": installed_mib(runtime + serve),
+                            "rnmt with serve": installed_mib(full + serve)}
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:
