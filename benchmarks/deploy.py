@@ -130,7 +130,8 @@ def main(argv=None) -> int:
         if not (directory / "manifest.json").is_file():
             subprocess.run(rnmt + ["export", args.model, "--out", str(directory), "--force"]
                            + (["--int8"] if precision == "int8" else []), check=True, env=module_env(), cwd=REPO)
-    decoders = {"rnmt translate fp32": ["--model", args.model], "rnmt translate --int8": ["--model", args.model, "--int8"],
+    decoders = {"rnmt translate fp32": ["--model", args.model],
+                "rnmt translate --int8": ["--model", args.model, "--int8"],
                 "runtime fp32": ["--model", str(exports["fp32"])], "runtime int8": ["--model", str(exports["int8"])]}
     results: Dict[str, object] = {"cpu": cpu(), "beam": args.beam, "input": args.input, "runs": {}}
     for threads in args.threads:

@@ -12,9 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
-import warnings
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from rnmt_runtime.errors import ExportError, one_line
 from rnmt_runtime.manifest import is_export_dir
@@ -90,7 +88,7 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"lines of a file translated per chunk (default {DEFAULT_CHUNK_LINES})")
     p.add_argument("--device", default="auto", help="auto | cpu (the runtime decodes on the CPU)")
     p.add_argument("--int8", action="store_true", help="an int8 export decodes in int8 (rnmt export --int8)")
-    for flag, why in UNSUPPORTED.items():
+    for flag in UNSUPPORTED:
         p.add_argument(flag, dest="unsupported_" + flag[2:].replace("-", "_"), nargs="?", const=True,
                        default=None, help=argparse.SUPPRESS)
 

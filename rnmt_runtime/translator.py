@@ -18,8 +18,15 @@ import numpy as np
 from rnmt_runtime.errors import ExportError
 from rnmt_runtime.forcing import with_min_length, with_prefixes
 from rnmt_runtime.graphs import ExportedModel
-from rnmt_runtime.limits import (default_input_limit, ends_sentence, output_limits, search_rows, sentences_per_batch,
-                                 split_source, token_batches)
+from rnmt_runtime.limits import (
+    default_input_limit,
+    ends_sentence,
+    output_limits,
+    search_rows,
+    sentences_per_batch,
+    split_source,
+    token_batches,
+)
 from rnmt_runtime.manifest import Manifest, load_manifest
 from rnmt_runtime.sampling import Sampling, sample_search
 from rnmt_runtime.search import Hypothesis, beam_search, greedy_search
@@ -127,8 +134,9 @@ class Translator:
         seg_prefix_text = [options.prefixes[todo[k]] if options.prefixes and f else "" for k, f in zip(owners, first)]
         width = plan.nbest if options.sampling else 1 if plan.greedy else max(plan.beam, plan.nbest)
         per_segment: List[Any] = [None] * len(segments)
-        for idx, src, mask in token_batches(segments, plan.batch_tokens, sentences_per_batch(width, len(self.tgt_vocab)),
-                                            self.model.eos_id, self.model.pad_id):
+        per_batch = sentences_per_batch(width, len(self.tgt_vocab))
+        for idx, src, mask in token_batches(segments, plan.batch_tokens, per_batch, self.model.eos_id,
+                                            self.model.pad_id):
             keys = [options.line_offset + todo[owners[i]] for i in idx]
             nbest = self._search(plan, options, src, mask, [seg_prefix[i] for i in idx], keys)
             for i, hyps in zip(idx, nbest):

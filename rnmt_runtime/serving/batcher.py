@@ -248,6 +248,11 @@ class DynamicBatcher:
         return self._task is not None and not self._task.done()
 
     @property
+    def _queue(self) -> Optional[asyncio.Queue]:
+        """The queue requests arrive on (tests watch it to see a job wait)."""
+        return self._waiting.queue
+
+    @property
     def pending(self) -> int:
         """Requests waiting for the model."""
         return len(self._waiting)

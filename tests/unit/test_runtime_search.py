@@ -26,7 +26,8 @@ class Numpy:
         return {k: v.numpy() for k, v in self.model.encode(torch.from_numpy(src), torch.from_numpy(mask)).items()}
 
     def init_state(self, memory):
-        return {k: v.numpy() for k, v in self.model.init_state({k: torch.from_numpy(v) for k, v in memory.items()}).items()}
+        state = self.model.init_state({k: torch.from_numpy(v) for k, v in memory.items()})
+        return {k: v.numpy() for k, v in state.items()}
 
     def step(self, prev, state, memory):
         log_probs, new_state, extras = self.model.step(torch.from_numpy(prev), {k: torch.from_numpy(v) for k, v in
