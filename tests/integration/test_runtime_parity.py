@@ -45,9 +45,9 @@ def base(tmp_path_factory):
 def _checkpoint(base, arch: str):
     import torch
 
+    from rnmt.io.checkpoint_files import read_model_file
     from rnmt.models import build_model
     from rnmt.models.loading import load_model
-    from rnmt.io.checkpoint_files import read_model_file
     from rnmt.training.checkpoint import save_model
 
     ref = load_model(base / "run")
