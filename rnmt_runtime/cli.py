@@ -111,8 +111,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             from rnmt_runtime import serve_command
 
             return serve_command.run(args)
-        from rnmt_runtime.translate_command import run
-
+        try:
+            from rnmt_runtime.translate_command import run
+        except ImportError as exc:  # a full rnmt install without its export extra
+            raise ExportError(f"translating an export directory needs onnxruntime, sentencepiece and numpy "
+                              f"(pip install rnmt-runtime, or 'rnmt[export]'): {exc}") from None
         return run(args)
     except ExportError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
