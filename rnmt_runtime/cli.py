@@ -71,7 +71,8 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--normalize", choices=("gnmt", "length", "none"), help="length normalisation of scores")
     p.add_argument("--nbest", type=_positive(int), default=1, help="print the N best as 'i ||| text ||| score'")
     p.add_argument("--max-len-ratio", type=_positive(float, 0), help="output limit as a multiple of the input length")
-    p.add_argument("--batch-tokens", type=_positive(int), help="source tokens per decoding batch")
+    p.add_argument("--batch-tokens", type=_positive(int),
+                   help="source tokens per decoding batch (default: the export's, at most 1,000)")
     p.add_argument("--max-output-tokens", type=_positive(int, 1, 65536), help="longest output in subwords")
     p.add_argument("--max-input-tokens", type=_positive(int, 2, 2 ** 31 - 1),
                    help="translate a longer line in pieces joined into one output line")

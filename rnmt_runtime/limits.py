@@ -34,6 +34,14 @@ def search_rows(vocab_size: int) -> int:
     return max(1, min(MAX_SEARCH_ROWS, MAX_SEARCH_SCORES // max(1, vocab_size)))
 
 
+# Source tokens per batch when the caller does not say: fewer than rnmt's 4,000, because
+# onnxruntime's arena keeps the largest step's intermediate buffers for the rest of the run
+# (the additive attention's [hypotheses, source words, hidden] grows with the batch's source
+# tokens times the beam). On the Bible test at beam 5 this halved the peak RSS (435 to 202
+# MB) at the same speed (docs/deploy.md, "Measured"); the translations do not depend on it.
+BATCH_TOKENS = 1000
+
+
 def sentences_per_batch(width: int, vocab_size: int) -> int:
     return max(1, search_rows(vocab_size) // max(1, width))
 

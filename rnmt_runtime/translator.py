@@ -19,6 +19,7 @@ from rnmt_runtime.errors import ExportError
 from rnmt_runtime.forcing import with_min_length, with_prefixes
 from rnmt_runtime.graphs import ExportedModel
 from rnmt_runtime.limits import (
+    BATCH_TOKENS,
     default_input_limit,
     ends_sentence,
     output_limits,
@@ -106,7 +107,8 @@ class Translator:
         plan = _Plan(beam=d.beam if options.beam is None else options.beam, greedy=options.greedy,
                      alpha=d.alpha if options.alpha is None else options.alpha,
                      normalize=options.normalize or d.normalize, nbest=options.nbest, ratio=ratio,
-                     offset=d.max_len_offset, batch_tokens=options.batch_tokens or d.batch_tokens, max_output=cap,
+                     offset=d.max_len_offset, max_output=cap,
+                     batch_tokens=options.batch_tokens or min(d.batch_tokens, BATCH_TOKENS),
                      max_input=options.max_input_tokens or d.max_input_tokens
                      or default_input_limit(ratio, d.max_len_offset, cap),
                      min_output=d.min_output_tokens if options.min_output_tokens is None
