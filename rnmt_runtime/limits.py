@@ -26,7 +26,8 @@ def output_limits(src_len: np.ndarray, ratio: float, offset: int, cap: Optional[
     """The longest output (end mark included) of each source of ``src_len`` subwords (end mark included)."""
     most = cap if cap is not None else 2 ** 61
     # float32 as rnmt computes it, each term clamped to the cap first so nothing overflows
-    scaled = np.minimum(src_len.astype(np.float32) * np.float32(ratio), np.float32(most))
+    with np.errstate(over="ignore"):  # a huge ratio is inf in float32, then the cap
+        scaled = np.minimum(src_len.astype(np.float32) * np.float32(ratio), np.float32(most))
     return np.clip(scaled.astype(np.int64) + min(offset, most), 1, most)
 
 
