@@ -129,7 +129,8 @@ def test_missing_npm_packages_say_how_to_install_them(tmp_path, tiny_run):
 def test_the_sentencepiece_build_is_recognised_or_refused():
     with pytest.raises(UserError, match="not the sentencepiece build"):
         assets.sentencepiece_script("export const x = 1;\n", "index.js")
-    factory = 'var createSentencePieceModule=(()=>{var n=import.meta.url;var f="data:application/octet-stream;base64,AA"})();'
+    factory = ('var createSentencePieceModule=(()=>{var n=import.meta.url;'
+               'var f="data:application/octet-stream;base64,AA"})();')
     script = assets.sentencepiece_script("import * as fs from 'fs';\n" + factory + "\nexport {};\n", "index.js")
     assert "import.meta" not in script and "from 'fs'" not in script
     assert script.rstrip().endswith("window.createSentencePieceModule = createSentencePieceModule;")
