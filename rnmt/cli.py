@@ -33,6 +33,7 @@ COMMANDS = {
     "average": ("average", "average the weights of several checkpoints of one model"),
     "lr-schedule": ("lr_schedule", "plot a config's learning-rate schedule"),
     "plot": ("plot", "training loss and dev BLEU of runs against updates and training minutes"),
+    "export": ("export", "write a model as ONNX graphs with its vocabularies, to translate without PyTorch"),
 }
 
 

@@ -1,0 +1,86 @@
+"""`rnmt export`: a checkpoint as three ONNX graphs, its vocabularies and a manifest.
+
+    export("runs/quickstart", "exported/")   # -> the manifest written
+
+Steps: load the plain model (`rnmt.export.source`), trace and write the graphs
+(`rnmt.export.writing`), check them against the model with onnxruntime on other shapes than
+the trace's (`rnmt.export.parity`; a graph off by more than `TOLERANCE` is an error, never a
+file), quantise them with ``int8`` (`rnmt.export.quantize`), copy the sentencepiece models
+and write the manifest (`rnmt.export.manifest`), all in a temporary directory that becomes
+``out`` at the end (`rnmt.export.directory`).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any, Dict
+
+import torch
+
+from rnmt.errors import UserError
+from rnmt.export.directory import staged
+from rnmt.export.exportable import check_exportable
+from rnmt.export.manifest import MANIFEST, build_manifest, file_hashes, vocab_files
+from rnmt.export.onnx_writer import DEFAULT_OPSET
+from rnmt.export.parity import max_differences
+from rnmt.export.quantize import quantize_graph
+from rnmt.export.source import fingerprint, load_plain
+from rnmt.export.writing import GRAPH_FILES, write_graphs
+
+TOLERANCE = 1e-4  # fp32 graphs: largest |onnxruntime - PyTorch| accepted (measured: below 1e-5)
+MIN_OPSET, MAX_OPSET = 17, 21  # the opsets the export is tested at and onnxruntime runs
+
+
+def export(path: str | Path, out: str | Path, int8: bool = False, force: bool = False,
+           opset: int = DEFAULT_OPSET) -> Dict[str, Any]:
+    """Export the model of ``path`` (a run directory or a checkpoint) into ``out``; returns
+    the manifest. A `UserError` leaves ``out`` as it was."""
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise UserError(f"--opset {opset}: the export supports opsets {MIN_OPSET} to {MAX_OPSET}")
+    out = Path(out)
+    from rnmt.export.directory import check_target
+
+    check_target(out, force)  # before the model loads: a refused --out costs nothing
+    loaded = load_plain(path)
+    check_exportable(loaded.model, loaded.path)
+    with staged(out, force) as tmp:
+        with tempfile.TemporaryDirectory(dir=tmp.parent, prefix=f".{out.name}.fp32.") as fp32_dir:
+            fp32 = Path(fp32_dir)
+            torch.manual_seed(0)
+            sig = _traced(loaded, fp32, opset)
+            parity = max_differences(loaded.model, sig, fp32, loaded.src_vocab.size, loaded.tgt_vocab.size)
+            worst = max(parity, key=lambda name: parity[name])
+            if parity[worst] > TOLERANCE:
+                raise UserError(f"{loaded.path}: the exported {worst} graph differs from the model by "
+                                f"{parity[worst]:.3g} (more than {TOLERANCE:g}); nothing was written")
+            for file in GRAPH_FILES.values():
+                if int8:
+                    quantize_graph(fp32 / file, tmp / file)
+                else:
+                    (fp32 / file).replace(tmp / file)
+        if int8:
+            parity = max_differences(loaded.model, sig, tmp, loaded.src_vocab.size, loaded.tgt_vocab.size)
+        names = vocab_files(loaded)
+        loaded.src_vocab.save(tmp / names["src"])
+        loaded.tgt_vocab.save(tmp / names["tgt"])
+        manifest = build_manifest(loaded, sig, fingerprint(loaded.path), opset, "int8" if int8 else "fp32",
+                                  file_hashes(tmp), {k: float(v) for k, v in parity.items()})
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return manifest
+
+
+def _traced(loaded, directory: Path, opset: int):
+    """`write_graphs`, whose failure (an operation the exporter or the opset does not take)
+    is a one-line error naming the checkpoint, not PyTorch's traceback."""
+    from rnmt.io.checkpoint_files import first_line
+
+    try:
+        with torch.no_grad():
+            return write_graphs(loaded.model, directory, loaded.src_vocab.size, loaded.tgt_vocab.size, opset)
+    except UserError:
+        raise
+    except Exception as exc:  # the tracer and the exporter raise many types
+        raise UserError(f"{loaded.path}: the {loaded.config.model.arch} model could not be exported at opset "
+                        f"{opset} ({type(exc).__name__}: {first_line(exc)})") from None
