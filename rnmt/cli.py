@@ -84,6 +84,13 @@ def _one_line_warnings(show):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from rnmt_runtime.cli import dispatches
+
+    given = sys.argv[1:] if argv is None else list(argv)
+    if dispatches(given):  # translate/serve an export directory: the runtime, before anything imports torch
+        from rnmt_runtime.cli import main as runtime_main
+
+        return runtime_main(given)
     memory.configure_process()  # before any command makes its first oneDNN product
     parser = build_parser()
     args = parser.parse_args(argv)

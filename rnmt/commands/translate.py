@@ -34,7 +34,8 @@ DEFAULT_CHUNK_LINES = 5000
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, action="append",
-                   help="training output directory or checkpoint file; repeat it to decode with an ensemble")
+                   help="training output directory or checkpoint file; repeat it to decode with an ensemble; an export "
+                        "directory (rnmt export) is translated by the runtime without torch (docs/deploy.md)")
     p.add_argument("--input", help="source text, one segment per line (default: stdin)")
     p.add_argument("--output", help="where to write translations (default: stdout)")
     search_options.add_arguments(p)  # every search option's flag, from rnmt.search.options

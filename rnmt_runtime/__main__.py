@@ -1,0 +1,3 @@
+from rnmt_runtime.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""How long an output may be, how a long source line is cut, and how lines are batched:
+``rnmt translate``'s rules (`rnmt.search.limits`, `rnmt.data.translation`), without torch.
+
+An output has at most ``min(floor(source length * ratio) + offset, cap)`` subwords, end
+mark included, where the source length counts its end mark too. A source line longer than
+``max_input_tokens`` subwords is translated in pieces, cut after a sentence end in the second
+half of the piece where there is one, else before a word; the pieces' translations are
+joined with a space into one output line.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+MAX_SEARCH_ROWS = 8192  # hypotheses one batch's search holds at once (rnmt.search.limits)
+MAX_SEARCH_SCORES = 1 << 26  # and at most this many [rows, vocabulary] scores per step
+_MIN_PIECE = 16
+_SENTENCE_ENDS = (".", "!", "?", "…", "。", "！", "？")
+_CLOSERS = "\"')]}»”’」』"
+
+
+def output_limits(src_len: np.ndarray, ratio: float, offset: int, cap: Optional[int]) -> np.ndarray:
+    """The longest output (end mark included) of each source of ``src_len`` subwords (end mark included)."""
+    most = cap if cap is not None else 2 ** 61
+    # float32 as rnmt computes it, each term clamped to the cap first so nothing overflows
+    scaled = np.minimum(src_len.astype(np.float32) * np.float32(ratio), np.float32(most))
+    return np.clip(scaled.astype(np.int64) + min(offset, most), 1, most)
+
+
+def search_rows(vocab_size: int) -> int:
+    return max(1, min(MAX_SEARCH_ROWS, MAX_SEARCH_SCORES // max(1, vocab_size)))
+
+
+def sentences_per_batch(width: int, vocab_size: int) -> int:
+    return max(1, search_rows(vocab_size) // max(1, width))
+
+
+def default_input_limit(ratio: float, offset: int, cap: int) -> int:
+    """The longest source (end mark included) whose output limit the cap does not cut."""
+    if ratio <= 0:
+        return max(_MIN_PIECE, cap)
+    return max(_MIN_PIECE, int((cap - offset) / ratio))
+
+
+def ends_sentence(piece: str) -> bool:
+    return piece.rstrip(_CLOSERS).endswith(_SENTENCE_ENDS)
+
+
+def split_source(ids: Sequence[int], size: int, starts_word: Callable[[int], bool],
+                 ends_sentence_at: Callable[[int], bool]) -> List[List[int]]:
+    """``ids`` cut into pieces of at most ``size`` ids (``size >= 1``)."""
+    pieces: List[List[int]] = []
+    start, n = 0, len(ids)
+    while n - start > size:
+        end = start + size
+        cut = next((c for c in range(end, start + size // 2, -1)
+                    if starts_word(ids[c]) and ends_sentence_at(ids[c - 1])), None)
+        if cut is None:
+            cut = next((c for c in range(end, start, -1) if starts_word(ids[c])), end)
+        pieces.append(list(ids[start:cut]))
+        start = cut
+    pieces.append(list(ids[start:]))
+    return pieces
+
+
+def token_batches(sentences: Sequence[Sequence[int]], max_tokens: int, max_sentences: Optional[int], eos_id: int,
+                  pad_id: int) -> Iterator[Tuple[List[int], np.ndarray, np.ndarray]]:
+    """``(indices, src [B, S], src_mask [B, S])`` over ``sentences`` with the end mark
+    appended, longest first (a stable sort), ``B * S <= max_tokens`` unless one sentence
+    alone is longer, at most ``max_sentences`` per batch."""
+    seqs = [list(s) + [eos_id] for s in sentences]
+    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+    batch: List[int] = []
+    width = 0
+    for i in order:
+        wider = max(width, len(seqs[i]))
+        if batch and (wider * (len(batch) + 1) > max_tokens or (max_sentences and len(batch) + 1 > max_sentences)):
+            yield _padded(batch, seqs, pad_id)
+            batch, wider = [], len(seqs[i])
+        batch.append(i)
+        width = wider
+    if batch:
+        yield _padded(batch, seqs, pad_id)
+
+
+def _padded(batch: List[int], seqs: List[List[int]], pad_id: int) -> Tuple[List[int], np.ndarray, np.ndarray]:
+    src = np.full((len(batch), max(len(seqs[i]) for i in batch)), pad_id, dtype=np.int64)
+    for row, i in enumerate(batch):
+        src[row, :len(seqs[i])] = seqs[i]
+    return batch, src, src != pad_id
