@@ -1,7 +1,7 @@
 // The page: load what the data scripts registered, check it, start onnxruntime-web and
 // sentencepiece, and translate the text box line by line.
 //
-// Everything arrives through <script> tags (rnmtFile(name, base64) calls), never fetch():
+// Everything arrives through <script> tags (rnmtFile(name, base64 of gzip) calls), never fetch():
 // a page opened from the file system may not read files beside it, but it may run scripts.
 // onnxruntime-web gets its WebAssembly binary as bytes (env.wasm.wasmBinary) and its
 // loader module through a blob: URL, with one thread and no worker, so it needs no server
@@ -35,6 +35,11 @@
     return bytes;
   }
 
+  async function gunzip(bytes) { // DecompressionStream: no fetch, so a file:// page may use it
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+
   async function sha256(bytes) {
     const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
     return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -45,8 +50,8 @@
     const entry = page.files[name];
     if (!(name in window.RNMT_FILES)) throw new Error(entry.script + ": did not load (missing or damaged file)");
     let bytes;
-    try { bytes = bytesOf(window.RNMT_FILES[name]); } catch (e) {
-      throw new Error(entry.script + ": not valid base64 data: the file is damaged");
+    try { bytes = await gunzip(bytesOf(window.RNMT_FILES[name])); } catch (e) {
+      throw new Error(entry.script + ": not valid gzipped base64 data: the file is damaged");
     }
     const digest = await sha256(bytes);
     if (digest !== expected) {

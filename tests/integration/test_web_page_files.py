@@ -5,6 +5,7 @@ is written from, and the rules for where it goes."""
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -46,7 +47,7 @@ def fake_export(root: Path, vocab: Path, **search) -> Path:
 def registered(script: Path) -> tuple[str, bytes]:
     match = re.fullmatch(r'rnmtFile\("([^"]+)", "([A-Za-z0-9+/=]*)"\);\n', script.read_text(encoding="ascii"))
     assert match, script
-    return match.group(1), base64.b64decode(match.group(2))
+    return match.group(1), gzip.decompress(base64.b64decode(match.group(2)))
 
 
 def page_record(page: Path) -> dict:

@@ -107,9 +107,17 @@ def _flip_one_character(path: Path) -> None:
     path.write_text(text[:i] + ("A" if text[i] != "A" else "B") + text[i + 1:], encoding="ascii")
 
 
+def _swap(page: Path, source: str, target: str) -> None:
+    """Register ``source``'s bytes under ``target``'s name: well-formed data, the wrong file."""
+    text = (page / "data" / f"{source}.js").read_text(encoding="ascii")
+    (page / "data" / f"{target}.js").write_text(text.replace(f'"{source}"', f'"{target}"', 1), encoding="ascii")
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda d: _flip_one_character(d / "data" / "step.onnx.js"),
-     r"^error: data/step\.onnx\.js: sha256 \w+\.\.\. differs from the export's"),
+     r"^error: data/step\.onnx\.js: (sha256 \w+\.\.\. differs from the export's|not valid gzipped base64 data)"),
+    (lambda d: _swap(d, "init.onnx", "step.onnx"),
+     r"^error: data/step\.onnx\.js: sha256 \w+\.\.\. differs from the export's \w+\.\.\.: the file is damaged"),
     (lambda d: (d / "data" / "encoder.onnx.js").write_text("rnmtFile(\"encoder.onnx\", \"AAA", encoding="ascii"),
      r"^error: data/encoder\.onnx\.js: did not load"),
     (lambda d: (d / "vendor" / "ort.wasm.min.js").unlink(), r"^error: vendor/ort\.wasm\.min\.js: missing"),
