@@ -5,8 +5,8 @@ One module per job: `source` (the plain model from a checkpoint), `graphs` (enco
 init_state / step as flat-tensor modules), `loops` (the encoder's time loops kept as ONNX
 loops), `examples` (inputs to trace and check with), `onnx_writer` (tracing and writing one
 graph), `writing` (the three graphs), `parity` (onnxruntime against PyTorch), `quantize`
-(int8), `manifest`, `directory` (atomic writing), `exportable` (what cannot be exported,
-and why) and `exporter` (all of it, for `rnmt export`).
+(int8), `manifest`, `directory` (atomic writing) and `exporter` (all of it, for
+`rnmt export`).
 """
 
 from rnmt.export.exporter import export

@@ -13,12 +13,12 @@ it is given, which become the graph's names (docs/export-format.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Tuple
 
 import torch
 from torch import Tensor, nn
 
-from rnmt.export.loops import build_loops, scripted_runner
+from rnmt.export.loops import build_loops, scripted_walks
 from rnmt.models.base import TranslationModel
 
 TensorDict = Dict[str, Tensor]
@@ -58,45 +58,38 @@ def signature(model: TranslationModel, src: Tensor, src_mask: Tensor) -> Signatu
     return Signature(tuple(memory), tuple(state), "attention" in extras, bool(model.beam_shares_memory))
 
 
-class EncoderGraph(nn.Module):
-    """``model.encode`` with its units' time loops scripted (`rnmt.export.loops`); build it
-    with `EncoderGraph.build` and trace it only inside `EncoderGraph.tracing`."""
+class _Graph(nn.Module):
+    """A wrapper with the scripted loops its walks over the source need (`rnmt.export.loops`;
+    none for a graph without such a walk): trace it inside ``tracing()``."""
 
-    def __init__(self, model: TranslationModel, names: Sequence[str], loops: nn.ModuleDict) -> None:
-        super().__init__()
-        self.model = model
-        self.names = tuple(names)
-        self.loops = loops
-
-    @classmethod
-    def build(cls, model: TranslationModel, names: Sequence[str], src: Tensor, src_mask: Tensor) -> EncoderGraph:
-        return cls(model, names, build_loops(model, src, src_mask))
-
-    def tracing(self):
-        return scripted_runner(self.model, self.loops)
-
-    def forward(self, src: Tensor, src_mask: Tensor) -> Tuple[Tensor, ...]:
-        memory = self.model.encode(src, src_mask)
-        return tuple(memory[n] for n in self.names)
-
-
-class InitGraph(nn.Module):
     def __init__(self, model: TranslationModel, sig: Signature) -> None:
         super().__init__()
         self.model = model
         self.sig = sig
+        self.loops = nn.ModuleDict()
 
+    def with_loops(self, *example: Tensor) -> _Graph:
+        """Find and script the walks ``forward(*example)`` makes."""
+        self.loops = build_loops(self.model, lambda: self(*example))
+        return self
+
+    def tracing(self):
+        return scripted_walks(self.model, self.loops)
+
+
+class EncoderGraph(_Graph):
+    def forward(self, src: Tensor, src_mask: Tensor) -> Tuple[Tensor, ...]:
+        memory = self.model.encode(src, src_mask)
+        return tuple(memory[n] for n in self.sig.memory)
+
+
+class InitGraph(_Graph):
     def forward(self, *memory: Tensor) -> Tuple[Tensor, ...]:
         state = self.model.init_state(dict(zip(self.sig.memory, memory)))
         return tuple(state[n] for n in self.sig.state)
 
 
-class StepGraph(nn.Module):
-    def __init__(self, model: TranslationModel, sig: Signature) -> None:
-        super().__init__()
-        self.model = model
-        self.sig = sig
-
+class StepGraph(_Graph):
     def forward(self, prev_tokens: Tensor, *tensors: Tensor) -> Tuple[Tensor, ...]:
         n = len(self.sig.state)
         state = dict(zip(self.sig.state, tensors[:n]))

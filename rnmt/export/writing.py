@@ -1,4 +1,10 @@
-"""The three graphs of a model written into a directory: encoder.onnx, init.onnx, step.onnx."""
+"""The three graphs of a model written into a directory: encoder.onnx, init.onnx, step.onnx.
+
+The step is traced a few decoder steps in (`WARM_STEPS`), not on the initial state: a state
+that grows with the output (the Transformer's cached keys and values, [N, T, d]) is then
+traced with a length T of its own, found by comparing the state's shapes before and after,
+and named as a dynamic axis (``T`` in, ``T_next`` out).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from rnmt.export.onnx_writer import dynamic_axes, write_graph
 from rnmt.models.base import TranslationModel, repeat_rows
 
 GRAPH_FILES = {"encoder": "encoder.onnx", "init": "init.onnx", "step": "step.onnx"}
+WARM_STEPS = 2  # decoder steps taken before the step is traced
 
 
 def decoder_rows(model: TranslationModel, memory: Dict[str, Tensor], beam: int,
@@ -25,39 +32,65 @@ def decoder_rows(model: TranslationModel, memory: Dict[str, Tensor], beam: int,
     return state, (memory if shares else repeat_rows(memory, beam))
 
 
+def growing_axes(before: Dict[str, Tensor], after: Dict[str, Tensor], name: str) -> Dict[str, Dict[int, str]]:
+    """``{prefix.state name: {dim: name}}`` for the dims of the state that grew between two steps."""
+    return {key: {k: name for k in range(1, a.dim()) if a.shape[k] != before[key].shape[k]}
+            for key, a in after.items()}
+
+
+def _merge(*axes: Dict[str, Dict[int, str]]) -> Dict[str, Dict[int, str]]:
+    merged: Dict[str, Dict[int, str]] = {}
+    for one in axes:
+        for name, dims in one.items():
+            merged.setdefault(name, {}).update(dims)
+    return merged
+
+
+def _prefixed(prefix: str, axes: Dict[str, Dict[int, str]]) -> Dict[str, Dict[int, str]]:
+    return {f"{prefix}.{k}": v for k, v in axes.items()}
+
+
 def write_graphs(model: TranslationModel, out: Path, src_vocab: int, tgt_vocab: int, opset: int) -> Signature:
     """Trace and write ``model``'s three graphs into ``out``; returns their `Signature`."""
     length = trace_length(model)
     src, src_mask = source_batch(Shapes(TRACE_BATCH, length, TRACE_BEAM), src_vocab)
     sig = signature(model, src, src_mask)
+    rows = TRACE_BATCH * TRACE_BEAM
     with torch.no_grad():
         memory = model.encode(src, src_mask)
+        first = model.init_state(memory)
         state, step_memory = decoder_rows(model, memory, TRACE_BEAM, sig.beam_shares_memory)
-        rows = TRACE_BATCH * TRACE_BEAM
+        warm = state
+        for j in range(WARM_STEPS):
+            _, warm, _ = model.step(previous_tokens(rows, tgt_vocab, seed=50 + j), warm, step_memory)
         prev = previous_tokens(rows, tgt_vocab)
-        outputs = StepGraph(model, sig)(prev, *state.values(), *step_memory.values())
-    mem_rows = TRACE_BATCH if sig.beam_shares_memory else rows
+        step_args = (prev, *(warm[n] for n in sig.state), *step_memory.values())
+        outputs = StepGraph(model, sig)(*step_args)
+        _, after, _ = model.step(prev, warm, step_memory)
+    mem_rows, mem_axis = (TRACE_BATCH, "B") if sig.beam_shares_memory else (rows, "N")
 
     enc_in, enc_out = sig.encoder_io()
-    encoder = EncoderGraph.build(model, sig.memory, src, src_mask)
-    axes = {**dynamic_axes(enc_in, (src, src_mask), "B", TRACE_BATCH, length),
-            **dynamic_axes(enc_out, memory.values(), "B", TRACE_BATCH, length)}
+    encoder = EncoderGraph(model, sig).with_loops(src, src_mask)
+    axes = _merge(dynamic_axes(enc_in, (src, src_mask), "B", TRACE_BATCH, length),
+                  dynamic_axes(enc_out, memory.values(), "B", TRACE_BATCH, length))
     write_graph(encoder, (src, src_mask), enc_in, enc_out, axes, out / GRAPH_FILES["encoder"], opset,
                 encoder.tracing())
 
     init_in, init_out = sig.init_io()
-    first = model.init_state(memory)
-    axes = {**dynamic_axes(init_in, memory.values(), "B", TRACE_BATCH, length),
-            **dynamic_axes(init_out, first.values(), "B", TRACE_BATCH, length)}
-    write_graph(InitGraph(model, sig), tuple(memory.values()), init_in, init_out, axes,
-                out / GRAPH_FILES["init"], opset)
+    init = InitGraph(model, sig).with_loops(*memory.values())
+    axes = _merge(dynamic_axes(init_in, memory.values(), "B", TRACE_BATCH, length),
+                  dynamic_axes(init_out, first.values(), "B", TRACE_BATCH, length))
+    write_graph(init, tuple(memory.values()), init_in, init_out, axes, out / GRAPH_FILES["init"], opset,
+                init.tracing())
 
     step_in, step_out = sig.step_io()
     n = len(sig.state)
-    axes = {**dynamic_axes(step_in[:n + 1], (prev, *state.values()), "N", rows, length),
-            **dynamic_axes(step_in[n + 1:], step_memory.values(), "B" if sig.beam_shares_memory else "N",
-                           mem_rows, length),
-            **dynamic_axes(step_out, outputs, "N", rows, length)}
-    write_graph(StepGraph(model, sig), (prev, *state.values(), *step_memory.values()), step_in, step_out, axes,
-                out / GRAPH_FILES["step"], opset)
+    step = StepGraph(model, sig).with_loops(*step_args)
+    axes = _merge(dynamic_axes(step_in[:n + 1], step_args[:n + 1], "N", rows, length),
+                  dynamic_axes(step_in[n + 1:], step_memory.values(), mem_axis, mem_rows, length),
+                  dynamic_axes(step_out, outputs, "N", rows, length),
+                  _prefixed("state", growing_axes(state, warm, "T")),
+                  _prefixed("next_state", growing_axes(warm, after, "T_next")))
+    write_graph(step, step_args, step_in, step_out, axes, out / GRAPH_FILES["step"], opset, step.tracing())
     return sig
+

@@ -71,7 +71,9 @@ class LuongAttention(AttentionSteps, nn.Module):
             inside = mask & ((positions - p).abs() <= self.window)
             # p_t can land past the last token; keep the nearest one so the window is never empty.
             nearest = (positions - p.clamp(max=length - 1)).abs().argmin(1, keepdim=True)
-            inside = inside.scatter(1, nearest, True)
+            # (a comparison, not ``scatter`` of a scalar: TorchScript, which `rnmt export` traces with, has no
+            # alias rule for that form)
+            inside = inside | (torch.arange(S, device=keys.device).unsqueeze(0) == nearest)
             weights = torch.softmax(scores.masked_fill(~inside, NEG_INF), dim=-1)
             sigma = self.window / 2.0
             weights = (weights * torch.exp(-((positions - p) ** 2) / (2 * sigma**2))).view(B, G, S)
