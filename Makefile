@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN := runs/quickstart
 
-.PHONY: quickstart test test-unit test-integration test-system lint venv dist clean web-assets
+.PHONY: quickstart test test-unit test-integration test-system lint venv dist runtime-wheel clean web-assets
 
 venv: $(STAMP)
 
@@ -48,6 +48,11 @@ web-assets:
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+# The runtime alone (rnmt-runtime: onnxruntime, sentencepiece, numpy; no torch) as a wheel in
+# dist/, from runtime/pyproject.toml; docs/deploy.md, "Runtime".
+runtime-wheel: $(STAMP)
+	$(BIN)/python -m pip wheel runtime/ --no-deps --no-build-isolation -w dist/ -q
 
 # The sdist and, built from it, the wheel (C++ kernel sources and built-in configs included).
 dist: $(STAMP)

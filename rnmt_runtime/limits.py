@@ -14,6 +14,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included (rnmt.search.limits: a test holds them equal)
 MAX_SEARCH_ROWS = 8192  # hypotheses one batch's search holds at once (rnmt.search.limits)
 MAX_SEARCH_SCORES = 1 << 26  # and at most this many [rows, vocabulary] scores per step
 _MIN_PIECE = 16

@@ -85,6 +85,10 @@ def load_manifest(directory: str | os.PathLike, verify: bool = True) -> Manifest
     data = _read_json(path)
     _check_format(data, path)
     files = _files(data, path)
+    text = data.get("text", {})
+    ids = text.get("ids", "sentencepiece") if isinstance(text, dict) else None
+    if ids != "sentencepiece":
+        raise ExportError(f"{path}: text.ids is {ids!r}; this runtime maps text to ids with sentencepiece only")
     reader = _Fields(data, path)
     special = reader.mapping("special_ids", int)
     for name in ("pad", "unk", "bos", "eos"):

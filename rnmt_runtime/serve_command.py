@@ -1,13 +1,34 @@
-"""``rnmt serve --model EXPORT_DIR``: placeholder until the server lands."""
+"""``rnmt serve --model EXPORT_DIR``: rnmt serve's HTTP API over an export directory, without
+torch (`rnmt_runtime.serving`). Needs FastAPI and uvicorn (``pip install 'rnmt-runtime[serve]'``)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+
+from rnmt_runtime.errors import ExportError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True)
+    p.add_argument("--model", required=True, help="an export directory (rnmt export)")
+    p.add_argument("--threads", type=int, help="CPU threads of onnxruntime (default: its own choice)")
+    p.add_argument("--device", default="auto", help="auto | cpu (the runtime decodes on the CPU)")
+    from rnmt_runtime.serving.command import add_server_arguments  # the flags need nothing of FastAPI
+
+    add_server_arguments(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    raise NotImplementedError
+    if args.device not in ("auto", "cpu"):
+        raise ExportError(f"--device {args.device}: the runtime decodes on the CPU (auto | cpu)")
+    try:
+        from rnmt_runtime.serving.command import serve, settings_from_args
+        from rnmt_runtime.serving.runtime import create_runtime_app
+    except ImportError as exc:
+        raise ExportError(f"rnmt serve needs FastAPI and uvicorn (pip install 'rnmt-runtime[serve]'): {exc}") from None
+    from rnmt_runtime.translator import Translator
+
+    settings = settings_from_args(args)
+    translator = Translator(args.model, threads=settings.threads)  # a bad export fails here, before listening
+    app = create_runtime_app(translator, settings)
+    return serve(app, settings, args, args.model, settings.threads or os.cpu_count() or 1)

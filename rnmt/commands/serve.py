@@ -1,143 +1,52 @@
-"""rnmt serve --model DIR_OR_CHECKPOINT [--host 127.0.0.1] [--port 8000] ...: an HTTP translation server."""
+"""rnmt serve --model DIR_OR_CHECKPOINT [--host 127.0.0.1] [--port 8000] ...: an HTTP translation server.
+
+The flags other than the model's, the listening socket and the server itself are shared
+with the runtime's server (`rnmt_runtime.serving.command`); an export directory as
+``--model`` is served by the runtime without torch (rnmt.cli hands it over first).
+"""
 
 from __future__ import annotations
 
 import argparse
-import ipaddress
-import os
-import resource
-import signal
 import socket
-import sys
 
 import torch
 
 from rnmt.commands import checks
 from rnmt.errors import UserError
-from rnmt.search.limits import MAX_OUTPUT_TOKENS
 from rnmt.serve.settings import ServeSettings
+from rnmt_runtime.errors import ExportError
+from rnmt_runtime.serving import command
+from rnmt_runtime.serving.command import LOOPBACK_NAMES, graceful_server, raise_open_files_limit  # noqa: F401
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, action=checks.Once, help="training output directory or checkpoint file")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
-    p.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
+    p.add_argument("--model", required=True, action=checks.Once,
+                   help="training output directory or checkpoint file (an export directory: served by the "
+                        "runtime, without torch; docs/deploy.md)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda")
     p.add_argument("--int8", action="store_true",
                    help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
     p.add_argument("--threads", type=int, help="CPU threads of the model (default: torch's)")
-    b = p.add_argument_group("dynamic batching")
-    b.add_argument("--no-batching", dest="batching", action="store_false",
-                   help="translate one request at a time")
-    b.add_argument("--max-wait-ms", type=float, default=5.0,
-                   help="how long a batch waits for more requests (default: 5)")
-    b.add_argument("--max-batch-tokens", type=int, default=4000, help="source subwords per batch (default: 4000)")
-    b.add_argument("--max-batch-sentences", type=int, default=64, help="sentences per batch (default: 64)")
-    lim = p.add_argument_group("request limits")
-    lim.add_argument("--max-body-bytes", type=int, default=1 << 20, help="request body size (default: 1 MiB)")
-    lim.add_argument("--max-texts", type=int, default=64, help="texts per request (default: 64)")
-    lim.add_argument("--max-chars", type=int, default=2000, help="characters per text (default: 2000)")
-    lim.add_argument("--max-beam", type=int, default=16, help="largest beam and nbest (default: 16)")
-    lim.add_argument("--max-constraints", type=int, default=16,
-                     help="constraint phrases per text; over: 422 (default: 16)")
-    lim.add_argument("--max-constraint-tokens", type=int, default=64,
-                     help="target subwords of one text's constraint phrases together; over: 422 (default: 64; "
-                          "never more than --max-output-tokens minus one)")
-    lim.add_argument("--timeout", type=float, default=120.0,
-                     help="seconds a request may take; then 504 and its search stops (default: 120)")
-    lim.add_argument("--max-request-tokens", type=int, default=1000,
-                     help="source subwords per request, end marks included; over: 413 (default: 1000)")
-    lim.add_argument("--max-output-tokens", type=int, default=MAX_OUTPUT_TOKENS,
-                     help=f"longest output in subwords, whatever the source (default: {MAX_OUTPUT_TOKENS}, "
-                          f"as rnmt translate)")
-    lim.add_argument("--max-queue", type=int, default=64,
-                     help="requests waiting for the model; over: 503 with Retry-After (default: 64)")
-    lim.add_argument("--max-connections", type=int, default=256,
-                     help="requests in progress at once, counted once fully received; over: 503 (default: 256)")
-    lim.add_argument("--read-timeout", type=float, default=10.0,
-                     help="seconds a request may take to arrive, headers and body; then 408 and the "
-                          "connection is closed (default: 10)")
-    lim.add_argument("--max-incomplete-per-client", type=int, default=64,
-                     help="once the requests still arriving hold half the open-file limit, how many one client "
-                          "address may keep; its oldest beyond that get 408 (default: 64)")
-    lim.add_argument("--shutdown-grace", type=float, default=5.0,
-                     help="on SIGTERM, seconds the batch in progress may finish; the waiting requests "
-                          "get 503 at once (default: 5)")
-    sec = p.add_argument_group("access")
-    sec.add_argument("--api-key", default=os.environ.get("RNMT_API_KEY"),
-                     help="require 'Authorization: Bearer KEY' for /translate and /model "
-                          "(default: $RNMT_API_KEY; the page, /static and /health stay open)")
-    sec.add_argument("--allowed-host", dest="allowed_hosts", action="append", metavar="NAME",
-                     help="a Host header name this server answers (repeatable; '*' for any). Default: "
-                          "localhost, 127.0.0.1 and ::1 on a loopback address, any name otherwise")
-    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    command.add_server_arguments(p)
 
 
 def settings_from_args(args: argparse.Namespace) -> ServeSettings:
-    return ServeSettings(batching=args.batching, max_wait_ms=args.max_wait_ms, max_batch_tokens=args.max_batch_tokens,
-                         max_batch_sentences=args.max_batch_sentences, max_body_bytes=args.max_body_bytes,
-                         max_texts=args.max_texts, max_chars=args.max_chars, max_beam=args.max_beam,
-                         max_constraints=args.max_constraints, max_constraint_tokens=args.max_constraint_tokens,
-                         request_timeout=args.timeout, threads=args.threads,
-                         max_request_tokens=args.max_request_tokens, max_output_tokens=args.max_output_tokens,
-                         max_queue=args.max_queue, max_connections=args.max_connections,
-                         read_timeout=args.read_timeout, max_incomplete_per_client=args.max_incomplete_per_client,
-                         shutdown_grace=args.shutdown_grace, api_key=args.api_key,
-                         allowed_hosts=args.allowed_hosts or (LOOPBACK_NAMES if _is_loopback(args.host) else None),
-                         ).check()
-
-
-# The names a browser on this machine uses for a loopback server; anything else in the Host
-# header of a request to 127.0.0.1 comes from a rebinding page.
-LOOPBACK_NAMES = ["localhost", "127.0.0.1", "::1"]
+    return command.settings_from_args(args, ServeSettings)
 
 
 def listen(host: str, port: int) -> socket.socket:
     """A listening socket, or a one-line `UserError` (port taken, unknown address)."""
-    if not 0 <= port <= 65535:
-        raise UserError(f"--port must be between 0 and 65535, got {port}")
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise UserError(f"--host {host}: {exc.strerror}") from None
-    family, _, _, _, address = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.setblocking(False)
-    return sock
-
-
-def raise_open_files_limit() -> None:
-    """Every connection holds a file descriptor. Many systems start processes with a soft limit
-    of 1024 and a far higher hard limit, which a process may raise its own soft limit to."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-        except (ValueError, OSError):  # an unlimited hard limit may be above what the kernel allows
-            pass
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        return command.listen(host, port)
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
     checks.given_once(args)
     try:
         from rnmt.serve.app import create_app
-        from rnmt.serve.protocol import server_config
     except ImportError as exc:
         raise UserError(f"rnmt serve needs the 'serve' extra (pip install 'rnmt[serve]'): {exc}") from None
     from rnmt.device import pick_device
@@ -161,38 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
         kernels.extension()
     app = create_app(loaded, settings, device)
-    raise_open_files_limit()
-    sock = listen(args.host, args.port)
-    host, port = sock.getsockname()[:2]
-    if not _is_loopback(args.host):
-        print(f"warning: listening on {args.host}, reachable from other machines", file=sys.stderr)
-    shown = f"[{host}]" if ":" in host else host
-    print(f"serving {args.model} on http://{shown}:{port}/ (batching {'on' if settings.batching else 'off'}, "
-          f"{settings.threads or torch.get_num_threads()} threads); Ctrl-C stops", file=sys.stderr, flush=True)
-    config = server_config(app, settings, log_level=args.log_level, access_log=args.log_level == "debug",
-                           timeout_graceful_shutdown=settings.shutdown_grace + 5)
-    server = graceful_server(config, app.state.batcher, settings.shutdown_grace)
-    server.run(sockets=[sock])
-    return 0
-
-
-def graceful_server(config, batcher, grace: float):
-    """uvicorn's server, with SIGTERM/SIGINT first closing the batcher: the waiting requests
-    are answered 503 at once, the batch in progress gets ``grace`` seconds, then uvicorn's
-    own graceful shutdown lets every response go out before the process exits."""
-    import asyncio
-
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        def handle_exit(self, sig, frame) -> None:
-            if not batcher.closing:
-                print(f"{signal.Signals(sig).name}: rejecting {batcher.pending} waiting request(s), finishing "
-                      f"the batch in progress (at most {grace:g} s)", file=sys.stderr, flush=True)
-                try:  # a signal handler interrupts the loop: let the loop itself run close()
-                    asyncio.get_running_loop().call_soon_threadsafe(batcher.close, grace)
-                except RuntimeError:
-                    batcher.close(grace)
-            super().handle_exit(sig, frame)
-
-    return Server(config)
+    try:
+        return command.serve(app, settings, args, args.model, settings.threads or torch.get_num_threads())
+    except ExportError as exc:
+        raise UserError(str(exc)) from None

@@ -33,3 +33,13 @@ def test_no_runtime_source_file_imports_torch_or_rnmt():
         assert not (_imported(path) & set(FORBIDDEN)), path.name
         text = path.read_text(encoding="utf-8")
         assert "import torch" not in text and "from rnmt." not in text and "from rnmt import" not in text, path.name
+
+
+def test_loading_an_export_can_run_no_code_from_it():
+    """No unpickling, no evaluation and no custom-operator library anywhere in the runtime:
+    an export directory is JSON, protocol buffers and ONNX graphs of onnxruntime's own operators."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not (_imported(path) & {"pickle", "marshal", "dill", "joblib", "shelve"}), path.name
+        for call in ("eval(", "exec(", "register_custom_ops_library", "torch.load"):
+            assert call not in text, f"{path.name}: {call}"

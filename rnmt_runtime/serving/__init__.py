@@ -1,0 +1,1 @@
+"""The HTTP server of rnmt and of the runtime (FastAPI)."""
