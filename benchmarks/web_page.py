@@ -67,7 +67,7 @@ def main() -> None:
     lines = Path(args.src).read_text(encoding="utf-8").splitlines()
     got = measure(page, lines, args.beam, args.timeout)
     n, seconds = len(lines), got["seconds"]
-    print(f"model: {got['model']}")
+    print(f"model: {got['model']}" + (f" (measured at beam {args.beam})" if args.beam else ""))
     print(f"loaded in {got['load_seconds']:.1f} s; {n} lines in {seconds:.1f} s: {n / seconds:.2f} sentences/s "
           f"({1000 * seconds / n:.0f} ms per sentence); {got['requests']} requests, "
           f"{len(got['remote_requests'])} outside the file system")
@@ -84,7 +84,8 @@ def main() -> None:
         Path(args.output).write_text("\n".join(got["outputs"]) + "\n", encoding="utf-8")
     if args.json:
         record = {k: v for k, v in got.items() if k != "outputs"}
-        record.update(lines=n, sentences_per_second=n / seconds, weight=sizes, total_bytes=sum(sizes.values()))
+        record.update(lines=n, beam=args.beam, sentences_per_second=n / seconds, weight=sizes,
+                      total_bytes=sum(sizes.values()))
         Path(args.json).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
