@@ -16,7 +16,6 @@ import time
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from rnmt.export.onnx_writer import DEFAULT_OPSET
-
     from rnmt.web.command import add_arguments as add_web_arguments
 
     p.add_argument("model", metavar="RUN_OR_CHECKPOINT", nargs="?",
