@@ -178,7 +178,7 @@
       $("timing").textContent = n + " line" + (n === 1 ? "" : "s") + " in " + s.toFixed(2) + " s: " +
         (1000 * s / n).toFixed(0) + " ms per sentence (" + (n / s).toFixed(1) + " sentences/s), beam " +
         optionsOf(ready.search, beam).beam + ", one thread";
-      $("status").textContent = "Done.";
+      $("status").textContent = "Done: translated in this page, with no server.";
       setState("done");
     } catch (e) {
       fail("translation failed: " + (e.message || e));
