@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     plan = web.plan(args.model, args.out, args.web)
     if plan.model is None:  # the page of an existing export
-        web.write(plan, args.force)
+        web.write(plan, args.force, args.web_modules)
         return 0
     try:
         import onnx  # noqa: F401
@@ -48,5 +48,5 @@ def run(args: argparse.Namespace) -> int:
     worst = max(manifest["parity"].values())
     print(f"exported {manifest['architecture']} ({manifest['precision']}) to {plan.out} in "
           f"{time.perf_counter() - start:.1f} s; largest difference from PyTorch {worst:.2g}", file=sys.stderr)
-    web.write(plan, args.force)
+    web.write(plan, args.force, args.web_modules)
     return 0

@@ -16,7 +16,6 @@ it, so:
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -30,7 +29,6 @@ ORT_WASM = "dist/ort-wasm-simd-threaded.wasm"
 ORT_LOADER = "dist/ort-wasm-simd-threaded.mjs"
 SPM_MODULE = "dist/index.js"
 SPM_FACTORY = "var createSentencePieceModule="
-MODULES_ENV = "RNMT_WEB_MODULES"
 
 
 @dataclass(frozen=True)
@@ -49,16 +47,15 @@ def default_modules() -> Path:
 
 
 def find_modules(explicit: Optional[str] = None) -> Path:
-    """The node_modules folder to read: ``explicit``, else $RNMT_WEB_MODULES, else the
-    source tree's web/node_modules."""
-    chosen = explicit or os.environ.get(MODULES_ENV)
-    return Path(chosen) if chosen else default_modules()
+    """The node_modules folder to read: ``explicit`` (``--web-modules``), else the source
+    tree's web/node_modules."""
+    return Path(explicit) if explicit else default_modules()
 
 
 def _package_dir(modules: Path, name: str, version: str) -> Path:
     folder = modules / name
     meta = folder / "package.json"
-    hint = (f"run `npm ci` in rnmt's web/ folder (web/package-lock.json), or set {MODULES_ENV} to a "
+    hint = (f"run `npm ci` in rnmt's web/ folder (web/package-lock.json), or give --web-modules, a "
             f"node_modules folder holding {name} {version}")
     if not meta.is_file():
         raise UserError(f"{folder}: the in-browser page needs the npm package {name} {version}: {hint}")

@@ -30,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also write a static page that translates in the browser, offline, into DIR "
                         "(DIR/web when DIR is the export); without RUN_OR_CHECKPOINT, of an existing export "
                         "(--out, or DIR itself)")
+    p.add_argument("--web-modules", metavar="NODE_MODULES",
+                   help="where the page's npm packages are (onnxruntime-web, @sctg/sentencepiece-js; "
+                        "default: web/node_modules of rnmt's source tree, which `npm ci` in web/ fills)")
 
 
 @dataclass(frozen=True)
@@ -63,12 +66,13 @@ def plan(model: Optional[str], out: Optional[str], web: Optional[str]) -> Plan:
     return Plan(model, out or str(web), web)
 
 
-def write(p: Plan, force: bool) -> None:
-    """Write the page of ``p`` (after the export, if any, was written)."""
+def write(p: Plan, force: bool, modules: Optional[str] = None) -> None:
+    """Write the page of ``p`` (after the export, if any, was written); ``modules``: the
+    node_modules folder to take the libraries from (`rnmt.web.assets.find_modules`)."""
     if p.web is None:
         return
     from rnmt.web.page import write_page
 
-    page = write_page(p.out, p.web, force=force)
+    page = write_page(p.out, p.web, force=force, modules=modules)
     print(f"wrote the in-browser page to {page.directory / 'index.html'} ({len(page.sizes)} files, "
           f"{page.total / 1e6:.1f} MB): open it in a browser, no server needed", file=sys.stderr)
