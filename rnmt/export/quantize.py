@@ -5,6 +5,12 @@ per output column, ``per_channel``) and quantises their activations per call; em
 normalisations and element-wise gate arithmetic stay fp32. Per-column scales matter for
 recurrent units: their fused input and recurrent matrices hold several gates side by side
 whose ranges differ.
+
+Only the graphs' top level is quantised: the products inside a walk over the source (the
+encoder's recurrent products, Cseq2seq's re-reading in the step; `rnmt.export.loops`) stay
+fp32. With ``EnableSubgraph``, onnxruntime 1.32's quantiser wrote loop bodies that its own
+sessions refuse (a shape-inference conflict inside the ``Loop``). The decoder step of every
+attentional model, where beam search spends its time, is all top level.
 """
 
 from __future__ import annotations
