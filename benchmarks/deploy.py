@@ -130,7 +130,8 @@ def main(argv=None) -> int:
         if not (directory / "manifest.json").is_file():
             subprocess.run(rnmt + ["export", args.model, "--out", str(directory), "--force"]
                            + (["--int8"] if precision == "int8" else []), check=True, env=module_env(), cwd=REPO)
-    decoders = {"rnmt translate fp32": ["--model", args.model], "rnmt translate --int8": ["--model", args.model, "--int8"],
+    decoders = {"rnmt translate fp32": ["--model", args.model],
+                "rnmt translate --int8": ["--model", args.model, "--int8"],
                 "runtime fp32": ["--model", str(exports["fp32"])], "runtime int8": ["--model", str(exports["int8"])]}
     results: Dict[str, object] = {"cpu": cpu(), "beam": args.beam, "input": args.input, "runs": {}}
     for threads in args.threads:
@@ -149,9 +150,12 @@ def main(argv=None) -> int:
                 agreement(out, ref)
         results["agreement"][f"runtime int8 vs runtime fp32, {threads} thread(s)"] = agreement(
             work / f"runtime_int8.t{threads}.txt", work / f"runtime_fp32.t{threads}.txt")
-    results["installed"] = {"runtime": installed_mib(["onnxruntime", "sentencepiece", "numpy"]),
-                            "rnmt": installed_mib(["rnmt", "torch", "numpy", "sentencepiece", "sacrebleu", "PyYAML",
-                                                   "tqdm", "safetensors", "matplotlib", "ninja"])}
+    runtime, full = ["onnxruntime", "sentencepiece", "numpy"], ["rnmt", "torch", "numpy", "sentencepiece", "sacrebleu",
+                                                                "PyYAML", "tqdm", "safetensors", "matplotlib", "ninja"]
+    serve = ["fastapi", "uvicorn"]
+    results["installed"] = {"runtime": installed_mib(runtime), "rnmt": installed_mib(full),
+                            "runtime with serve": installed_mib(runtime + serve),
+                            "rnmt with serve": installed_mib(full + serve)}
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:

@@ -12,9 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
-import warnings
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from rnmt_runtime.errors import ExportError, one_line
 from rnmt_runtime.manifest import is_export_dir
@@ -73,7 +71,8 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--normalize", choices=("gnmt", "length", "none"), help="length normalisation of scores")
     p.add_argument("--nbest", type=_positive(int), default=1, help="print the N best as 'i ||| text ||| score'")
     p.add_argument("--max-len-ratio", type=_positive(float, 0), help="output limit as a multiple of the input length")
-    p.add_argument("--batch-tokens", type=_positive(int), help="source tokens per decoding batch")
+    p.add_argument("--batch-tokens", type=_positive(int),
+                   help="source tokens per decoding batch (default: the export's, at most 1,000)")
     p.add_argument("--max-output-tokens", type=_positive(int, 1, 65536), help="longest output in subwords")
     p.add_argument("--max-input-tokens", type=_positive(int, 2, 2 ** 31 - 1),
                    help="translate a longer line in pieces joined into one output line")
@@ -90,7 +89,7 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"lines of a file translated per chunk (default {DEFAULT_CHUNK_LINES})")
     p.add_argument("--device", default="auto", help="auto | cpu (the runtime decodes on the CPU)")
     p.add_argument("--int8", action="store_true", help="an int8 export decodes in int8 (rnmt export --int8)")
-    for flag, why in UNSUPPORTED.items():
+    for flag in UNSUPPORTED:
         p.add_argument(flag, dest="unsupported_" + flag[2:].replace("-", "_"), nargs="?", const=True,
                        default=None, help=argparse.SUPPRESS)
 
@@ -113,8 +112,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             from rnmt_runtime import serve_command
 
             return serve_command.run(args)
-        from rnmt_runtime.translate_command import run
-
+        try:
+            from rnmt_runtime.translate_command import run
+        except ImportError as exc:  # a full rnmt install without its export extra
+            raise ExportError(f"translating an export directory needs onnxruntime, sentencepiece and numpy "
+                              f"(pip install rnmt-runtime, or 'rnmt[export]'): {exc}") from None
         return run(args)
     except ExportError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)

@@ -68,7 +68,8 @@ class LineSource:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise ExportError(f"{self.name}: line {self.lines_read} is not valid UTF-8 (byte {exc.start + 1})") from None
+            raise ExportError(f"{self.name}: line {self.lines_read} is not valid UTF-8 "
+                              f"(byte {exc.start + 1})") from None
         return text[:-1] if text.endswith("\r") else text
 
     def close(self) -> None:

@@ -15,8 +15,16 @@ from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
-from rnmt_runtime.search import (Arrays, Hypothesis, check_stop, force_eos, length_penalty, mask_specials,
-                                 repeat_rows, select)
+from rnmt_runtime.search import (
+    Arrays,
+    Hypothesis,
+    check_stop,
+    force_eos,
+    length_penalty,
+    mask_specials,
+    repeat_rows,
+    select,
+)
 
 MASK = np.uint64(0xFFFFFFFF)
 

@@ -110,18 +110,38 @@ def greedy_search(model: Any, src: np.ndarray, src_mask: np.ndarray, max_len: np
     return hyps
 
 
+BLOCK = 64  # candidates per block of `best_extensions`' pre-selection
+
+
 def best_extensions(scores: np.ndarray, log_probs: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``k`` best one-word extensions of each sentence's beam, best first: (score, beam,
     token), each ``[b, k]``; hypothesis (s, i) extended by w scores
-    ``scores[s, i] + log_probs[s * K + i, w]`` (float32, as rnmt adds them)."""
+    ``scores[s, i] + log_probs[s * K + i, w]`` (float32, as rnmt adds them).
+
+    As rnmt's (`rnmt.search.beam.best_extensions`): the ``k`` best candidates lie in the ``k``
+    blocks of `BLOCK` candidates with the highest maxima, so the selection runs over the
+    block maxima and then over those ``k`` blocks only, instead of all ``K * V``."""
     b, K = scores.shape
     V = log_probs.shape[1]
-    cand = (log_probs + scores.reshape(-1, 1)).reshape(b, K * V)
-    top = np.argpartition(-cand, k - 1, axis=1)[:, :k] if k < K * V else np.tile(np.arange(K * V), (b, 1))
-    values = np.take_along_axis(cand, top, axis=1)
-    order = np.argsort(-values, axis=1, kind="stable")
-    flat = np.take_along_axis(top, order, axis=1)
-    return np.take_along_axis(values, order, axis=1), flat // V, flat % V
+    cand = log_probs + scores.reshape(-1, 1)  # [b * K, V]
+    width = -(-V // BLOCK) * BLOCK
+    if width != V:  # rows padded to whole blocks with -inf
+        cand = np.concatenate([cand, np.full((b * K, width - V), NEG_INF, dtype=cand.dtype)], 1)
+    blocks = cand.reshape(b, K * width // BLOCK, BLOCK)
+    n_blocks = blocks.shape[1]
+    if k < n_blocks:
+        top_blocks = np.argpartition(-blocks.max(axis=2), k - 1, axis=1)[:, :k]
+    else:
+        top_blocks = np.tile(np.arange(n_blocks), (b, 1))
+    inside = np.take_along_axis(blocks, top_blocks[:, :, None], axis=1).reshape(b, -1)
+    m = inside.shape[1]
+    pick = np.argpartition(-inside, k - 1, axis=1)[:, :k] if k < m else np.tile(np.arange(m), (b, 1))
+    values = np.take_along_axis(inside, pick, axis=1)
+    flat = np.take_along_axis(top_blocks, pick // BLOCK, axis=1) * BLOCK + pick % BLOCK  # index into K * width
+    order = np.lexsort((flat, -values), axis=1)  # best first; equal scores by position, as a stable sort
+    values, flat = np.take_along_axis(values, order, axis=1), np.take_along_axis(flat, order, axis=1)
+    # a -inf candidate (fewer than k finite ones) may sit in the padding: any real token will do
+    return values, flat // width, np.minimum(flat % width, V - 1)
 
 
 @dataclass

@@ -18,8 +18,16 @@ import numpy as np
 from rnmt_runtime.errors import ExportError
 from rnmt_runtime.forcing import with_min_length, with_prefixes
 from rnmt_runtime.graphs import ExportedModel
-from rnmt_runtime.limits import (default_input_limit, ends_sentence, output_limits, search_rows, sentences_per_batch,
-                                 split_source, token_batches)
+from rnmt_runtime.limits import (
+    BATCH_TOKENS,
+    default_input_limit,
+    ends_sentence,
+    output_limits,
+    search_rows,
+    sentences_per_batch,
+    split_source,
+    token_batches,
+)
 from rnmt_runtime.manifest import Manifest, load_manifest
 from rnmt_runtime.sampling import Sampling, sample_search
 from rnmt_runtime.search import Hypothesis, beam_search, greedy_search
@@ -99,7 +107,8 @@ class Translator:
         plan = _Plan(beam=d.beam if options.beam is None else options.beam, greedy=options.greedy,
                      alpha=d.alpha if options.alpha is None else options.alpha,
                      normalize=options.normalize or d.normalize, nbest=options.nbest, ratio=ratio,
-                     offset=d.max_len_offset, batch_tokens=options.batch_tokens or d.batch_tokens, max_output=cap,
+                     offset=d.max_len_offset, max_output=cap,
+                     batch_tokens=options.batch_tokens or min(d.batch_tokens, BATCH_TOKENS),
                      max_input=options.max_input_tokens or d.max_input_tokens
                      or default_input_limit(ratio, d.max_len_offset, cap),
                      min_output=d.min_output_tokens if options.min_output_tokens is None
@@ -127,8 +136,9 @@ class Translator:
         seg_prefix_text = [options.prefixes[todo[k]] if options.prefixes and f else "" for k, f in zip(owners, first)]
         width = plan.nbest if options.sampling else 1 if plan.greedy else max(plan.beam, plan.nbest)
         per_segment: List[Any] = [None] * len(segments)
-        for idx, src, mask in token_batches(segments, plan.batch_tokens, sentences_per_batch(width, len(self.tgt_vocab)),
-                                            self.model.eos_id, self.model.pad_id):
+        per_batch = sentences_per_batch(width, len(self.tgt_vocab))
+        for idx, src, mask in token_batches(segments, plan.batch_tokens, per_batch, self.model.eos_id,
+                                            self.model.pad_id):
             keys = [options.line_offset + todo[owners[i]] for i in idx]
             nbest = self._search(plan, options, src, mask, [seg_prefix[i] for i in idx], keys)
             for i, hyps in zip(idx, nbest):

@@ -98,6 +98,105 @@ class _Job:
 TranslateFn = Callable[[List[str], SearchOptions], List[Any]]
 
 
+class _Waiting:
+    """The jobs waiting for the model: the queue they arrive on and the ones held back for a
+    later batch (other options, or over the budget), and how a batch is made of them."""
+
+    def __init__(self, stats: BatcherStats, batching: bool, max_wait: float, max_batch_tokens: int,
+                 max_batch_sentences: int) -> None:
+        self.stats, self.batching, self.max_wait = stats, batching, max_wait
+        self.max_batch_tokens, self.max_batch_sentences = max_batch_tokens, max_batch_sentences
+        self.queue: Optional[asyncio.Queue] = None
+        self.held: Deque[_Job] = collections.deque()  # taken from the queue, waiting for their batch
+
+    def __len__(self) -> int:
+        return len(self.held) + (self.queue.qsize() if self.queue is not None else 0)
+
+    def take_all(self) -> List[_Job]:
+        """Every waiting job, held or queued; none waits after."""
+        jobs = list(self.held)
+        self.held.clear()
+        while self.queue is not None and not self.queue.empty():
+            jobs.append(self.queue.get_nowait())
+        return jobs
+
+    async def next_job(self, timeout: Optional[float]) -> Optional[_Job]:
+        """The next job still wanted by its client; None when ``timeout`` passes first."""
+        assert self.queue is not None
+        while True:
+            if timeout is None:
+                job = await self.queue.get()
+            elif timeout <= 0:
+                if self.queue.empty():
+                    return None
+                job = self.queue.get_nowait()
+            else:
+                try:
+                    job = await asyncio.wait_for(self.queue.get(), timeout)
+                except TimeoutError:
+                    return None
+            if job.future.done():  # cancelled by a client that went away
+                self.stats.dropped += 1
+                continue
+            return job
+
+    def _take_held(self) -> Optional[_Job]:
+        while self.held:
+            job = self.held.popleft()
+            if not job.future.done():
+                return job
+            self.stats.dropped += 1
+        return None
+
+    async def batch(self) -> List[_Job]:
+        """The next batch: the oldest job, then the held and the arriving jobs with its options
+        that fit the budget, for at most ``max_wait`` seconds."""
+        first = self._take_held() or await self.next_job(None)
+        assert first is not None
+        batch = _Batch(first, self.max_batch_tokens, self.max_batch_sentences)
+        if not self.batching:
+            return batch.jobs
+        still_held: Deque[_Job] = collections.deque()  # held jobs come first (they are older)
+        while self.held:
+            job = self.held.popleft()
+            if job.future.done():
+                self.stats.dropped += 1
+            elif not batch.add(job):
+                still_held.append(job)
+        self.held = still_held
+        deadline = time.monotonic() + self.max_wait
+        while not batch.full:
+            job = await self.next_job(deadline - time.monotonic())
+            if job is None:
+                break
+            if not batch.add(job):
+                self.held.append(job)
+                if job.options == first.options:  # compatible but over budget: the batch is full
+                    break
+        return batch.jobs
+
+
+class _Batch:
+    """Jobs with the first one's options, within the token and sentence budgets."""
+
+    def __init__(self, first: _Job, max_tokens: int, max_sentences: int) -> None:
+        self.jobs, self.tokens, self.sentences = [first], first.cost, len(first.lines)
+        self.max_tokens, self.max_sentences = max_tokens, max_sentences
+
+    @property
+    def full(self) -> bool:
+        return self.tokens >= self.max_tokens or self.sentences >= self.max_sentences
+
+    def add(self, job: _Job) -> bool:
+        """Take ``job`` if it has the batch's options and fits; whether it did."""
+        if (job.options != self.jobs[0].options or self.tokens + job.cost > self.max_tokens
+                or self.sentences + len(job.lines) > self.max_sentences):
+            return False
+        self.jobs.append(job)
+        self.tokens, self.sentences = self.tokens + job.cost, self.sentences + len(job.lines)
+        return True
+
+
 class DynamicBatcher:
     def __init__(self, translate: TranslateFn, *, batching: bool = True, max_wait_ms: float = 5.0,
                  max_batch_tokens: int = 4000, max_batch_sentences: int = 64,
@@ -114,8 +213,7 @@ class DynamicBatcher:
         self.max_batch_sentences = max_batch_sentences
         self._thread_init = thread_init
         self.stats = BatcherStats()
-        self._queue: Optional[asyncio.Queue] = None
-        self._held: Deque[_Job] = collections.deque()  # taken from the queue, waiting for their batch
+        self._waiting = _Waiting(self.stats, batching, self.max_wait, max_batch_tokens, max_batch_sentences)
         self._task: Optional[asyncio.Task] = None
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
@@ -124,7 +222,7 @@ class DynamicBatcher:
     async def start(self) -> None:
         if self._task is not None:
             return
-        self._queue = asyncio.Queue()
+        self._waiting.queue = asyncio.Queue()
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="rnmt-model", initializer=self._thread_init)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="rnmt-batcher")
@@ -138,10 +236,9 @@ class DynamicBatcher:
         except asyncio.CancelledError:
             pass
         self._task = None
-        for job in list(self._held) + self._drain_queue():
+        for job in self._waiting.take_all():
             if not job.future.done():
                 job.future.set_exception(ShuttingDown("the server is shutting down"))
-        self._held.clear()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
@@ -151,9 +248,14 @@ class DynamicBatcher:
         return self._task is not None and not self._task.done()
 
     @property
+    def _queue(self) -> Optional[asyncio.Queue]:
+        """The queue requests arrive on (tests watch it to see a job wait)."""
+        return self._waiting.queue
+
+    @property
     def pending(self) -> int:
         """Requests waiting for the model."""
-        return len(self._held) + (self._queue.qsize() if self._queue is not None else 0)
+        return len(self._waiting)
 
     # -- submitting ---------------------------------------------------------------------
 
@@ -171,7 +273,7 @@ class DynamicBatcher:
         """
         if self.closing:
             raise ShuttingDown("the server is shutting down")
-        if not self.running or self._queue is None:
+        if not self.running or self._waiting.queue is None:
             raise RuntimeError("the batcher is not running")
         if self.max_queue and self.pending >= self.max_queue:
             self.stats.rejected += 1
@@ -184,7 +286,7 @@ class DynamicBatcher:
                    None if constraints is None else [list(c) for c in constraints])
         if timeout is not None:
             job.deadline = job.enqueued + timeout
-        self._queue.put_nowait(job)
+        self._waiting.queue.put_nowait(job)
         return future
 
     async def translate(self, lines: Sequence[str], options: SearchOptions, cost: Optional[int] = None,
@@ -197,86 +299,13 @@ class DynamicBatcher:
         self.closing = True
         self._stop_at = time.monotonic() + grace
         rejected = 0
-        for job in list(self._held) + self._drain_queue():
+        for job in self._waiting.take_all():
             if not job.future.done():
                 job.future.set_exception(ShuttingDown("the server is shutting down; the request was not translated"))
                 rejected += 1
-        self._held.clear()
         return rejected
 
     # -- the worker ---------------------------------------------------------------------
-
-    def _drain_queue(self) -> List[_Job]:
-        jobs = []
-        while self._queue is not None and not self._queue.empty():
-            jobs.append(self._queue.get_nowait())
-        return jobs
-
-    async def _next_job(self, timeout: Optional[float]) -> Optional[_Job]:
-        """The next job still wanted by its client; None when ``timeout`` passes first."""
-        assert self._queue is not None
-        while True:
-            if timeout is None:
-                job = await self._queue.get()
-            elif timeout <= 0:
-                if self._queue.empty():
-                    return None
-                job = self._queue.get_nowait()
-            else:
-                try:
-                    job = await asyncio.wait_for(self._queue.get(), timeout)
-                except TimeoutError:
-                    return None
-            if job.future.done():  # cancelled by a client that went away
-                self.stats.dropped += 1
-                continue
-            return job
-
-    def _take_held(self) -> Optional[_Job]:
-        while self._held:
-            job = self._held.popleft()
-            if not job.future.done():
-                return job
-            self.stats.dropped += 1
-        return None
-
-    async def _collect(self) -> List[_Job]:
-        first = self._take_held() or await self._next_job(None)
-        assert first is not None
-        batch, tokens, sentences = [first], first.cost, len(first.lines)
-        if not self.batching:
-            return batch
-
-        def fits(job: _Job) -> bool:
-            return (tokens + job.cost <= self.max_batch_tokens
-                    and sentences + len(job.lines) <= self.max_batch_sentences)
-
-        # jobs held back from earlier batches come first (they are older)
-        still_held: Deque[_Job] = collections.deque()
-        while self._held:
-            job = self._held.popleft()
-            if job.future.done():
-                self.stats.dropped += 1
-            elif job.options == first.options and fits(job):
-                batch.append(job)
-                tokens, sentences = tokens + job.cost, sentences + len(job.lines)
-            else:
-                still_held.append(job)
-        self._held = still_held
-
-        deadline = time.monotonic() + self.max_wait
-        while tokens < self.max_batch_tokens and sentences < self.max_batch_sentences:
-            job = await self._next_job(deadline - time.monotonic())
-            if job is None:
-                break
-            if job.options == first.options and fits(job):
-                batch.append(job)
-                tokens, sentences = tokens + job.cost, sentences + len(job.lines)
-            else:
-                self._held.append(job)
-                if job.options == first.options:  # compatible but over budget: the batch is full
-                    break
-        return batch
 
     def _call(self, jobs: List[_Job]) -> List[Any]:
         """Translate the lines of ``jobs`` in the model thread, stopping when nobody waits."""
@@ -310,7 +339,7 @@ class DynamicBatcher:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            batch = await self._collect()
+            batch = await self._waiting.batch()
             now = time.monotonic()
             for job in batch:
                 if not job.future.done() and now >= job.deadline:
@@ -334,30 +363,34 @@ class DynamicBatcher:
                     continue
                 # One request may have poisoned the batch: retry each alone, so only the
                 # one that fails by itself gets the error.
-                self.stats.retried_batches += 1
-                for job in batch:
-                    if job.future.done():
-                        continue
-                    t0 = time.perf_counter()
-                    try:
-                        share = await loop.run_in_executor(self._executor, self._call, [job])
-                    except asyncio.CancelledError:
-                        for rest in batch:
-                            if not rest.future.done():
-                                rest.future.set_exception(ShuttingDown("the server is shutting down"))
-                        raise
-                    except Exception as alone:
-                        self._fail(job, alone)
-                    else:
-                        self._deliver([job], share)
-                    finally:
-                        self.stats.busy_seconds += time.perf_counter() - t0
+                await self._retry_alone(batch)
                 continue
             self.stats.busy_seconds += time.perf_counter() - start
             self.stats.batches += 1
             self.stats.sentences += len(lines)
             self.stats.max_batch_requests = max(self.stats.max_batch_requests, len(batch))
             self._deliver(batch, results)
+
+    async def _retry_alone(self, batch: List[_Job]) -> None:
+        loop = asyncio.get_running_loop()
+        self.stats.retried_batches += 1
+        for job in batch:
+            if job.future.done():
+                continue
+            t0 = time.perf_counter()
+            try:
+                share = await loop.run_in_executor(self._executor, self._call, [job])
+            except asyncio.CancelledError:
+                for rest in batch:
+                    if not rest.future.done():
+                        rest.future.set_exception(ShuttingDown("the server is shutting down"))
+                raise
+            except Exception as alone:
+                self._fail(job, alone)
+            else:
+                self._deliver([job], share)
+            finally:
+                self.stats.busy_seconds += time.perf_counter() - t0
 
     def _deliver(self, batch: List[_Job], results: List[Any]) -> None:
         pos = 0

@@ -304,7 +304,8 @@ def _refusal(service: Any, settings: ServeSettings, cost: int,
     return None
 
 
-async def _translated(request: Request, service: Any, batcher: DynamicBatcher, settings: ServeSettings, lines: List[str],
+async def _translated(request: Request, service: Any, batcher: DynamicBatcher, settings: ServeSettings,
+                      lines: List[str],
                       options: SearchOptions, cost: int, phrases: Optional[List[List[str]]]):
     """The request's response items from the model thread, or the error response: 503 when
     the queue is full or the server stops, 504 past the timeout, 499 when the client left

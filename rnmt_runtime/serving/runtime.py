@@ -112,7 +112,8 @@ def _result(source: str, nbest: List[Translation], options: Any) -> Dict[str, An
         if best.attention is None:
             item["alignment"] = {"src_tokens": [], "tgt_tokens": [], "attention": []}
         else:
-            item["alignment"] = {"src_tokens": list(best.src_pieces) + [EOS], "tgt_tokens": list(best.tgt_pieces) + [EOS],
+            item["alignment"] = {"src_tokens": list(best.src_pieces) + [EOS],
+                                 "tgt_tokens": list(best.tgt_pieces) + [EOS],
                                  "attention": [[round(float(v), 4) for v in row] for row in best.attention.tolist()]}
     return item
 

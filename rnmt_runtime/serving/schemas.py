@@ -59,18 +59,23 @@ def make_translate_request(settings: ServeSettings, fields: Dict[str, Any]) -> t
 
         def phrases(self) -> List[List[str]]:
             """One list of constraint phrases per text ([] each without constraints)."""
-            given = self.constraints
-            if given is None:
-                return [[] for _ in self.lines()]
-            if self.text is not None:
-                if not all(isinstance(p, str) for p in given):
-                    raise ValueError("constraints: with 'text', give a list of phrases (strings)")
-                return [list(given)]  # type: ignore[arg-type]
-            if not all(isinstance(p, list) for p in given):
-                raise ValueError("constraints: with 'texts', give one list of phrases per text")
-            return [list(p) for p in given]  # type: ignore[arg-type]
+            return constraint_phrases(self.constraints, self.text is not None, len(self.lines()))
 
     return TranslateRequest
+
+
+def constraint_phrases(given: Optional[list], one_text: bool, texts: int) -> List[List[str]]:
+    """A request's ``constraints`` as one list of phrases per text (a list of phrases with
+    ``text``, a list of lists with ``texts``; none: an empty list per text)."""
+    if given is None:
+        return [[] for _ in range(texts)]
+    if one_text:
+        if not all(isinstance(p, str) for p in given):
+            raise ValueError("constraints: with 'text', give a list of phrases (strings)")
+        return [list(given)]
+    if not all(isinstance(p, list) for p in given):
+        raise ValueError("constraints: with 'texts', give one list of phrases per text")
+    return [list(p) for p in given]
 
 
 class Alignment(BaseModel):

@@ -26,10 +26,9 @@ PER_ARCH = {"transformer": {"attention_heads": 2, "emb_size": 24}, "dtmt": {"att
 
 
 def exportable() -> list:
-    from rnmt.export.exportable import UNEXPORTABLE
-    from rnmt.models.registry import ARCHITECTURES
+    from rnmt.models.registry import architectures
 
-    return [name for name in ARCHITECTURES.names() if name not in UNEXPORTABLE]
+    return list(architectures())  # rnmt export takes every one (tests/integration/test_export_architectures.py)
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +45,9 @@ def base(tmp_path_factory):
 def _checkpoint(base, arch: str):
     import torch
 
+    from rnmt.io.checkpoint_files import read_model_file
     from rnmt.models import build_model
     from rnmt.models.loading import load_model
-    from rnmt.io.checkpoint_files import read_model_file
     from rnmt.training.checkpoint import save_model
 
     ref = load_model(base / "run")

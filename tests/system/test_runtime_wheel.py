@@ -171,8 +171,8 @@ def test_serve_without_torch_answers_as_the_torch_server(venv, export_dir):
 
     from fastapi.testclient import TestClient
 
-    from rnmt.serve.app import create_app
     from rnmt.models.loading import load_model
+    from rnmt.serve.app import create_app
 
     run = export_dir.parent / "run"
     with TestClient(create_app(load_model(run))) as client:

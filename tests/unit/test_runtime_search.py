@@ -1,0 +1,113 @@
+"""The runtime's numpy searches against rnmt's PyTorch ones on the same tiny model (wrapped
+to take and give numpy arrays), so a difference is the search's alone, not the graphs':
+greedy, beam with n-best and both length penalties, prefixes, a minimum length, and sampling
+with rnmt's counter-based draws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from rnmt.config import ModelConfig
+from rnmt.models import build_model
+from rnmt_runtime import forcing, sampling, search
+
+
+class Numpy:
+    """A PyTorch `TranslationModel` behind the runtime's numpy interface."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.pad_id, self.bos_id, self.eos_id = model.pad_id, model.bos_id, model.eos_id
+        self.beam_shares_memory = model.beam_shares_memory
+
+    def encode(self, src, mask):
+        return {k: v.numpy() for k, v in self.model.encode(torch.from_numpy(src), torch.from_numpy(mask)).items()}
+
+    def init_state(self, memory):
+        state = self.model.init_state({k: torch.from_numpy(v) for k, v in memory.items()})
+        return {k: v.numpy() for k, v in state.items()}
+
+    def step(self, prev, state, memory):
+        log_probs, new_state, extras = self.model.step(torch.from_numpy(prev), {k: torch.from_numpy(v) for k, v in
+                                                                               state.items()},
+                                                       {k: torch.from_numpy(v) for k, v in memory.items()})
+        return (log_probs.numpy().copy(), {k: v.numpy() for k, v in new_state.items()},
+                {k: v.numpy() for k, v in extras.items()})
+
+
+@pytest.fixture(scope="module")
+def models():
+    torch.manual_seed(3)
+    model = build_model(ModelConfig(emb_size=8, hidden_size=12, src_vocab_size=30, tgt_vocab_size=27)).eval()
+    for p in model.parameters():
+        torch.nn.init.uniform_(p, -0.6, 0.6)
+    return model, Numpy(model)
+
+
+def batch():
+    src = torch.tensor([[5, 6, 7, 8, 9, 10, 3], [4, 9, 3, 0, 0, 0, 0], [11, 12, 13, 3, 0, 0, 0]])
+    return src, src != 0, torch.tensor([9, 4, 6])
+
+
+def same(theirs, ours):
+    assert len(theirs) == len(ours)
+    for t, o in zip(theirs, ours):
+        assert abs(t.score - o.score) < 1e-5 and abs(t.logprob - o.logprob) < 1e-5
+        assert t.tokens == o.tokens or abs(t.score - o.score) < 1e-6  # an exact tie may come in either order
+
+
+@torch.inference_mode()
+def test_greedy_and_beam_search_equal_rnmts(models):
+    from rnmt.search.beam import beam_search, greedy_search
+
+    model, ours = models
+    src, mask, max_len = batch()
+    for t, o in zip(greedy_search(model, src, mask, max_len), search.greedy_search(ours, src.numpy(), mask.numpy(),
+                                                                                  max_len.numpy())):
+        same([t], [o])
+    for normalize, alpha in (("gnmt", 0.6), ("gnmt", 1.0), ("length", 0.0), ("none", 0.0)):
+        theirs = beam_search(model, src, mask, max_len, beam=4, alpha=alpha, normalize=normalize, nbest=4)
+        mine = search.beam_search(ours, src.numpy(), mask.numpy(), max_len.numpy(), beam=4, alpha=alpha,
+                                  normalize=normalize, nbest=4)
+        for t, o in zip(theirs, mine):
+            same(t, o)
+
+
+@torch.inference_mode()
+def test_prefixes_and_a_minimum_length_equal_rnmts(models):
+    from rnmt.search.beam import beam_search
+    from rnmt.search.min_length import with_min_length
+    from rnmt.search.prefix import with_prefixes
+
+    model, ours = models
+    src, mask, max_len = batch()
+    prefixes = [[7, 8], [], [9]]
+    wrapped, limits = with_prefixes(model, prefixes, max_len, torch.device("cpu"))
+    wrapped = with_min_length(wrapped, 3, limits)
+    mine_model, mine_limits = forcing.with_prefixes(ours, prefixes, max_len.numpy())
+    mine_model = forcing.with_min_length(mine_model, 3, mine_limits)
+    assert mine_limits.tolist() == limits.tolist()
+    theirs = beam_search(wrapped, src, mask, limits, beam=3, nbest=3)
+    mine = search.beam_search(mine_model, src.numpy(), mask.numpy(), mine_limits, beam=3, nbest=3)
+    for t, o, p in zip(theirs, mine, prefixes):
+        same(t, o)
+        assert all(h.tokens[:len(p)] == p and len(h.tokens) >= 3 for h in o)
+
+
+@torch.inference_mode()
+def test_sampling_draws_rnmts_words(models):
+    from rnmt.search import sampling as theirs
+
+    model, ours = models
+    src, mask, max_len = batch()
+    streams = sampling.row_streams(7, [0, 5, 9], 2)
+    assert streams.tolist() == theirs.row_streams(7, [0, 5, 9], 2, torch.device("cpu")).tolist()
+    assert np.array_equal(sampling.uniforms(streams, 3), theirs.uniforms(torch.from_numpy(streams.astype(np.int64)),
+                                                                         3).numpy())
+    how = sampling.Sampling(topk=5, topp=0.9, temperature=0.8, seed=7)
+    t = theirs.sample_search(model, src, mask, max_len, theirs.Sampling(5, 0.9, 0.8, 7), [0, 5, 9], n=2)
+    o = sampling.sample_search(ours, src.numpy(), mask.numpy(), max_len.numpy(), how, [0, 5, 9], n=2)
+    for a, b in zip(t, o):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
