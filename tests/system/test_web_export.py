@@ -73,13 +73,17 @@ def _open(browser, page_dir: Path):
 
 def test_web_export_translates_offline_as_the_runtime_does(site, tmp_path):
     sync_playwright = _browser_or_skip()
-    lines = (SAMPLE / "test.es").read_text(encoding="utf-8").splitlines()[:LINES]
+    sample = (SAMPLE / "test.es").read_text(encoding="utf-8").splitlines()
+    # 20 verses, a blank line, and 15 verses as one line: longer than the input limit, so cut
+    # into pieces at the source ids the page's split tables mark, and the translations joined
+    lines = sample[:LINES] + ["", " ".join(sample[LINES:LINES + 15])]
     src = tmp_path / "in.es"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     ran = run_rnmt("translate", "--model", site, "--input", src, "--output", tmp_path / "out.en")
     assert ran.returncode == 0, ran.stderr
     expected = (tmp_path / "out.en").read_text(encoding="utf-8").splitlines()
-    assert len(expected) == LINES and len(set(expected)) > 5  # a model whose outputs vary
+    assert len(expected) == len(lines) and len(set(expected[:LINES])) > 5  # a model whose outputs vary
+    assert expected[LINES] == "" and "pieces" in ran.stderr  # the long line was split
 
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS, timeout=60_000)
