@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN := runs/quickstart
 
-.PHONY: quickstart test test-unit test-integration test-system lint venv dist runtime-wheel clean
+.PHONY: quickstart test test-unit test-integration test-system lint venv dist runtime-wheel clean web-assets
 
 venv: $(STAMP)
 
@@ -23,7 +23,7 @@ quickstart: $(STAMP)
 	$(BIN)/rnmt evaluate --hyp $(RUN)/test.hyp.en --ref data/sample/test.en
 
 # All three tiers; or one alone (docs/architecture.md, "Tests": what each holds, how long it takes).
-test: $(STAMP)
+test: $(STAMP) web-assets
 	$(BIN)/python -m pytest
 
 test-unit: $(STAMP)
@@ -32,8 +32,17 @@ test-unit: $(STAMP)
 test-integration: $(STAMP)
 	$(BIN)/python -m pytest tests/integration
 
-test-system: $(STAMP)
+test-system: $(STAMP) web-assets
 	$(BIN)/python -m pytest tests/system
+
+# The browser libraries of `rnmt export --web` (onnxruntime-web, a sentencepiece build), pinned
+# by web/package-lock.json. Never fatal: without npm or the registry the in-browser export test
+# skips with its reason, as the browser test does without chromium.
+web-assets:
+	@if command -v npm >/dev/null 2>&1; then \
+		(cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null) \
+			|| echo "note: npm ci in web/ failed; the in-browser export test will skip" >&2; \
+	else echo "note: npm not found; the in-browser export test will skip" >&2; fi
 
 # ruff over everything, mypy over the public API (both configured in pyproject.toml).
 lint: $(STAMP)

@@ -20,7 +20,7 @@ from typing import Any, Dict
 import torch
 
 from rnmt.errors import UserError
-from rnmt.export.directory import staged
+from rnmt.export.directory import check_target, staged
 from rnmt.export.manifest import MANIFEST, build_manifest, file_hashes, vocab_files
 from rnmt.export.onnx_writer import DEFAULT_OPSET
 from rnmt.export.parity import max_differences
@@ -39,8 +39,6 @@ def export(path: str | Path, out: str | Path, int8: bool = False, force: bool = 
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise UserError(f"--opset {opset}: the export supports opsets {MIN_OPSET} to {MAX_OPSET}")
     out = Path(out)
-    from rnmt.export.directory import check_target
-
     check_target(out, force)  # before the model loads: a refused --out costs nothing
     loaded = load_plain(path)
     with staged(out, force) as tmp:
@@ -48,7 +46,7 @@ def export(path: str | Path, out: str | Path, int8: bool = False, force: bool = 
             fp32 = Path(fp32_dir)
             torch.manual_seed(0)
             sig = _traced(loaded, fp32, opset)
-            parity = max_differences(loaded.model, sig, fp32, loaded.src_vocab.size, loaded.tgt_vocab.size)
+            parity = _compared(loaded, sig, fp32)
             worst = max(parity, key=lambda name: parity[name])
             if parity[worst] > TOLERANCE:
                 raise UserError(f"{loaded.path}: the {loaded.config.model.arch} model cannot be exported: its "
@@ -57,11 +55,11 @@ def export(path: str | Path, out: str | Path, int8: bool = False, force: bool = 
                                 f"freezes)")
             for file in GRAPH_FILES.values():
                 if int8:
-                    quantize_graph(fp32 / file, tmp / file)
+                    _quantized(loaded, fp32 / file, tmp / file)
                 else:
                     (fp32 / file).replace(tmp / file)
         if int8:
-            parity = max_differences(loaded.model, sig, tmp, loaded.src_vocab.size, loaded.tgt_vocab.size)
+            parity = _compared(loaded, sig, tmp)
         names = vocab_files(loaded)
         loaded.src_vocab.save(tmp / names["src"])
         loaded.tgt_vocab.save(tmp / names["tgt"])
@@ -84,3 +82,25 @@ def _traced(loaded, directory: Path, opset: int):
     except Exception as exc:  # the tracer and the exporter raise many types
         raise UserError(f"{loaded.path}: the {loaded.config.model.arch} model could not be exported at opset "
                         f"{opset} ({type(exc).__name__}: {first_line(exc)})") from None
+
+
+def _compared(loaded, sig, directory: Path) -> Dict[str, float]:
+    """`max_differences`, where onnxruntime refusing a graph on an untraced shape (an axis
+    the trace froze) is the one-line reason the model cannot be exported."""
+    from rnmt.io.checkpoint_files import first_line
+
+    try:
+        return max_differences(loaded.model, sig, directory, loaded.src_vocab.size, loaded.tgt_vocab.size)
+    except Exception as exc:  # onnxruntime's own error types
+        raise UserError(f"{loaded.path}: the {loaded.config.model.arch} model cannot be exported: onnxruntime "
+                        f"refuses its graphs on shapes other than the traced ones ({first_line(exc)})") from None
+
+
+def _quantized(loaded, src: Path, dst: Path) -> None:
+    from rnmt.io.checkpoint_files import first_line
+
+    try:
+        quantize_graph(src, dst)
+    except Exception as exc:  # the quantiser's own error types
+        raise UserError(f"{loaded.path}: onnxruntime's quantiser failed on {src.name} ({type(exc).__name__}: "
+                        f"{first_line(exc)}); export without --int8") from None

@@ -108,3 +108,19 @@ def test_a_run_directory_without_a_checkpoint(tiny_run, tmp_path, capsys):
     code, err = run_export(capsys, empty, tmp_path / "out")
     assert_refused(code, err, empty)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_model_whose_graph_onnxruntime_refuses_on_other_shapes(tiny_run, tmp_path, capsys, monkeypatch):
+    """A batch size read into a Python int is frozen by the trace: onnxruntime then refuses
+    the graph on another batch, which is the one-line reason, not its traceback."""
+    plain = RNNSearch.init_state
+
+    def frozen(self, memory):
+        s = plain(self, memory)["s"]
+        return {"s": s.reshape(int(s.size(0)), s.size(1))}
+
+    monkeypatch.setattr(RNNSearch, "init_state", frozen)
+    code, err = run_export(capsys, tiny_run, tmp_path / "out")
+    assert_refused(code, err, tiny_run / "best.safetensors")
+    assert "cannot be exported" in err
+    assert not (tmp_path / "out").exists()

@@ -96,12 +96,14 @@ def test_an_out_that_is_a_file_is_refused(tiny_run, tmp_path, capsys):
     assert out.read_text(encoding="utf-8") == "a file"
 
 
-def test_int8_export_quantises_the_step_and_stays_close(tiny_run, tmp_path, capsys):
+def test_int8_export_of_a_checkpoint_file_quantises_the_step_and_stays_close(tiny_run, tmp_path, capsys):
     import onnx
 
-    assert export(tiny_run, tmp_path / "int8", "--int8") == 0
+    assert export(tiny_run / "ckpt-3.safetensors", tmp_path / "int8", "--int8", "--opset", "18") == 0
     manifest = json.loads((tmp_path / "int8" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["precision"] == "int8" and set(manifest["graphs"].values()) <= set(manifest["files"])
+    assert manifest["source_checkpoint"] == "ckpt-3.safetensors" and manifest["opset"] == 18
+    assert onnx.load(str(tmp_path / "int8" / "step.onnx")).opset_import[0].version == 18
     ops = {node.op_type for node in onnx.load(str(tmp_path / "int8" / "step.onnx")).graph.node}
     assert "MatMulInteger" in ops or "DynamicQuantizeMatMul" in ops
     assert 0 < max(manifest["parity"].values()) < 0.05  # quantised: not exact, but close

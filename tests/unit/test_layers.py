@@ -27,7 +27,7 @@ LAYERS = [
     # models/registry.py's build_model calls rnmt.fast.accelerate)
     ("models", "fast"),
     ("search", "training", "evaluation", "plan"),  # what is done with a model; the plan applied to one
-    ("analysis", "serve", "reproduce", "bench", "api", "distill"),  # built on search and training
+    ("analysis", "serve", "reproduce", "bench", "api", "export", "web", "distill"),  # built on search and training
     ("commands", "cli", "__main__"),  # the command line on top
 ]
 LAYER_OF = {name: rank for rank, names in enumerate(LAYERS) for name in names}
