@@ -61,10 +61,11 @@ def test_environment_variables_no_longer_change_the_plan(monkeypatch):
 
 
 def test_the_package_reads_no_rnmt_variable_but_the_api_key_and_the_commit():
-    """Computation is chosen by config keys; the two variables left are the server's key and
-    a reproduction record's commit (provenance, where no git directory is)."""
+    """Computation is chosen by config keys; the two variables left are the server's key (read
+    by the serving code both services share, in rnmt_runtime) and a reproduction record's
+    commit (provenance, where no git directory is)."""
     read = set()
-    for path in (REPO / "rnmt").rglob("*.py"):
+    for path in [*(REPO / "rnmt").rglob("*.py"), *(REPO / "rnmt_runtime").rglob("*.py")]:
         read |= set(re.findall(r"""environ(?:\.get)?[\[(]\s*["'](RNMT_\w+)""", path.read_text(encoding="utf-8")))
     assert read == {"RNMT_API_KEY", "RNMT_COMMIT"}
 
