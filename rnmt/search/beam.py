@@ -120,17 +120,6 @@ def rows_of(keep: Tensor, K: int) -> Tensor:
     return (keep.unsqueeze(1) * K + torch.arange(K, device=keep.device)).view(-1)
 
 
-def compact_rows(keep: Tensor, K: int, shared: bool, memory: TensorDict, state: TensorDict, history: Tensor,
-                 prev: Tensor, attn_history: Optional[Tensor]):
-    """The search's per-row tensors for the sentences ``keep`` (indices into the batch), each
-    sentence's K rows kept together; ``shared``: the memory holds one row per sentence."""
-    keep_rows = rows_of(keep, K)
-    if attn_history is not None:
-        attn_history = attn_history.index_select(0, keep_rows)
-    return (select(memory, keep if shared else keep_rows), select(state, keep_rows),
-            history.index_select(0, keep_rows), prev[keep_rows], attn_history)
-
-
 def first_rows_of(b: int, K: int, device: torch.device) -> Tensor:
     """[b, 1]: the batch row of each sentence's first hypothesis."""
     return torch.arange(b, device=device).unsqueeze(1) * K
