@@ -385,6 +385,7 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     from rnmt.training.checkpoint import atomic_write_text
     from rnmt.training.distributed import shutdown
     from rnmt.training.resume import SOURCE_FILE, resumed_config, source_record
+    from rnmt.training.signals import interrupt_preparation
     from rnmt.training.trainer import Trainer
 
     if not isinstance(config, (str, Path, dict)):
@@ -416,8 +417,9 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
         cfg, note = resumed_config(out_dir, given, overrides, given_name)
         if note:
             log(note)
-    trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok,
-                      init_from=init_from)
+    with interrupt_preparation():  # SIGTERM/SIGINT before the first update: `Interrupted` at once
+        trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok,
+                          init_from=init_from)
     record = source_record(given)
     source = out_dir / SOURCE_FILE
     if trainer.is_main and (not source.is_file() or source.read_text(encoding="utf-8") != record):
