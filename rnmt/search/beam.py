@@ -16,7 +16,7 @@ coverage penalty when ``coverage`` (its beta) is above 0 (`rnmt.search.coverage`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, NamedTuple, Optional
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -125,6 +125,19 @@ def first_rows_of(b: int, K: int, device: torch.device) -> Tensor:
     return torch.arange(b, device=device).unsqueeze(1) * K
 
 
+def encode_rows(model: TranslationModel, src: Tensor, src_mask: Tensor,
+                K: int) -> Tuple[TensorDict, TensorDict, bool]:
+    """(memory, decoder state, shared) for ``K`` rows per sentence: the source encoded once,
+    the start state repeated to every row, and the memory too unless the model reads one row
+    per sentence (``shared``: `beam_shares_memory`)."""
+    memory = model.encode(src, src_mask)
+    state = repeat_rows(model.init_state(memory), K)
+    shared = model.beam_shares_memory
+    if not shared:
+        memory = repeat_rows(memory, K)
+    return memory, state, shared
+
+
 @dataclass
 class BeamRows:
     """The per-row tensors of a batched beam search (`beam_search`, and
@@ -149,11 +162,7 @@ class BeamRows:
         """The rows before the first step: the source encoded once, every hypothesis at BOS,
         and only each sentence's first one live (the K are identical: only one may expand)."""
         B, device = src.size(0), src.device
-        memory = model.encode(src, src_mask)
-        state = repeat_rows(model.init_state(memory), K)
-        shared = model.beam_shares_memory
-        if not shared:
-            memory = repeat_rows(memory, K)
+        memory, state, shared = encode_rows(model, src, src_mask, K)
         scores = torch.full((B, K), float("-inf"), device=device)
         scores[:, 0] = 0.0
         return cls(K, shared, memory, state, scores,
