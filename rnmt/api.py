@@ -377,8 +377,10 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     receives the progress lines (default: standard error). ``corpus_changed_ok`` lets a
     resumed run continue on a training corpus whose content changed. The summary's
     ``stop_signal`` names the signal (SIGTERM, SIGINT) that stopped the run with a
-    checkpoint, or is None. ``init_from`` (a run directory or checkpoint) fine-tunes: the
-    new run starts from its weights and vocabularies with a fresh optimiser and schedule;
+    checkpoint, or is None; either signal before the first update (vocabulary, corpus
+    encoding) raises `rnmt.training.signals.Interrupted`, a `KeyboardInterrupt`, at once.
+    ``init_from`` (a run directory or checkpoint) fine-tunes: the new run starts from its
+    weights and vocabularies with a fresh optimiser and schedule;
     the config's ``model.*`` keys must describe the same architecture (`rnmt.training.init_from`).
     """
     from rnmt.training.distributed import shutdown
