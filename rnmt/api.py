@@ -377,14 +377,15 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     receives the progress lines (default: standard error). ``corpus_changed_ok`` lets a
     resumed run continue on a training corpus whose content changed. The summary's
     ``stop_signal`` names the signal (SIGTERM, SIGINT) that stopped the run with a
-    checkpoint, or is None. ``init_from`` (a run directory or checkpoint) fine-tunes: the
-    new run starts from its weights and vocabularies with a fresh optimiser and schedule;
+    checkpoint, or is None; either signal before the first update (vocabulary, corpus
+    encoding) raises `rnmt.training.signals.Interrupted`, a `KeyboardInterrupt`, at once.
+    ``init_from`` (a run directory or checkpoint) fine-tunes: the new run starts from its
+    weights and vocabularies with a fresh optimiser and schedule;
     the config's ``model.*`` keys must describe the same architecture (`rnmt.training.init_from`).
     """
-    from rnmt.config import config_from_dict, read_config_tree
-    from rnmt.training.checkpoint import atomic_write_text
     from rnmt.training.distributed import shutdown
-    from rnmt.training.resume import SOURCE_FILE, resumed_config, source_record
+    from rnmt.training.resume import resumed_config
+    from rnmt.training.signals import interrupt_preparation
     from rnmt.training.trainer import Trainer
 
     if not isinstance(config, (str, Path, dict)):
@@ -392,36 +393,24 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
     overrides = _strings(overrides, "overrides must be a list of 'key.path=value' strings")
     for flag, value in (("resume", resume), ("corpus_changed_ok", corpus_changed_ok)):
         _flag(flag, value)
-    if isinstance(config, dict):
-        if out is None:
-            raise UserError("train() needs out= when the config is a dict")
-        given, given_name = config, "the config given"
-        cfg = config_from_dict(config, overrides)
-    else:
-        path, given = read_config_tree(config)
-        given_name = str(path)
-        try:
-            cfg = config_from_dict(given, overrides, source=given_name)
-        except UserError as exc:
-            raise UserError(f"{path}: {exc}") from None
+    if isinstance(config, dict) and out is None:
+        raise UserError("train() needs out= when the config is a dict")
+    cfg, given, given_name = _train_config(config, overrides)
     out_dir = Path(out) if out is not None else Path("runs") / Path(str(config)).stem
     if not resume and not isinstance(config, dict):
-        _config_outside(path, out_dir)
+        _config_outside(Path(given_name), out_dir)
     if log is None:
-        def log(message: str) -> None:
-            print(message, file=sys.stderr, flush=True)
+        log = _log_to_stderr
     if resume and (out_dir / "config.yaml").is_file():
         # The run's config, with the file's edits since the run last read it, then --set;
         # the trainer checks and logs what changed.
         cfg, note = resumed_config(out_dir, given, overrides, given_name)
         if note:
             log(note)
-    trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok,
-                      init_from=init_from)
-    record = source_record(given)
-    source = out_dir / SOURCE_FILE
-    if trainer.is_main and (not source.is_file() or source.read_text(encoding="utf-8") != record):
-        atomic_write_text(source, record)  # what the next --resume compares the file with
+    with interrupt_preparation():  # SIGTERM/SIGINT before the first update: `Interrupted` at once
+        trainer = Trainer(cfg, out_dir, resume=resume, log=log, corpus_changed_ok=corpus_changed_ok,
+                          init_from=init_from)
+    _record_source(trainer, out_dir, given)
     summary = trainer.run()
     shutdown(trainer.dist)  # only after success: a failed rank just exits and torchrun stops the rest
     if trainer.dist.enabled:
@@ -430,6 +419,36 @@ def train(config: Union[PathLike, Dict[str, Any]], overrides: Sequence[str] = ()
         # leaves the process without destructors (rnmt/commands/train.py).
         _DISTRIBUTED_TRAINERS.append(trainer)
     return {**summary, "out": str(out_dir), "stop_signal": trainer.stop_signal, "step": trainer.step}
+
+
+def _train_config(config: Union[PathLike, Dict[str, Any]], overrides: List[str]) -> Tuple[Any, Dict[str, Any], str]:
+    """(the config with ``overrides``, the tree as given, the name its errors go by): a
+    file's errors are prefixed with its path."""
+    from rnmt.config import config_from_dict, read_config_tree
+
+    if isinstance(config, dict):
+        return config_from_dict(config, overrides), config, "the config given"
+    path, given = read_config_tree(config)
+    try:
+        return config_from_dict(given, overrides, source=str(path)), given, str(path)
+    except UserError as exc:
+        raise UserError(f"{path}: {exc}") from None
+
+
+def _log_to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _record_source(trainer: Any, out_dir: Path, given: Dict[str, Any]) -> None:
+    """Write (rank 0) the record of the config as given, what the next --resume compares the
+    file with, unless it holds that already."""
+    from rnmt.training.checkpoint import atomic_write_text
+    from rnmt.training.resume import SOURCE_FILE, source_record
+
+    record = source_record(given)
+    source = out_dir / SOURCE_FILE
+    if trainer.is_main and (not source.is_file() or source.read_text(encoding="utf-8") != record):
+        atomic_write_text(source, record)
 
 
 def _config_outside(path: Path, out_dir: Path) -> None:

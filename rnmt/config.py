@@ -26,7 +26,7 @@ import typing
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
+from typing import Annotated, Any, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
 
 import yaml
 
@@ -524,6 +524,22 @@ def _deprecated(key: str) -> None:
                                       f"(the architecture's own options, docs/models.md)"), stacklevel=1)
 
 
+def _section_to_upgrade(tree: Any, section: str, options_key: str,
+                        moved: Iterable[str]) -> Optional[Tuple[Dict[str, Any], Dict[str, Any]]]:
+    """Copies of ``tree[section]`` and of its ``options_key`` dict (empty when not given),
+    when the section holds one of the ``moved`` keys; None when there is nothing to move, or
+    when either is not a dict (the type checks that follow report that)."""
+    part = tree.get(section) if isinstance(tree, dict) else None
+    if not isinstance(part, dict) or not any(key in part for key in moved):
+        return None
+    options = part.get(options_key)
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        return None
+    return dict(part), dict(options)
+
+
 def upgrade_model_keys(tree: Dict[str, Any], warn: bool = True) -> Dict[str, Any]:
     """``tree`` (a config's sections as read) with the keys of `MOVED_MODEL_KEYS` moved from
     the top of ``model:`` into ``model.options``; the caller's dict is not changed.
@@ -534,15 +550,10 @@ def upgrade_model_keys(tree: Dict[str, Any], warn: bool = True) -> Dict[str, Any
     `UserError` naming both. ``warn``: one `DeprecatedConfigKey` warning per key (a config
     file or ``--set``); files rnmt wrote itself (checkpoints, a run's saved config) are
     upgraded silently."""
-    model = tree.get("model") if isinstance(tree, dict) else None
-    if not isinstance(model, dict) or not any(key in model for key in MOVED_MODEL_KEYS):
+    found = _section_to_upgrade(tree, "model", "options", MOVED_MODEL_KEYS)
+    if found is None:
         return tree
-    options = model.get("options")
-    if options is None:
-        options = {}
-    if not isinstance(options, dict):
-        return tree  # the type check of model.options reports it
-    model, options = dict(model), dict(options)
+    model, options = found
     for key, before in MOVED_MODEL_KEYS.items():
         if key not in model:
             continue
@@ -574,15 +585,10 @@ def upgrade_train_keys(tree: Dict[str, Any], warn: bool = True) -> Dict[str, Any
     another optimiser would do nothing: at its old default it is dropped (a resolved config
     written before the move holds every one of them), otherwise it is a `UserError` naming
     the key and both optimisers; in a file rnmt wrote itself (``warn`` false) it is dropped."""
-    train = tree.get("train") if isinstance(tree, dict) else None
-    if not isinstance(train, dict) or not any(key in train for key in MOVED_TRAIN_KEYS):
+    found = _section_to_upgrade(tree, "train", "optimizer_options", MOVED_TRAIN_KEYS)
+    if found is None:
         return tree
-    options = train.get("optimizer_options")
-    if options is None:
-        options = {}
-    if not isinstance(options, dict):
-        return tree  # the type check of train.optimizer_options reports it
-    train, options = dict(train), dict(options)
+    train, options = found
     optimizer = train.get("optimizer", TrainConfig.optimizer)
     for key, (owner, name, before) in MOVED_TRAIN_KEYS.items():
         if key not in train:

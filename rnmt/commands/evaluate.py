@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -62,6 +63,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Score the systems and print the report; returns the exit code."""
+    boundaries = _check_arguments(args)
+    systems, references = read_systems_and_references(args.hyp, args.ref)
+    names = list(systems)
+    metric_keys = ["bleu", "chrf"] + (["ter"] if args.ter else [])
+    scores = {name: {key: corpus_score(key, hyps, references, args.tokenize, args.lowercase)
+                     for key in metric_keys}
+              for name, hyps in systems.items()}
+    found = _Results(names, metric_keys, scores, {key: scores[names[0]][key].signature for key in metric_keys})
+    if args.bootstrap:
+        found.signatures, found.boot = paired_bootstrap(
+            list(systems.items()), references, metric_keys, n_samples=args.bootstrap,
+            seed=args.seed, tokenize=args.tokenize, lowercase=args.lowercase)
+    if args.repetition:  # the first reference stands for what natural text repeats
+        found.repeats = {name: repetition(hyps) for name, hyps in systems.items()}
+        found.ref_repeats = repetition(references[0])
+    if args.sentences:
+        found.written.append(_write_sentence_scores(Path(args.sentences), systems, references, metric_keys, args))
+    if args.by_length:
+        src = read_lines(args.by_length)
+        check_same_length(args.by_length, src, args.ref[0], references[0])
+        found.length_results = by_length.bleu_by_length(
+            by_length.source_lengths(src), systems, references, boundaries,
+            args.tokenize, args.lowercase)
+        found.written += _write_length_report(found.length_results, names, Path(args.out))
+    if args.json:
+        print(json.dumps(_full_json_report(found, args), indent=2, ensure_ascii=False))
+    else:
+        _print_plain_report(found, args)
+    return 0
+
+
+def _check_arguments(args: argparse.Namespace) -> List[int]:
+    """Refuse option combinations that would do nothing or overwrite an input; set the
+    bootstrap's default seed; returns the --by-length boundaries (none without it)."""
     if args.by_length and not args.out:
         raise UserError("--by-length needs --out DIR for its tables and plots")
     if args.out and not args.by_length:
@@ -80,69 +115,56 @@ def run(args: argparse.Namespace) -> int:
             checks.output_apart("--out", Path(args.out) / name, read)
     args.seed = DEFAULT_SEED if args.seed is None else args.seed
     buckets = args.buckets or ",".join(map(str, by_length.DEFAULT_BOUNDARIES))
-    boundaries = by_length.parse_boundaries(buckets) if args.by_length else []
+    return by_length.parse_boundaries(buckets) if args.by_length else []
 
-    systems, references = read_systems_and_references(args.hyp, args.ref)
-    names = list(systems)
-    metric_keys = ["bleu", "chrf"] + (["ter"] if args.ter else [])
 
-    scores = {name: {key: corpus_score(key, hyps, references, args.tokenize, args.lowercase)
-                     for key in metric_keys}
-              for name, hyps in systems.items()}
-    signatures = {key: scores[names[0]][key].signature for key in metric_keys}
+@dataclass
+class _Results:
+    """What `run` found, for the report."""
 
+    names: List[str]
+    metric_keys: List[str]
+    scores: Dict[str, Dict[str, CorpusScore]]
+    signatures: Dict[str, str]
     boot: Optional[Dict[str, Dict[str, BootstrapResult]]] = None
-    if args.bootstrap:
-        signatures, boot = paired_bootstrap(
-            list(systems.items()), references, metric_keys, n_samples=args.bootstrap,
-            seed=args.seed, tokenize=args.tokenize, lowercase=args.lowercase)
-
     repeats: Optional[Dict[str, Repetition]] = None
-    if args.repetition:  # the first reference stands for what natural text repeats
-        repeats = {name: repetition(hyps) for name, hyps in systems.items()}
-        ref_repeats = repetition(references[0])
+    ref_repeats: Optional[Repetition] = None
+    length_results: Any = None
+    written: List[Path] = field(default_factory=list)
 
-    length_results = None
-    written: List[Path] = []
-    if args.sentences:
-        written.append(_write_sentence_scores(Path(args.sentences), systems, references, metric_keys, args))
-    if args.by_length:
-        src = read_lines(args.by_length)
-        check_same_length(args.by_length, src, args.ref[0], references[0])
-        length_results = by_length.bleu_by_length(
-            by_length.source_lengths(src), systems, references, boundaries,
-            args.tokenize, args.lowercase)
-        written += _write_length_report(length_results, names, Path(args.out))
 
-    if args.json:
-        report = _json_report(names, metric_keys, scores, signatures, boot, args)
-        if repeats is not None:
-            for entry in report["systems"]:
-                entry["repetition"] = repeats[entry["name"]].to_dict()
-            report["reference_repetition"] = ref_repeats.to_dict()
-        if length_results is not None:
-            report["by_length"] = _json_by_length(length_results)
-        if written:
-            report["files"] = [str(p) for p in written]
-        print(json.dumps(report, indent=2, ensure_ascii=False))
-        return 0
+def _full_json_report(found: _Results, args: argparse.Namespace) -> Dict[str, Any]:
+    """The ``--json`` object: `_json_report` with the extras that were asked for."""
+    report = _json_report(found.names, found.metric_keys, found.scores, found.signatures, found.boot, args)
+    if found.repeats is not None and found.ref_repeats is not None:
+        for entry in report["systems"]:
+            entry["repetition"] = found.repeats[entry["name"]].to_dict()
+        report["reference_repetition"] = found.ref_repeats.to_dict()
+    if found.length_results is not None:
+        report["by_length"] = _json_by_length(found.length_results)
+    if found.written:
+        report["files"] = [str(p) for p in found.written]
+    return report
 
+
+def _print_plain_report(found: _Results, args: argparse.Namespace) -> None:
+    """The plain report: a line per system, the signatures, then the extras asked for."""
+    names, scores = found.names, found.scores
     pad = max(len(name) for name in names)  # line the score columns up
     for name in names:
-        print(_plain_line(name.ljust(pad), name, metric_keys, scores[name], boot, args.width))
-    for key in metric_keys:
-        print(f"signature {scores[names[0]][key].metric}: {signatures[key]}")
-    if repeats is not None:
-        for label, rep in [*repeats.items(), (f"reference {args.ref[0]}", ref_repeats)]:
+        print(_plain_line(name.ljust(pad), name, found.metric_keys, scores[name], found.boot, args.width))
+    for key in found.metric_keys:
+        print(f"signature {scores[names[0]][key].metric}: {found.signatures[key]}")
+    if found.repeats is not None and found.ref_repeats is not None:
+        for label, rep in [*found.repeats.items(), (f"reference {args.ref[0]}", found.ref_repeats)]:
             print(f"repetition {label}: looping lines {rep.looping_lines} of {rep.lines}, "
                   f"repeated 4-grams {rep.repeated_ngram_rate:.{args.width}f}%")
-    if length_results is not None:
+    if found.length_results is not None:
         print()
-        print(by_length.format_markdown(length_results, names), end="")
+        print(by_length.format_markdown(found.length_results, names), end="")
         print()
-    if written:
-        print("wrote " + ", ".join(str(p) for p in written))
-    return 0
+    if found.written:
+        print("wrote " + ", ".join(str(p) for p in found.written))
 
 
 def _write_sentence_scores(path: Path, systems: Dict[str, List[str]], references: List[List[str]],

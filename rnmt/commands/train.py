@@ -33,21 +33,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import train
+    from rnmt.data.vocab import training_abandoned
+    from rnmt.training.signals import Interrupted
 
     checks.at_least(args, 1, "accumulate")
     overrides = list(args.overrides)
     if args.accumulate is not None:
         overrides.append(f"train.accumulate={args.accumulate}")
 
-    summary = train(args.config, overrides, out=args.out, resume=args.resume,
-                    corpus_changed_ok=args.corpus_changed_ok, init_from=args.init_from)
+    try:
+        summary = train(args.config, overrides, out=args.out, resume=args.resume,
+                        corpus_changed_ok=args.corpus_changed_ok, init_from=args.init_from)
+    except Interrupted as exc:
+        # Before the first update nothing is saved: the preparation stopped at once
+        # (rnmt.training.signals); exit as the signal would, as a stopped run does.
+        print(f"error: stopped by {exc.name} while preparing the run (before its first update): nothing was "
+              f"trained; run the same command again", file=sys.stderr, flush=True)
+        return _leave(128 + exc.signum, at_once=training_abandoned())
     code = 0
     if summary["stop_signal"]:
         # Stopped by SIGTERM/SIGINT with everything saved: say so and exit as the signal would.
         print(f"stopped by {summary['stop_signal']} at step {summary['step']}; checkpoint saved in "
               f"{summary['out']}, continue with --resume", file=sys.stderr, flush=True)
         code = 128 + int(getattr(signal, summary["stop_signal"], signal.SIGTERM))
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    return _leave(code)
+
+
+def _leave(code: int, at_once: bool = False) -> int:
+    """``code``, or the process's exit with it: as one of several processes, or ``at_once``
+    (a vocabulary training still runs in a thread: `rnmt.data.vocab.training_abandoned`)."""
+    if at_once or int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # One of several processes, its checkpoints and logs written and closed: leave without
         # running destructors. Freeing the DDP model drops the last reference to gloo's process
         # group, whose destructor joins a work thread that waits for the GIL this thread holds;

@@ -16,8 +16,9 @@ import hashlib
 import io
 import os
 import re
+import threading
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import sentencepiece as spm
 
@@ -79,6 +80,9 @@ class Vocab:
         try:
             tmp.write_bytes(self._bytes)
             os.replace(tmp, target)
+        except KeyboardInterrupt:  # a signal while a run prepares: no temporary left behind
+            tmp.unlink(missing_ok=True)
+            raise
         except OSError as exc:
             try:
                 tmp.unlink(missing_ok=True)
@@ -248,7 +252,7 @@ def train_spm(
     out = io.BytesIO()
     guarded = _Guarded(lines)
     try:
-        spm.SentencePieceTrainer.train(
+        _interruptible(lambda: spm.SentencePieceTrainer.train(
             sentence_iterator=guarded,
             model_writer=out,
             vocab_size=vocab_size,
@@ -262,12 +266,51 @@ def train_spm(
             num_threads=num_threads,
             minloglevel=2,
             **size_rule,
-        )
+        ))
     except RuntimeError as exc:
         guarded.reraise()
         raise UserError(f"{name}: sentencepiece training failed: {_spm_message(exc)}") from None
     guarded.reraise()
     return Vocab(out.getvalue())
+
+
+_RUNNING: List[threading.Event] = []  # one per training `_interruptible` runs: set when it ends
+
+
+def training_abandoned() -> bool:
+    """Whether a sentencepiece training that `_interruptible` stopped waiting for still runs.
+    A process must then leave with ``os._exit``: at a normal exit C++'s static destructors
+    run under the training's threads, and the C++ runtime aborts ("terminate called without
+    an active exception", SIGABRT). (An event, not ``Thread.is_alive``, which an interrupted
+    ``join`` can leave saying False.)"""
+    return any(not done.is_set() for done in _RUNNING)
+
+
+def _interruptible(train: Callable[[], Any]) -> Any:
+    """``train()`` in a worker thread while this one waits in short joins. Sentencepiece
+    trains in C++ (the GIL released) for seconds to minutes on a large corpus without coming
+    back to Python, and a signal's Python handler runs only when this thread does: a SIGTERM
+    while a run prepares (`rnmt.training.signals.interrupt_preparation`) would wait for the
+    training's end. Here it stops the wait at once; the worker, a daemon, ends with the
+    process (see `training_abandoned`). Its exception, if any, is raised here."""
+    outcome: Dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome["value"] = train()
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    _RUNNING[:] = [d for d in _RUNNING if not d.is_set()] + [done]
+    threading.Thread(target=work, name="sentencepiece-training", daemon=True).start()
+    while not done.wait(0.1):
+        pass
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
 
 
 def train_vocabs(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rnmt.reproduce.corpus import Corpus
 from rnmt.reproduce.machine import machine_line
@@ -165,32 +165,42 @@ def judge_claim(claim: Claim, records: Dict[str, List[dict]], hyps: Dict[str, Li
 
     diffs = [difference_interval(hyps[claim.a][i], hyps[claim.b][j], refs, n_samples=n, seed=BOOTSTRAP_SEED)
              for i, j, _ in pairs]
-    # One test for the word, the interval and the p shown: the interval's resamples.
-    p_values = [d.p_value for d in diffs]
-    out["p_values"] = p_values
-    out["p_value"] = max(p_values)
-    out["ci"] = [d.as_list() for d in diffs]  # per seed: 95% interval of BLEU(a) - BLEU(b)
-    out["differences"] = [round(d.observed, 4) for d in diffs]
+    _record_intervals(out, diffs)
     if problems:
         out.update(status="undecided: fails the sanity check (" + "; ".join(problems) + ")")
         return out
     a_wins = [d.low > 0 for d in diffs]  # the interval wholly above 0 (so p < SIGNIFICANT)
     if claim.kind == "better":
-        b_wins = [d.high < 0 for d in diffs]
-        per_seed = ", ".join(f"seed {seed}: {va:.2f} vs {vb:.2f}, interval {d.low:+.2f}..{d.high:+.2f}, "
-                             f"p {_p(d.p_value)}" for (_, _, seed), (va, vb), d in zip(pairs, values, diffs))
-        if all(a_wins):
-            out.update(held=True, status="held")
-        elif all(b_wins):
-            out.update(held=False, status="reversed")
-        else:
-            out.update(status=f"undecided: not significant in every seed ({per_seed})")
+        _judge_better(out, [seed for _, _, seed in pairs], values, diffs)
     elif claim.kind == "same":
         _judge_same(out, diffs, [r.get(claim.metric) for r in records[claim.b]], claim.b)
     else:
         fewer = all(records[claim.a][i]["params"] < records[claim.b][j]["params"] for i, j, _ in pairs)
         _judge_about(out, diffs, fewer, all(a_wins))
     return out
+
+
+def _record_intervals(out: Dict[str, Any], diffs: Sequence[Any]) -> None:
+    """Each seed's difference, its 95% interval and p, and the largest p. One test for the
+    word, the interval and the p shown: the interval's resamples."""
+    p_values = [d.p_value for d in diffs]
+    out["p_values"] = p_values
+    out["p_value"] = max(p_values)
+    out["ci"] = [d.as_list() for d in diffs]  # per seed: 95% interval of BLEU(a) - BLEU(b)
+    out["differences"] = [round(d.observed, 4) for d in diffs]
+
+
+def _judge_better(out: Dict[str, Any], seeds: List[Any], values: List[Tuple[Any, Any]], diffs: Sequence[Any]) -> None:
+    """The "better" claim: held when every seed's interval lies above 0, reversed when
+    every one lies below 0, else undecided with each seed's figures."""
+    per_seed = ", ".join(f"seed {seed}: {va:.2f} vs {vb:.2f}, interval {d.low:+.2f}..{d.high:+.2f}, "
+                         f"p {_p(d.p_value)}" for seed, (va, vb), d in zip(seeds, values, diffs))
+    if all(d.low > 0 for d in diffs):
+        out.update(held=True, status="held")
+    elif all(d.high < 0 for d in diffs):
+        out.update(held=False, status="reversed")
+    else:
+        out.update(status=f"undecided: not significant in every seed ({per_seed})")
 
 
 def _judge_same(out: Dict[str, Any], diffs: Sequence[Any], spread_values: List[Any], b: str) -> None:

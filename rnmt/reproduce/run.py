@@ -168,40 +168,21 @@ def finished_runs(spec: PaperSpec, order: Sequence[SystemSpec], results_dir: Pat
 def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, results_dir: Path,
                  runs_dir: Path, settings: Settings, command: str, log: Callable[[str], None],
                  gates: bool = True) -> dict:
+    """Write the table's README.md and results.json from its finished runs; returns the
+    results. ``gates``: the final report (speed claims timed side by side, gate statistics)."""
     from rnmt.data import read_lines
     from rnmt.evaluation.repetition import repetition
 
     records, hyps = finished_runs(spec, order, results_dir, settings.seeds, corpus.tgt)
     src_path, ref_path = corpus.files("test")
     src_lines, refs = read_lines(src_path), read_lines(ref_path)
-    # Looping output, from the committed translations (records written before this check
-    # lack it): the table shows it and the sanity check reads it.
-    for name, runs in records.items():
-        for record, lines in zip(runs, hyps[name]):
-            loops = repetition(lines)
-            record.update(repeated_ngram_rate=loops.repeated_ngram_rate, looping_lines=loops.looping_lines)
+    _add_looping(records, hyps)
     ref_rep = repetition(refs)
     ref_loops = f"{ref_rep.repeated_ngram_rate:.2f}% and {ref_rep.looping_lines} lines"
     names = [s.name for s in order if s.name in records]
     first_hyps = {n: hyps[n][0] for n in names}
     p_values = report.baseline_p_values(names, spec.baseline, first_hyps, refs, settings.bootstrap) if names else {}
-    speeds = None
-    if settings.converge:  # the learning-speed table's timings (`regimes.learning_speed_timings` says why)
-        speeds = regimes.learning_speed_timings(results_dir)
-    elif gates:  # the final report: time the speed claims' systems side by side (cached)
-        from rnmt.reproduce.speed import controlled_speeds
-
-        first_runs = {}
-        for r in plan_runs(spec, order, settings.seeds):
-            first_runs.setdefault(r.system.name, runs_dir / r.name)
-        from rnmt.device import pick_device
-
-        where = {"commit": code_commit(),
-                 "machine": describe_machine(pick_device(settings.device), settings.threads, 1)}
-        speeds = controlled_speeds(spec.claims, first_runs, results_dir, runs_dir / "speed", settings.threads, log,
-                                   where)
-    elif (results_dir / "speed.json").is_file():
-        speeds = json.loads((results_dir / "speed.json").read_text(encoding="utf-8"))
+    speeds = _speeds(spec, order, results_dir, runs_dir, settings, log, gates)
     claims = [report.judge_claim(c, records, hyps, refs, settings.bootstrap, speeds) for c in spec.claims]
     length_md = report.length_table(spec, order, first_hyps, src_lines, refs, results_dir) if names else None
     gate_stats = None
@@ -218,21 +199,63 @@ def write_report(spec: PaperSpec, order: Sequence[SystemSpec], corpus: Corpus, r
     if equal_claims:
         readme += "\n" + "\n".join(regimes.regimes_section(spec.paper, equal_claims, claims))
     atomic_write_text(results_dir / "README.md", readme)
-    keys = ("label", "params", "test_bleu", "test_chrf", "length_ratio", "train_tokens_per_s",
-            "seconds_per_update", "decode_words_per_s", "steps", "train_minutes", "dev_ppl", "commit",
-            "repeated_ngram_rate", "looping_lines", "updates_to_best", "epochs_to_best", "stop_reason",
-            "wall_minutes")
     summary = {"paper": spec.paper, "command": command, "corpus": corpus.describe(),
                "baseline": spec.baseline, "finished": names, "missing": missing,
-               "systems": {n: [{"seed": r["seed"], **{k: r.get(k) for k in keys}} for r in records[n]]
+               "systems": {n: [{"seed": r["seed"], **{k: r.get(k) for k in _RECORD_KEYS}} for r in records[n]]
                            for n in names},
                "p_values_vs_baseline": p_values, "claims": claims,
-               "reference_repetition": ref_rep.to_dict(),
-               "gates": None if not gate_stats else {
-                   "trained": {u: g["pearson_r"] for u, g in gate_stats["units"].items()},
-                   "untrained": {u: g["pearson_r"] for u, g in (gate_stats.get("untrained") or {}).items()}}}
+               "reference_repetition": ref_rep.to_dict(), "gates": _gate_correlations(gate_stats)}
     atomic_write_text(results_dir / "results.json", json.dumps(summary, indent=1) + "\n")
     return summary
+
+
+# each run's entries in results.json
+_RECORD_KEYS = ("label", "params", "test_bleu", "test_chrf", "length_ratio", "train_tokens_per_s",
+                "seconds_per_update", "decode_words_per_s", "steps", "train_minutes", "dev_ppl", "commit",
+                "repeated_ngram_rate", "looping_lines", "updates_to_best", "epochs_to_best", "stop_reason",
+                "wall_minutes")
+
+
+def _add_looping(records: Dict[str, List[dict]], hyps: Dict[str, List[List[str]]]) -> None:
+    """Looping output, from the committed translations (records written before this check
+    lack it): the table shows it and the sanity check reads it."""
+    from rnmt.evaluation.repetition import repetition
+
+    for name, runs in records.items():
+        for record, lines in zip(runs, hyps[name]):
+            loops = repetition(lines)
+            record.update(repeated_ngram_rate=loops.repeated_ngram_rate, looping_lines=loops.looping_lines)
+
+
+def _speeds(spec: PaperSpec, order: Sequence[SystemSpec], results_dir: Path, runs_dir: Path, settings: Settings,
+            log: Callable[[str], None], gates: bool) -> Optional[dict]:
+    """The timings the speed claims are judged on: the learning-speed table's (converged
+    tables: `regimes.learning_speed_timings` says why), the speed claims' systems timed side
+    by side (the final report; cached), or the ones recorded before (None: none)."""
+    if settings.converge:
+        return regimes.learning_speed_timings(results_dir)
+    if gates:
+        from rnmt.device import pick_device
+        from rnmt.reproduce.speed import controlled_speeds
+
+        first_runs: Dict[str, Path] = {}
+        for r in plan_runs(spec, order, settings.seeds):
+            first_runs.setdefault(r.system.name, runs_dir / r.name)
+        where = {"commit": code_commit(),
+                 "machine": describe_machine(pick_device(settings.device), settings.threads, 1)}
+        return controlled_speeds(spec.claims, first_runs, results_dir, runs_dir / "speed", settings.threads, log,
+                                 where)
+    if (results_dir / "speed.json").is_file():
+        return json.loads((results_dir / "speed.json").read_text(encoding="utf-8"))
+    return None
+
+
+def _gate_correlations(gate_stats: Optional[dict]) -> Optional[dict]:
+    """results.json's gate entry: each unit's Pearson r, trained and untrained (None without statistics)."""
+    if not gate_stats:
+        return None
+    return {"trained": {u: g["pearson_r"] for u, g in gate_stats["units"].items()},
+            "untrained": {u: g["pearson_r"] for u, g in (gate_stats.get("untrained") or {}).items()}}
 
 
 def _worker_command(paper: str, run: Run, settings: Settings, out_root: Path, data: Optional[str],
@@ -268,50 +291,13 @@ def _run_side_by_side(jobs: Sequence[_Job], settings: Settings, out_root: Path, 
     on to every worker (each saves a checkpoint and exits), no further run starts, and a
     `UserError` says how to continue. Without this a killed parent would leave its workers
     training on, unseen, and a restart would start a second process on the same runs."""
-    queue = list(jobs)
-    lock = threading.Lock()
-    failed: List[str] = []
-    procs: Dict[str, subprocess.Popen] = {}
-    stopped: List[str] = []
-
-    def stop(signum: int, _frame) -> None:
-        stopped.append(signal.Signals(signum).name)  # first: a worker starting now sees it (below)
-        queue.clear()
-        for proc in list(procs.values()):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-
-    def worker() -> None:
-        while True:
-            with lock:
-                if not queue or failed or stopped:
-                    return
-                job = queue.pop(0)
-                run, paper, key = job.run, job.paper, f"{job.paper}/{job.run.name}"
-                # under the lock: two threads' prints would otherwise interleave their newlines
-                log(f"[{key}] started in its own process (log: runs/{run.name}.log)")
-            with open(job.runs_dir / f"{run.name}.log", "a", encoding="utf-8") as out:
-                proc = subprocess.Popen(_worker_command(paper, run, settings, out_root, data, src, tgt, job.command),
-                                        stdout=out, stderr=subprocess.STDOUT)
-                procs[key] = proc
-                if stopped:  # the signal came between the check above and the start
-                    proc.send_signal(signal.SIGTERM)
-                code = proc.wait()
-            with lock:
-                procs.pop(key, None)
-                if stopped:
-                    log(f"[{key}] stopped (exit {code}); its last checkpoint is kept")
-                elif code != 0:
-                    failed.append(f"{run.name} (exit {code}, see {job.runs_dir / (run.name + '.log')})")
-                else:
-                    log(f"[{key}] finished")
-                    job.after_each()
-
+    pool = _Pool(list(jobs), log, lambda job: _worker_command(job.paper, job.run, settings, out_root, data, src, tgt,
+                                                              job.command))
     handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     previous = {}
     if threading.current_thread() is threading.main_thread():  # Python installs handlers there only
-        previous = {sig: signal.signal(sig, stop) for sig in handled}
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(settings.jobs, len(queue)))]
+        previous = {sig: signal.signal(sig, pool.stop) for sig in handled}
+    threads = [threading.Thread(target=pool.work, daemon=True) for _ in range(min(settings.jobs, len(pool.queue)))]
     try:
         for t in threads:
             t.start()
@@ -321,11 +307,66 @@ def _run_side_by_side(jobs: Sequence[_Job], settings: Settings, out_root: Path, 
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if stopped:
-        raise UserError(f"stopped by {stopped[0]}: every run in progress saved a checkpoint; run the same command "
-                        f"again to continue (finished runs are kept)")
-    if failed:
-        raise UserError("reproduction runs failed: " + "; ".join(failed))
+    if pool.stopped:
+        raise UserError(f"stopped by {pool.stopped[0]}: every run in progress saved a checkpoint; run the same "
+                        f"command again to continue (finished runs are kept)")
+    if pool.failed:
+        raise UserError("reproduction runs failed: " + "; ".join(pool.failed))
+
+
+class _Pool:
+    """What the worker threads of `_run_side_by_side` share: the runs still to start, the
+    processes running, the failures and the signal that stopped the table."""
+
+    def __init__(self, queue: List[_Job], log: Callable[[str], None],
+                 command: Callable[[_Job], List[str]]) -> None:
+        self.queue, self.log, self.command = queue, log, command
+        self.lock = threading.Lock()
+        self.failed: List[str] = []
+        self.procs: Dict[str, subprocess.Popen] = {}
+        self.stopped: List[str] = []
+
+    def stop(self, signum: int, _frame) -> None:
+        """The signal handler: no further run starts, and every worker gets SIGTERM."""
+        self.stopped.append(signal.Signals(signum).name)  # first: a worker starting now sees it (`_start`)
+        self.queue.clear()
+        for proc in list(self.procs.values()):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+
+    def work(self) -> None:
+        """One worker thread: take the next run and run it, until none is left, one failed or a
+        signal came."""
+        while True:
+            with self.lock:
+                if not self.queue or self.failed or self.stopped:
+                    return
+                job = self.queue.pop(0)
+                # under the lock: two threads' prints would otherwise interleave their newlines
+                self.log(f"[{job.paper}/{job.run.name}] started in its own process (log: runs/{job.run.name}.log)")
+            self._finished(job, self._start(job))
+
+    def _start(self, job: _Job) -> int:
+        """Run ``job``'s worker process to its end, its output in its log; its exit code."""
+        key = f"{job.paper}/{job.run.name}"
+        with open(job.runs_dir / f"{job.run.name}.log", "a", encoding="utf-8") as out:
+            proc = subprocess.Popen(self.command(job), stdout=out, stderr=subprocess.STDOUT)
+            self.procs[key] = proc
+            if self.stopped:  # the signal came between the check in `work` and the start
+                proc.send_signal(signal.SIGTERM)
+            return proc.wait()
+
+    def _finished(self, job: _Job, code: int) -> None:
+        key, run = f"{job.paper}/{job.run.name}", job.run
+        with self.lock:
+            self.procs.pop(key, None)
+            if self.stopped:
+                self.log(f"[{key}] stopped (exit {code}); its last checkpoint is kept")
+            elif code != 0:
+                self.failed.append(f"{run.name} (exit {code}, see {job.runs_dir / (run.name + '.log')})")
+            else:
+                self.log(f"[{key}] finished")
+                job.after_each()
 
 
 def results_name(paper: str, converge: bool) -> str:

@@ -16,7 +16,7 @@ coverage penalty when ``coverage`` (its beta) is above 0 (`rnmt.search.coverage`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -120,20 +120,99 @@ def rows_of(keep: Tensor, K: int) -> Tensor:
     return (keep.unsqueeze(1) * K + torch.arange(K, device=keep.device)).view(-1)
 
 
-def compact_rows(keep: Tensor, K: int, shared: bool, memory: TensorDict, state: TensorDict, history: Tensor,
-                 prev: Tensor, attn_history: Optional[Tensor]):
-    """The search's per-row tensors for the sentences ``keep`` (indices into the batch), each
-    sentence's K rows kept together; ``shared``: the memory holds one row per sentence."""
-    keep_rows = rows_of(keep, K)
-    if attn_history is not None:
-        attn_history = attn_history.index_select(0, keep_rows)
-    return (select(memory, keep if shared else keep_rows), select(state, keep_rows),
-            history.index_select(0, keep_rows), prev[keep_rows], attn_history)
+def first_rows_of(b: int, K: int, device: torch.device) -> Tensor:
+    """[b, 1]: the batch row of each sentence's first hypothesis."""
+    return torch.arange(b, device=device).unsqueeze(1) * K
+
+
+def encode_rows(model: TranslationModel, src: Tensor, src_mask: Tensor,
+                K: int) -> Tuple[TensorDict, TensorDict, bool]:
+    """(memory, decoder state, shared) for ``K`` rows per sentence: the source encoded once,
+    the start state repeated to every row, and the memory too unless the model reads one row
+    per sentence (``shared``: `beam_shares_memory`)."""
+    memory = model.encode(src, src_mask)
+    state = repeat_rows(model.init_state(memory), K)
+    shared = model.beam_shares_memory
+    if not shared:
+        memory = repeat_rows(memory, K)
+    return memory, state, shared
+
+
+@dataclass
+class BeamRows:
+    """The per-row tensors of a batched beam search (`beam_search`, and
+    `rnmt.search.constraints.constrained_beam_search`): the ``b`` sentences still searching,
+    ``K`` hypotheses each, in ``b * K`` rows with each sentence's rows together."""
+
+    K: int
+    shared: bool  # the memory holds one row per sentence (`beam_shares_memory`), else one per hypothesis
+    memory: TensorDict
+    state: TensorDict
+    scores: Tensor  # [b, K]: each hypothesis's log-probability (-inf: a dead row)
+    history: Tensor  # [b * K, t]: the tokens so far
+    prev: Tensor  # [b * K]: the last token
+    max_len: Tensor  # [b]: output length limit, EOS included
+    sent_ids: List[int]  # the original index of each sentence still searching
+    cover: Optional[Coverage]  # attention totals when the coverage penalty is on
+    attn_history: Optional[Tensor] = None  # [b * K, t, S] when attention is returned
+
+    @classmethod
+    def start(cls, model: TranslationModel, src: Tensor, src_mask: Tensor, max_len: Tensor, K: int,
+              coverage: float) -> BeamRows:
+        """The rows before the first step: the source encoded once, every hypothesis at BOS,
+        and only each sentence's first one live (the K are identical: only one may expand)."""
+        B, device = src.size(0), src.device
+        memory, state, shared = encode_rows(model, src, src_mask, K)
+        scores = torch.full((B, K), float("-inf"), device=device)
+        scores[:, 0] = 0.0
+        return cls(K, shared, memory, state, scores,
+                   history=torch.full((B * K, 0), model.bos_id, dtype=torch.long, device=device),
+                   prev=torch.full((B * K,), model.bos_id, dtype=torch.long, device=device),
+                   max_len=max_len.to(device), sent_ids=list(range(B)), cover=Coverage.of(coverage, src_mask, K))
+
+    def observe(self, extras: TensorDict, return_attention: bool) -> None:
+        """Take in a step's attention: into the coverage totals, and the history when returned."""
+        if self.cover is not None:
+            self.cover.add_step(extras)
+        if return_attention:
+            step_attn = extras["attention"].unsqueeze(1)
+            self.attn_history = step_attn if self.attn_history is None else torch.cat([self.attn_history, step_attn], 1)
+
+    def advance(self, rows: Tensor, tokens: Tensor, scores: Tensor) -> None:
+        """Go on with the hypotheses in ``rows`` ([b * K]), extended by ``tokens``, now scoring
+        ``scores`` ([b, K])."""
+        self.history = torch.cat([self.history.index_select(0, rows), tokens.view(-1, 1)], 1)
+        if self.attn_history is not None:
+            self.attn_history = self.attn_history.index_select(0, rows)
+        if self.cover is not None:
+            self.cover.advance(rows)
+        self.state = select(self.state, rows)
+        self.scores, self.prev = scores, tokens.view(-1)
+
+    def compact(self, keep: Tensor) -> List[int]:
+        """Keep only the sentences ``keep`` (indices into the batch); returns them as a list."""
+        kept = keep.tolist()
+        keep_rows = rows_of(keep, self.K)
+        self.sent_ids = [self.sent_ids[i] for i in kept]
+        self.max_len, self.scores = self.max_len[keep], self.scores[keep]
+        self.memory = select(self.memory, keep if self.shared else keep_rows)
+        self.state = select(self.state, keep_rows)
+        self.history, self.prev = self.history.index_select(0, keep_rows), self.prev[keep_rows]
+        if self.attn_history is not None:
+            self.attn_history = self.attn_history.index_select(0, keep_rows)
+        if self.cover is not None:
+            self.cover.compact(keep, keep_rows)
+        return kept
 
 
 def _check(should_stop: Optional[Callable[[], bool]]) -> None:
     if should_stop is not None and should_stop():
         raise SearchStopped("search stopped before it finished")
+
+
+def n_best(finished: List[List[SearchHypothesis]], nbest: int) -> List[List[SearchHypothesis]]:
+    """Each sentence's ``nbest`` best finished hypotheses, best first."""
+    return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
 
 
 @torch.no_grad()
@@ -197,90 +276,82 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     """
     B, K, device = src.size(0), beam, src.device
     step = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
-    memory = model.encode(src, src_mask)
-    state = repeat_rows(model.init_state(memory), K)
-    shared = model.beam_shares_memory  # one memory row per sentence, else one per hypothesis
-    if not shared:
-        memory = repeat_rows(memory, K)
-    sent_ids = list(range(B))  # original index of each sentence still searching
-    max_len = max_len.to(device)
-    limits = max_len.tolist()
-    scores = torch.full((B, K), float("-inf"), device=device)
-    scores[:, 0] = 0.0  # all beams start identical: only the first may expand
-    history = torch.full((B * K, 0), model.bos_id, dtype=torch.long, device=device)
-    attn_history = None
-    prev = torch.full((B * K,), model.bos_id, dtype=torch.long, device=device)
+    beams = BeamRows.start(model, src, src_mask, max_len, K, coverage)
+    limits = beams.max_len.tolist()
     counts = torch.zeros(B, dtype=torch.long, device=device)  # finished hypotheses per sentence
     specials = torch.tensor([model.pad_id, model.bos_id], device=device)
     finished: List[List[SearchHypothesis]] = [[] for _ in range(B)]
     first_rows = first_rows_of(B, K, device)
-    cover = Coverage.of(coverage, src_mask, K)
-    top_ranks = None
+    top_ranks: Optional[Tensor] = None  # [2K]: True at the K best (a finished hypothesis must rank there)
     t = 0
-    while sent_ids:
+    while beams.sent_ids:
         _check(should_stop)
-        b = len(sent_ids)
-        log_probs, state, extras = step(prev, state, memory)
-        V = log_probs.size(-1)
+        b = len(beams.sent_ids)
+        log_probs, beams.state, extras = step(beams.prev, beams.state, beams.memory)
         log_probs.index_fill_(1, specials, float("-inf"))
         if t + 1 >= min(limits):
-            _force_eos(log_probs, (t + 1 >= max_len).repeat_interleave(K), model.eos_id)
-        if cover is not None:
-            cover.add_step(extras)
-        if return_attention:
-            step_attn = extras["attention"].unsqueeze(1)
-            attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
-        top_scores, top_beam, top_tok = best_extensions(scores, log_probs, min(2 * K, K * V))
-        if top_ranks is None:  # a finished hypothesis must rank among the K best
+            _force_eos(log_probs, (t + 1 >= beams.max_len).repeat_interleave(K), model.eos_id)
+        beams.observe(extras, return_attention)
+        top_scores, top_beam, top_tok = best_extensions(beams.scores, log_probs, min(2 * K, K * log_probs.size(-1)))
+        if top_ranks is None:
             top_ranks = torch.arange(top_scores.size(1), device=device) < K
         is_eos = top_tok == model.eos_id
         finalize = is_eos & top_ranks & torch.isfinite(top_scores)
         cand_rows = first_rows + top_beam  # each candidate's row in the batch
-
-        # The K best hypotheses that did not end continue.
-        alive_scores, pick = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=-1)
-        alive_rows = cand_rows.gather(1, pick).view(-1)
-        alive_tok = top_tok.gather(1, pick)
-        new_finished = finalize.sum(1)
-        counts += new_finished
-        # topk sorts: a sentence with no finite score left has a non-finite one first.
-        done = (counts >= K) | ~torch.isfinite(alive_scores[:, 0])
-        n_finished, n_done = torch.stack([new_finished.sum(), done.sum()]).tolist()  # the one sync
-
-        if n_finished:  # their tokens, sentences and scores in one transfer each
-            lp = length_penalty(float(t + 1), alpha, normalize)
-            where = finalize.view(-1).nonzero().squeeze(1)
-            rows = cand_rows.view(-1).index_select(0, where)
-            tokens = history.index_select(0, rows).tolist()
-            attn = attn_history.index_select(0, rows).cpu() if attn_history is not None else None
-            cp = cover.penalty(rows).tolist() if cover is not None else [0.0] * len(tokens)
-            for i, (cand, logp) in enumerate(zip(where.tolist(), top_scores.view(-1).index_select(0, where).tolist())):
-                finished[sent_ids[cand // top_scores.size(1)]].append(
-                    SearchHypothesis(tokens[i], logp / lp + cp[i], logp, attn[i] if attn is not None else None))
-
-        history = torch.cat([history.index_select(0, alive_rows), alive_tok.view(-1, 1)], 1)
-        if attn_history is not None:
-            attn_history = attn_history.index_select(0, alive_rows)
-        if cover is not None:
-            cover.advance(alive_rows)
-        state = select(state, alive_rows)
-        scores, prev = alive_scores.masked_fill(done.unsqueeze(1), float("-inf")), alive_tok.view(-1)
-        if n_done == b:
+        chosen = _choose(top_scores, cand_rows, top_tok, is_eos, finalize, counts, K)
+        if chosen.n_finished:
+            _collect_finished(finished, beams, finalize, cand_rows, top_scores,
+                              length_penalty(float(t + 1), alpha, normalize))
+        beams.advance(chosen.rows, chosen.tokens, chosen.scores)
+        if chosen.n_done == b:
             break
-        if compaction_due(n_done, b):
-            keep = torch.nonzero(~done).squeeze(1)
-            kept = keep.tolist()
-            sent_ids, limits = [sent_ids[i] for i in kept], [limits[i] for i in kept]
-            max_len, scores, counts = max_len[keep], scores[keep], counts[keep]
-            memory, state, history, prev, attn_history = compact_rows(
-                keep, K, shared, memory, state, history, prev, attn_history)
-            if cover is not None:
-                cover.compact(keep, rows_of(keep, K))
+        if compaction_due(chosen.n_done, b):
+            keep = torch.nonzero(~chosen.done).squeeze(1)
+            kept = beams.compact(keep)
+            limits, counts = [limits[i] for i in kept], counts[keep]
             first_rows = first_rows_of(len(kept), K, device)
         t += 1
-    return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+    return n_best(finished, nbest)
 
 
-def first_rows_of(b: int, K: int, device: torch.device) -> Tensor:
-    """[b, 1]: the batch row of each sentence's first hypothesis."""
-    return torch.arange(b, device=device).unsqueeze(1) * K
+class _Choice(NamedTuple):
+    """What one step of `beam_search` continues with."""
+
+    scores: Tensor  # [b, K]: the continuing hypotheses' scores (-inf throughout a done sentence)
+    rows: Tensor  # [b * K]: the row each continues
+    tokens: Tensor  # [b, K]: the token it adds
+    done: Tensor  # [b]: the sentences with K finished hypotheses, or no live one left
+    n_finished: int  # hypotheses that ended this step
+    n_done: int  # sentences done
+
+
+def _choose(top_scores: Tensor, cand_rows: Tensor, top_tok: Tensor, is_eos: Tensor, finalize: Tensor,
+            counts: Tensor, K: int) -> _Choice:
+    """Each sentence's K best candidates (``[b, 2K]`` each) that did not end go on; the ones
+    ``finalize`` marks are added to ``counts`` (in place). The two counts are the step's one
+    read by the host."""
+    alive_scores, pick = top_scores.masked_fill(is_eos, float("-inf")).topk(K, dim=-1)
+    alive_rows = cand_rows.gather(1, pick).view(-1)
+    alive_tok = top_tok.gather(1, pick)
+    new_finished = finalize.sum(1)
+    counts += new_finished
+    # topk sorts: a sentence with no finite score left has a non-finite one first.
+    done = (counts >= K) | ~torch.isfinite(alive_scores[:, 0])
+    n_finished, n_done = torch.stack([new_finished.sum(), done.sum()]).tolist()  # the one sync
+    return _Choice(alive_scores.masked_fill(done.unsqueeze(1), float("-inf")), alive_rows, alive_tok, done,
+                   n_finished, n_done)
+
+
+def _collect_finished(finished: List[List[SearchHypothesis]], beams: BeamRows, finalize: Tensor, cand_rows: Tensor,
+                      top_scores: Tensor, lp: float) -> None:
+    """Add the candidates that end now (``finalize``, [b, 2K]) to their sentences' ``finished``
+    (before ``beams`` advance): their tokens, scores and attention in one transfer each."""
+    where = finalize.view(-1).nonzero().squeeze(1)
+    rows = cand_rows.view(-1).index_select(0, where)
+    tokens = beams.history.index_select(0, rows).tolist()
+    attn = beams.attn_history.index_select(0, rows).cpu() if beams.attn_history is not None else None
+    cp = beams.cover.penalty(rows).tolist() if beams.cover is not None else [0.0] * len(tokens)
+    width = top_scores.size(1)
+    for i, (cand, logp) in enumerate(zip(where.tolist(), top_scores.view(-1).index_select(0, where).tolist())):
+        finished[beams.sent_ids[cand // width]].append(
+            SearchHypothesis(tokens[i], logp / lp + cp[i], logp, attn[i] if attn is not None else None))

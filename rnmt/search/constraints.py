@@ -40,19 +40,18 @@ import torch
 from torch import Tensor
 
 from rnmt.errors import UserError
-from rnmt.models.base import TranslationModel, repeat_rows, select
+from rnmt.models.base import TranslationModel
 from rnmt.search.beam import (
+    BeamRows,
     SearchHypothesis,
     _check,
     _force_eos,
     _mask_specials,
     best_extensions,
-    compact_rows,
     compaction_due,
     length_penalty,
-    rows_of,
+    n_best,
 )
-from rnmt.search.coverage import Coverage
 
 State = Tuple[int, ...]  # per phrase: subwords matched so far (its length once met)
 NEG_INF = float("-inf")
@@ -204,81 +203,63 @@ def constrained_beam_search(model: TranslationModel, src: Tensor, src_mask: Tens
     lists) for sentence b. ``max_len[b]`` is raised to the phrases' length plus one where
     needed (an output must hold them and its end of sentence). ``coverage``: as in
     `beam_search`."""
-    B, K, device = src.size(0), beam, src.device
+    K, device, eos = beam, src.device, model.eos_id
     sents = [SentenceConstraints([Phrase(p) for p in phrases]) for phrases in constraints]
     needed = torch.tensor([s.total + 1 for s in sents], dtype=max_len.dtype)
     max_len = torch.maximum(max_len.cpu(), needed)
-    limits = max_len.tolist()
-    memory = model.encode(src, src_mask)
-    state = repeat_rows(model.init_state(memory), K)
-    shared = model.beam_shares_memory
-    if not shared:
-        memory = repeat_rows(memory, K)
-    max_len = max_len.to(device)
-    sent_ids = list(range(B))  # original index of each sentence still searching
-    scores = torch.full((B, K), NEG_INF, device=device)
-    scores[:, 0] = 0.0
+    limits = max_len.tolist()  # by original sentence index
+    beams = BeamRows.start(model, src, src_mask, max_len, K, coverage)
     hyp_states: List[List[State]] = [[s.start()] * K for s in sents]
-    history = torch.full((B * K, 0), model.bos_id, dtype=torch.long, device=device)
-    attn_history: Optional[Tensor] = None
-    prev = torch.full((B * K,), model.bos_id, dtype=torch.long, device=device)
-    finished: List[List[SearchHypothesis]] = [[] for _ in range(B)]
-    eos = model.eos_id
-    cover = Coverage.of(coverage, src_mask, K)
+    finished: List[List[SearchHypothesis]] = [[] for _ in sents]
     t = 0
-    while sent_ids:
+    while beams.sent_ids:
         _check(should_stop)
-        b = len(sent_ids)
-        log_probs, state, extras = model.step(prev, state, memory)
+        log_probs, beams.state, extras = model.step(beams.prev, beams.state, beams.memory)
         log_probs = _mask_specials(log_probs, model)
-        _force_eos(log_probs, (t + 1 >= max_len).repeat_interleave(K), eos)
-        if cover is not None:
-            cover.add_step(extras)
-        if return_attention:
-            step_attn = extras["attention"].unsqueeze(1)
-            attn_history = step_attn if attn_history is None else torch.cat([attn_history, step_attn], 1)
-        live = torch.isfinite(scores).tolist()
-        active = [sents[i] for i in sent_ids]
+        _force_eos(log_probs, (t + 1 >= beams.max_len).repeat_interleave(K), eos)
+        beams.observe(extras, return_attention)
+        live = torch.isfinite(beams.scores).tolist()
+        active = [sents[i] for i in beams.sent_ids]
         # room: the subwords that may still follow this step's before the end of sentence
-        _mask_by_constraints(log_probs, active, hyp_states, live, [limits[i] - t - 2 for i in sent_ids], K, eos)
-        proposals = _proposals(scores, log_probs, active, hyp_states, live, eos)
+        _mask_by_constraints(log_probs, active, hyp_states, live, [limits[i] - t - 2 for i in beams.sent_ids], K, eos)
+        proposals = _proposals(beams.scores, log_probs, active, hyp_states, live, eos)
         ended, alive = _choose(proposals, active, hyp_states, K, eos)
-        lp = length_penalty(float(t + 1), alpha, normalize)
-        ended_rows = [s * K + c.beam for s, c in ended]
-        cp = (cover.penalty(torch.tensor(ended_rows, dtype=torch.long, device=device)).tolist()
-              if cover is not None and ended else [0.0] * len(ended))
-        for (s, c), row, penalty in zip(ended, ended_rows, cp):
-            hyp_attn = attn_history[row].cpu() if attn_history is not None else None
-            finished[sent_ids[s]].append(SearchHypothesis(history[row].tolist(), c.score / lp + penalty, c.score,
-                                                          hyp_attn))
-        next_scores = [[c.score for c in cs] for cs in alive]
-        beam_idx = torch.tensor([[c.beam for c in cs] for cs in alive], dtype=torch.long, device=device)
-        tokens = torch.tensor([[c.token for c in cs] for cs in alive], dtype=torch.long, device=device).view(-1)
-        rows = (torch.arange(b, device=device).unsqueeze(1) * K + beam_idx).view(-1)
-        history = torch.cat([history.index_select(0, rows), tokens.view(-1, 1)], 1)
-        if attn_history is not None:
-            attn_history = attn_history.index_select(0, rows)
-        if cover is not None:
-            cover.advance(rows)
-        state = select(state, rows)
-        scores = torch.tensor(next_scores, dtype=scores.dtype, device=device)
-        prev, hyp_states = tokens, [[c.state for c in cs] for cs in alive]
-
-        done = [len(finished[i]) >= K or all(v == NEG_INF for v in next_scores[s]) for s, i in enumerate(sent_ids)]
+        _keep_ended(finished, beams, ended, length_penalty(float(t + 1), alpha, normalize))
+        hyp_states = _go_on(beams, alive)
+        done = [len(finished[i]) >= K or all(c.score == NEG_INF for c in alive[s])
+                for s, i in enumerate(beams.sent_ids)]
         if any(done):
-            scores[torch.tensor(done, device=device)] = NEG_INF
-        if compaction_due(sum(done), b):  # as beam search does
-            keep_list = [s for s in range(b) if not done[s]]
-            keep = torch.tensor(keep_list, dtype=torch.long, device=device)
-            sent_ids = [sent_ids[s] for s in keep_list]
-            hyp_states = [hyp_states[s] for s in keep_list]
-            max_len, scores = max_len[keep], scores[keep]
-            memory, state, history, prev, attn_history = compact_rows(
-                keep, K, shared, memory, state, history, prev, attn_history)
-            if cover is not None:
-                cover.compact(keep, rows_of(keep, K))
+            beams.scores[torch.tensor(done, device=device)] = NEG_INF
+        if compaction_due(sum(done), len(done)):  # as beam search does
+            kept = beams.compact(torch.tensor([s for s, d in enumerate(done) if not d], dtype=torch.long,
+                                              device=device))
+            hyp_states = [hyp_states[s] for s in kept]
         t += 1
-    return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]
+    return n_best(finished, nbest)
+
+
+def _keep_ended(finished: List[List[SearchHypothesis]], beams: BeamRows, ended: List[Tuple[int, _Candidate]],
+                lp: float) -> None:
+    """Add the (sentence, candidate) pairs that end now to their sentences' ``finished``
+    (before ``beams`` advance), scored as `beam_search` scores them."""
+    ended_rows = [s * beams.K + c.beam for s, c in ended]
+    cp = (beams.cover.penalty(torch.tensor(ended_rows, dtype=torch.long, device=beams.prev.device)).tolist()
+          if beams.cover is not None and ended else [0.0] * len(ended))
+    for (s, c), row, penalty in zip(ended, ended_rows, cp):
+        hyp_attn = beams.attn_history[row].cpu() if beams.attn_history is not None else None
+        finished[beams.sent_ids[s]].append(SearchHypothesis(beams.history[row].tolist(), c.score / lp + penalty,
+                                                            c.score, hyp_attn))
+
+
+def _go_on(beams: BeamRows, alive: List[List[_Candidate]]) -> List[List[State]]:
+    """Advance ``beams`` to each sentence's ``K`` chosen candidates; returns their automaton states."""
+    device, K = beams.prev.device, beams.K
+    beam_idx = torch.tensor([[c.beam for c in cs] for cs in alive], dtype=torch.long, device=device)
+    tokens = torch.tensor([[c.token for c in cs] for cs in alive], dtype=torch.long, device=device).view(-1)
+    rows = (torch.arange(len(alive), device=device).unsqueeze(1) * K + beam_idx).view(-1)
+    scores = torch.tensor([[c.score for c in cs] for cs in alive], dtype=beams.scores.dtype, device=device)
+    beams.advance(rows, tokens, scores)
+    return [[c.state for c in cs] for cs in alive]
 
 
 def _proposals(scores: Tensor, log_probs: Tensor, sents: List[SentenceConstraints], hyp_states: List[List[State]],

@@ -22,8 +22,8 @@ import torch
 from torch import Tensor
 
 from rnmt.errors import UserError
-from rnmt.models.base import TranslationModel, repeat_rows, select
-from rnmt.search.beam import SearchHypothesis, _check, _force_eos, _mask_specials, length_penalty
+from rnmt.models.base import TranslationModel, select
+from rnmt.search.beam import SearchHypothesis, _check, _force_eos, _mask_specials, encode_rows, length_penalty
 
 SEED_LOW, SEED_HIGH = 0, 2 ** 32 - 1  # rnmt.config.SEED: the seeds whose draws differ
 
@@ -152,11 +152,7 @@ def sample_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     ``should_stop`` work as in `beam_search`. A sentence leaves the batch once all its
     samples have ended (compacted, as in beam search, when a quarter of the batch is done)."""
     B, device = src.size(0), src.device
-    memory = model.encode(src, src_mask)
-    state = repeat_rows(model.init_state(memory), n)
-    shared = model.beam_shares_memory
-    if not shared:
-        memory = repeat_rows(memory, n)
+    memory, state, shared = encode_rows(model, src, src_mask, n)
     streams = row_streams(sampling.seed, keys, n, device)
     sent_ids = torch.arange(B, device=device)
     row_max = max_len.to(device).repeat_interleave(n)

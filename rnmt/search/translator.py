@@ -69,6 +69,38 @@ class Translation:
     token_log_probs: Optional[List[float]] = None  # per target piece and </s>, from `add_token_scores`
 
 
+@dataclass
+class _Segments:
+    """What the model translates for one call: the non-blank lines whole, or in pieces when
+    long, with each segment's share of its line's prefix and constraints (its first piece
+    takes them)."""
+
+    todo: List[int]  # the lines not blank
+    ids: List[List[int]]  # each segment's source subwords
+    owners: List[int]  # the position in ``todo`` of each segment's line
+    prefix_ids: Optional[List[List[int]]] = None
+    prefix_text: Optional[List[str]] = None
+    constraint_ids: Optional[List[List[List[int]]]] = None
+
+    def on_first_pieces(self, per_line: Optional[Sequence], empty: Callable[[], Any]) -> Optional[list]:
+        """Per segment: its line's value on the line's first piece, ``empty()`` on the others."""
+        if per_line is None:
+            return None
+        first_piece = [k == 0 or self.owners[k - 1] != self.owners[k] for k in range(len(self.owners))]
+        return [per_line[self.todo[k]] if first else empty() for k, first in zip(self.owners, first_piece)]
+
+    def per_line(self, n_lines: int, per_segment: List[List[Translation]]) -> List[List[Translation]]:
+        """Each of ``n_lines`` lines' translations: a blank line's one empty translation, a
+        whole line's own, a split line's pieces joined (`_join`)."""
+        results: List[List[Translation]] = [[Translation("", 0.0, [], [], [])] for _ in range(n_lines)]
+        grouped: List[List[List[Translation]]] = [[] for _ in self.todo]
+        for k, translations in zip(self.owners, per_segment):
+            grouped[k].append(translations)
+        for i, parts in zip(self.todo, grouped):
+            results[i] = parts[0] if len(parts) == 1 else _join(parts)
+        return results
+
+
 class Translator:
     def __init__(self, model: TranslationModel, src_vocab: Vocab, tgt_vocab: Vocab,
                  search: SearchConfig | None = None, device: str | torch.device = "cpu") -> None:
@@ -114,45 +146,44 @@ class Translator:
                                                  self.tgt_vocab.unk_id, first_line)
         was_training = self.model.training
         self.model.eval()
-        results: List[List[Translation]] = [[Translation("", 0.0, [], [], [])] for _ in lines]
         todo = [i for i, line in enumerate(lines) if line.strip()]
-        segments, owners = self._segments(lines, todo, max_input, on_split)
-        first_piece = [k == 0 or owners[k - 1] != owners[k] for k in range(len(owners))]
-
-        def on_first_pieces(per_line: Optional[Sequence], empty: Callable[[], Any]) -> Optional[list]:
-            """Per segment: its line's value on the line's first piece, ``empty()`` on the others."""
-            return None if per_line is None else [per_line[todo[k]] if first else empty()
-                                                  for k, first in zip(owners, first_piece)]
-
+        segs = _Segments(todo, *self._segments(lines, todo, max_input, on_split))
         line_prefix_ids = encode_prefixes(prefixes, len(lines), self.tgt_vocab.encode)
         if max_output is not None:
             check_output_room(line_prefix_ids, line_constraint_ids, max_output, first_line)
-        prefix_ids = on_first_pieces(line_prefix_ids, list)
-        prefix_text = on_first_pieces(prefixes, str)
-        constraint_ids = on_first_pieces(line_constraint_ids, list)
+        segs.prefix_ids = segs.on_first_pieces(line_prefix_ids, list)
+        segs.prefix_text = segs.on_first_pieces(prefixes, str)
+        segs.constraint_ids = segs.on_first_pieces(line_constraint_ids, list)
+
+        def search(src: Tensor, mask: Tensor, keys: List[int], batch_prefixes: Optional[List[List[int]]],
+                   batch_constraints: List[List[List[int]]]) -> List[List[SearchHypothesis]]:
+            return self._search(opts, src, mask, greedy, return_attention, max_output, should_stop, sampling, keys,
+                                batch_prefixes, batch_constraints)
+
         try:
-            batch_indices, batch_results = [], []
-            per_batch = sentences_per_batch(width, len(self.tgt_vocab))
-            for idx, src, mask in make_translation_batches(segments, opts.batch_tokens, max_sentences=per_batch):
-                src, mask = src.to(self.device), mask.to(self.device)
-                batch_prefixes = None if prefix_ids is None else [prefix_ids[i] for i in idx]
-                batch_constraints = [] if constraint_ids is None else [constraint_ids[i] for i in idx]
-                keys = [first_line + todo[owners[i]] for i in idx]
-                nbest = self._search(opts, src, mask, greedy, return_attention, max_output, should_stop, sampling,
-                                     keys, batch_prefixes, batch_constraints)
-                batch_indices.append(idx)
-                batch_results.append([[self._finish(h, segments[i], prefix_text[i] if prefix_text else None,
-                                                    prefix_ids[i] if prefix_ids else None) for h in hyps]
-                                      for i, hyps in zip(idx, nbest)])
-            per_segment = restore_order(batch_indices, batch_results) if segments else []
+            per_segment = self._translate_segments(segs, search, opts.batch_tokens, width, first_line)
         finally:
             self.model.train(was_training)
-        grouped: List[List[List[Translation]]] = [[] for _ in todo]
-        for k, translations in zip(owners, per_segment):
-            grouped[k].append(translations)
-        for i, parts in zip(todo, grouped):
-            results[i] = parts[0] if len(parts) == 1 else _join(parts)
-        return results
+        return segs.per_line(len(lines), per_segment)
+
+    def _translate_segments(self, segs: _Segments, search: Callable[..., List[List[SearchHypothesis]]],
+                            batch_tokens: int, width: int, first_line: int) -> List[List[Translation]]:
+        """Every segment's n-best translations, searched in length-sorted batches of at most
+        ``batch_tokens`` source subwords (and as many sentences as ``width`` hypotheses each
+        allow); sampling draws are keyed by ``first_line`` plus the line's index."""
+        batch_indices, batch_results = [], []
+        per_batch = sentences_per_batch(width, len(self.tgt_vocab))
+        for idx, src, mask in make_translation_batches(segs.ids, batch_tokens, max_sentences=per_batch):
+            src, mask = src.to(self.device), mask.to(self.device)
+            batch_prefixes = None if segs.prefix_ids is None else [segs.prefix_ids[i] for i in idx]
+            batch_constraints = [] if segs.constraint_ids is None else [segs.constraint_ids[i] for i in idx]
+            keys = [first_line + segs.todo[segs.owners[i]] for i in idx]
+            nbest = search(src, mask, keys, batch_prefixes, batch_constraints)
+            batch_indices.append(idx)
+            batch_results.append([[self._finish(h, segs.ids[i], segs.prefix_text[i] if segs.prefix_text else None,
+                                                segs.prefix_ids[i] if segs.prefix_ids else None) for h in hyps]
+                                  for i, hyps in zip(idx, nbest)])
+        return restore_order(batch_indices, batch_results) if segs.ids else []
 
     def _segments(self, lines: Sequence[str], todo: List[int], max_input: Optional[int],
                   on_split: Optional[Callable[[int, int, int], None]]) -> Tuple[List[List[int]], List[int]]:

@@ -7,14 +7,21 @@ the old step; instead the handler only records the signal and the training loop,
 checks `StopSignals.received` after every update, saves an exact checkpoint and returns.
 A second signal while stopping changes nothing: the save is already on its way, and a
 process that must die at once can be killed (atomic writes keep the last checkpoint).
+
+Before the first update (vocabulary training, corpus encoding, the model's build) there is
+nothing to save: `interrupt_preparation` makes either signal raise `Interrupted` at once,
+so the preparation unwinds within moments, its temporaries removed on the way out (the
+corpus cache's build directory, a vocabulary's temporary file), and ``rnmt train`` says so
+in one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
-from typing import Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 
 HANDLED = (signal.SIGTERM, signal.SIGINT)
 
@@ -52,3 +59,35 @@ class StopSignals:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT while a run prepares: nothing was saved, a rerun starts afresh. A
+    `KeyboardInterrupt`, so that no ``except Exception`` on the way out swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+@contextlib.contextmanager
+def interrupt_preparation() -> Iterator[None]:
+    """While active, SIGTERM and SIGINT raise `Interrupted` (main thread only: elsewhere
+    Python cannot set handlers, and the process keeps the ones it has)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in HANDLED}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
