@@ -169,7 +169,7 @@ def beam_search(model: Any, src: np.ndarray, src_mask: np.ndarray, max_len: np.n
     """The ``nbest`` best finished hypotheses of each sentence (``max_len[b]`` bounds sentence
     b's output, EOS included: at that step only EOS is allowed, so every sentence ends).
 
-    Longer than 60 lines because it is one loop whose steps share a dozen arrays; the order
+    Over 60 lines because it is one loop whose steps share a dozen arrays; the order
     of its operations is rnmt's, on which equal scores depend."""
     B, K = src.shape[0], beam
     memory = model.encode(src, src_mask)
