@@ -89,7 +89,7 @@ def test_serve_command_user_port_and_health_check_agree():
     health = final["HEALTHCHECK"]
     url = re.search(r"http://127\.0\.0\.1:(\d+)(/\w+)", health)
     assert url and int(url.group(1)) == args.port and url.group(2) == "/health"
-    app_source = (REPO / "rnmt" / "serve" / "app.py").read_text()
+    app_source = (REPO / "rnmt_runtime" / "serving" / "http.py").read_text()  # the routes both services share
     assert '@app.get("/health"' in app_source
     # The check runs with the image's python and the standard library only.
     snippet = shlex.split(health.split("CMD", 1)[1])[2]
