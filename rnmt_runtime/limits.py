@@ -1,5 +1,6 @@
 """How long an output may be, how a long source line is cut, and how lines are batched:
-``rnmt translate``'s rules (`rnmt.search.limits`, `rnmt.data.translation`), without torch.
+``rnmt translate``'s rules, without torch: `rnmt.search.limits` takes its constants and
+these functions from here, and adds the output limit over tensors.
 
 An output has at most ``min(floor(source length * ratio) + offset, cap)`` subwords, end
 mark included, where the source length counts its end mark too. A source line longer than
@@ -14,12 +15,20 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included (rnmt.search.limits: a test holds them equal)
-MAX_SEARCH_ROWS = 8192  # hypotheses one batch's search holds at once (rnmt.search.limits)
-MAX_SEARCH_SCORES = 1 << 26  # and at most this many [rows, vocabulary] scores per step
-_MIN_PIECE = 16
+MAX_OUTPUT_TOKENS = 256  # subwords of one output, end mark included
+# Hypotheses a batch's search holds at once (sentences x beam, or x samples): each is a row
+# of [rows, target vocabulary] scores at every step, so a wide beam (a study of search
+# errors at beam 1,000) takes fewer sentences per batch instead of the memory of all of
+# them. Two bounds: the rows themselves (decoder states and attention grow with them
+# whatever the vocabulary) and the scores of one step, 2^26 of them (256 MiB in fp32, one
+# of the few [rows, vocabulary] arrays a step makes), so a 32k vocabulary takes 2,048 rows
+# where an 8k one takes 8,192. Beam 5 at the default 4,000 source tokens per batch stays
+# under both for vocabularies up to 10k (lines of three subwords or more, end mark included).
+MAX_SEARCH_ROWS = 8192
+MAX_SEARCH_SCORES = 1 << 26
+_MIN_PIECE = 16  # subwords (end mark included) below which a piece is not worth cutting to
 _SENTENCE_ENDS = (".", "!", "?", "…", "。", "！", "？")
-_CLOSERS = "\"')]}»”’」』"
+_CLOSERS = "\"')]}»”’」』"  # may follow a sentence end: 'said.' ends at the quote
 
 
 def output_limits(src_len: np.ndarray, ratio: float, offset: int, cap: Optional[int]) -> np.ndarray:
@@ -32,6 +41,9 @@ def output_limits(src_len: np.ndarray, ratio: float, offset: int, cap: Optional[
 
 
 def search_rows(vocab_size: int) -> int:
+    """The most hypotheses one search batch holds over a target vocabulary of
+    ``vocab_size``: `MAX_SEARCH_ROWS`, fewer where their scores would pass
+    `MAX_SEARCH_SCORES`."""
     return max(1, min(MAX_SEARCH_ROWS, MAX_SEARCH_SCORES // max(1, vocab_size)))
 
 
@@ -43,28 +55,36 @@ def search_rows(vocab_size: int) -> int:
 BATCH_TOKENS = 1000
 
 
-def sentences_per_batch(width: int, vocab_size: int) -> int:
+def sentences_per_batch(width: int, vocab_size: int = 0) -> int:
+    """The most sentences one search batch takes when each holds ``width`` hypotheses
+    over a target vocabulary of ``vocab_size`` (`search_rows`; at least one)."""
     return max(1, search_rows(vocab_size) // max(1, width))
 
 
 def default_input_limit(ratio: float, offset: int, cap: int) -> int:
-    """The longest source (end mark included) whose output limit the cap does not cut."""
+    """The longest source (subwords, end mark included) whose output limit is not cut by
+    ``cap``: pieces of this length translate in full. At least `_MIN_PIECE`."""
     if ratio <= 0:
         return max(_MIN_PIECE, cap)
     return max(_MIN_PIECE, int((cap - offset) / ratio))
 
 
 def ends_sentence(piece: str) -> bool:
+    """Whether a sentencepiece piece ends a sentence (``.``, ``?)``, ``!"``, ...)."""
     return piece.rstrip(_CLOSERS).endswith(_SENTENCE_ENDS)
 
 
 def split_source(ids: Sequence[int], size: int, starts_word: Callable[[int], bool],
                  ends_sentence_at: Callable[[int], bool]) -> List[List[int]]:
-    """``ids`` cut into pieces of at most ``size`` ids (``size >= 1``)."""
+    """Cut ``ids`` into pieces of at most ``size`` ids (``size >= 1``).
+
+    Each cut falls after the last sentence end in the second half of the window, else
+    before the last word start in it, else (one word longer than a piece) at ``size``.
+    """
     pieces: List[List[int]] = []
     start, n = 0, len(ids)
     while n - start > size:
-        end = start + size
+        end = start + size  # the next piece starts at a cut c with start < c <= end < n
         cut = next((c for c in range(end, start + size // 2, -1)
                     if starts_word(ids[c]) and ends_sentence_at(ids[c - 1])), None)
         if cut is None:
