@@ -48,9 +48,9 @@
   // The bytes of one registered file, checked against the digest the page expects.
   async function checkedFile(name, expected) {
     const entry = page.files[name];
-    if (!(name in window.RNMT_FILES)) throw new Error(entry.script + ": did not load (missing or damaged file)");
+    if (!(name in window.rnmtFiles)) throw new Error(entry.script + ": did not load (missing or damaged file)");
     let bytes;
-    try { bytes = await gunzip(bytesOf(window.RNMT_FILES[name])); } catch (e) {
+    try { bytes = await gunzip(bytesOf(window.rnmtFiles[name])); } catch (e) {
       throw new Error(entry.script + ": not valid gzipped base64 data: the file is damaged");
     }
     const digest = await sha256(bytes);
@@ -64,7 +64,7 @@
   // Every registered file's bytes, each checked: export files against the export's manifest,
   // the others (onnxruntime's binary, the split tables) against the page's own record.
   async function loadFiles() {
-    const early = window.RNMT_ERRORS || [];
+    const early = window.rnmtErrors || [];
     if (early.length) throw new Error(early[0]);
     const manifestBytes = await checkedFile("manifest.json", page.files["manifest.json"].sha256);
     let manifest;
