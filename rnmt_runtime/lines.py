@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import sys
 import tempfile
 from typing import BinaryIO, Iterator, List, Optional, TextIO
@@ -86,11 +87,18 @@ def _waiting(fd: int) -> bool:
 
 
 class OutputFile:
-    """Standard output (or ``-``, or anything not a regular file) written in place; a file
-    written under a temporary name and renamed by `commit`, removed by `discard`."""
+    """``--output FILE`` written whole or not at all: the translations go to a temporary file
+    beside it, which replaces FILE only once the last line is written (`commit`). An
+    interrupted or failed run (Ctrl-C, SIGTERM, an error) leaves FILE as it was, or absent,
+    and removes the temporary (`discard`). Standard output, ``-`` and anything that is not a
+    regular file (a pipe, /dev/null, a terminal) are written in place, chunk by chunk.
+
+    ``rnmt translate`` uses this class too (`rnmt.commands.translate_stream.OutputFile`),
+    phrasing its errors with rnmt's advice through `_error`."""
 
     def __init__(self, path: Optional[str]) -> None:
-        self.path, self.tmp = path, None
+        self.path = path
+        self.tmp: Optional[str] = None
         if not path or path == "-":
             self.stream: TextIO = sys.stdout
             return
@@ -98,11 +106,23 @@ class OutputFile:
             if os.path.exists(path) and not os.path.isfile(path):
                 self.stream = open(path, "w", encoding="utf-8")
                 return
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                                            dir=os.path.dirname(os.path.abspath(path)))
+            directory, name = os.path.split(os.path.abspath(path))
+            fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+            if os.path.isfile(path):
+                shutil.copymode(path, self.tmp)  # the replaced file keeps its permissions
             self.stream = os.fdopen(fd, "w", encoding="utf-8")
         except OSError as exc:
-            raise ExportError(f"{path}: cannot write the translations: {exc.strerror}") from None
+            self._remove()
+            raise self._error(exc, writing=False) from None
+
+    def _error(self, exc: OSError, writing: bool) -> Exception:
+        """The one-line error for a refused open (``writing`` False) or write of the output."""
+        return ExportError(f"{self.path}: cannot write the translations: {exc.strerror}")
+
+    @property
+    def replaces(self) -> bool:
+        """Whether the output goes to a temporary file that replaces ``path`` at the end."""
+        return self.tmp is not None
 
     def write(self, text: str) -> None:
         try:
@@ -111,7 +131,7 @@ class OutputFile:
         except OSError as exc:
             if self.stream is sys.stdout or isinstance(exc, BrokenPipeError):
                 raise
-            raise ExportError(f"{self.path}: cannot write the translations: {exc.strerror}") from None
+            raise self._error(exc, writing=True) from None
 
     def commit(self) -> None:
         if self.stream is sys.stdout:
@@ -123,12 +143,15 @@ class OutputFile:
                 self.tmp = None
         except OSError as exc:
             self.discard()
-            raise ExportError(f"{self.path}: cannot write the translations: {exc.strerror}") from None
+            raise self._error(exc, writing=True) from None
 
     def discard(self) -> None:
         if self.stream is not sys.stdout:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # a failing write is reported by its caller
                 self.stream.close()
+        self._remove()
+
+    def _remove(self) -> None:
         if self.tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.tmp)

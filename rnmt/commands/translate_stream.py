@@ -16,13 +16,10 @@ Output formats, one entry per input line (blank lines give empty entries):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import itertools
 import os
-import shutil
 import sys
-import tempfile
 import time
 import warnings
 from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
@@ -31,6 +28,7 @@ from rnmt.data import count_lines, iter_lines
 from rnmt.data.streaming import LineSource
 from rnmt.errors import LongLineWarning, UserError, write_failure
 from rnmt.search.options import SearchOptions
+from rnmt_runtime.lines import OutputFile as RuntimeOutputFile
 
 
 def open_output(path: Optional[str]) -> TextIO:
@@ -44,61 +42,14 @@ def open_output(path: Optional[str]) -> TextIO:
         raise UserError(f"{path}: {what}: {advice}") from None
 
 
-class OutputFile:
-    """``--output FILE`` written whole or not at all: the translations go to a temporary file
-    beside it, which replaces FILE only once the last line is written (`commit`). An
-    interrupted or failed run (Ctrl-C, SIGTERM, an error) leaves FILE as it was, or absent,
-    and removes the temporary (`discard`). Standard output, ``-`` and anything that is not a
-    regular file (a pipe, /dev/null, a terminal) are written in place, chunk by chunk."""
+class OutputFile(RuntimeOutputFile):
+    """``--output FILE`` written whole or not at all (`rnmt_runtime.lines.OutputFile`, the
+    torch-free runtime's, which this one shares), its errors phrased with rnmt's advice for
+    a refused write (`write_failure`)."""
 
-    def __init__(self, path: Optional[str]) -> None:
-        self.path = path
-        self.tmp: Optional[str] = None
-        in_place = not path or path == "-" or (os.path.exists(path) and not os.path.isfile(path))
-        if in_place:
-            self.stream = open_output(path)
-            return
-        assert path is not None
-        directory, name = os.path.split(os.path.abspath(path))
-        try:
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-            if os.path.isfile(path):
-                shutil.copymode(path, self.tmp)  # the replaced file keeps its permissions
-            self.stream = os.fdopen(fd, "w", encoding="utf-8")
-        except OSError as exc:
-            self._remove()
-            what, advice = write_failure(exc)
-            raise UserError(f"{path}: {what}: {advice}") from None
-
-    @property
-    def replaces(self) -> bool:
-        """Whether the output goes to a temporary file that replaces ``path`` at the end."""
-        return self.tmp is not None
-
-    def commit(self) -> None:
-        if self.stream is sys.stdout:
-            return
-        try:
-            self.stream.close()
-            if self.tmp is not None:
-                os.replace(self.tmp, self.path)  # type: ignore[arg-type]
-                self.tmp = None
-        except OSError as exc:
-            self.discard()
-            failure, advice = write_failure(exc)
-            raise UserError(f"{self.path}: {failure} while writing the translations: {advice}") from None
-
-    def discard(self) -> None:
-        if self.stream is not sys.stdout:
-            with contextlib.suppress(OSError):  # a failing write is reported by its caller
-                self.stream.close()
-        self._remove()
-
-    def _remove(self) -> None:
-        if self.tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self.tmp)
-            self.tmp = None
+    def _error(self, exc: OSError, writing: bool) -> Exception:
+        what, advice = write_failure(exc)
+        return UserError(f"{self.path}: {what}{' while writing the translations' if writing else ''}: {advice}")
 
 
 def write_chunk(out: TextIO, text: str, path: Optional[str], what: str) -> None:
