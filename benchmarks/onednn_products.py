@@ -67,7 +67,7 @@ def shape_table(rounds: int) -> None:
 
 
 def training_table(args) -> None:
-    import zoo_ratios
+    from benchmarks import zoo_ratios
 
     settings = argparse.Namespace(dims=(256, 512), batch_tokens=args.batch_tokens, threads=args.threads,
                                   vocab_size=8000, rounds=args.rounds, steps=args.steps, warmup=args.warmup)

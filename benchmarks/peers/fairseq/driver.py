@@ -121,7 +121,7 @@ class Fairseq(Peer):
         return int(m.group(1).replace(",", "")) if m else None
 
     def flops_model(self, s: Settings):
-        import flops
+        from benchmarks import flops
 
         return flops.FairseqLSTM(emb=s.emb, hidden=s.hidden, vocab=s.stats["vocab_size"], out_emb=s.emb, cell="lstm")
 

@@ -161,7 +161,7 @@ testing:
         return int(m.group(1)) if m else None
 
     def flops_model(self, s: Settings):
-        import flops
+        from benchmarks import flops
 
         return flops.JoeyRNN(emb=s.emb, hidden=s.hidden, vocab=s.stats["vocab_size"], cell="gru")
 

@@ -127,7 +127,7 @@ class OpenNMT(Peer):
         return int(m.group(1)) if m else None
 
     def flops_model(self, s: Settings):
-        import flops
+        from benchmarks import flops
 
         return flops.OpenNMTRNN(emb=s.emb, hidden=s.hidden, vocab=s.stats["vocab_size"], cell="gru")
 
