@@ -120,20 +120,25 @@ def best_extensions(scores: np.ndarray, log_probs: np.ndarray, k: int) -> Tuple[
 
     As rnmt's (`rnmt.search.beam.best_extensions`): the ``k`` best candidates lie in the ``k``
     blocks of `BLOCK` candidates with the highest maxima, so the selection runs over the
-    block maxima and then over those ``k`` blocks only, instead of all ``K * V``."""
+    block maxima and then over those ``k`` blocks only, instead of all ``K * V``. A block's
+    maximum is taken on the log-probabilities and the row's score added after (rounding is
+    monotonic, so max(x + s) == max(x) + s exactly): the [b * K, V] sums are never made."""
     b, K = scores.shape
     V = log_probs.shape[1]
-    cand = log_probs + scores.reshape(-1, 1)  # [b * K, V]
     width = -(-V // BLOCK) * BLOCK
     if width != V:  # rows padded to whole blocks with -inf
-        cand = np.concatenate([cand, np.full((b * K, width - V), NEG_INF, dtype=cand.dtype)], 1)
-    blocks = cand.reshape(b, K * width // BLOCK, BLOCK)
-    n_blocks = blocks.shape[1]
+        log_probs = np.concatenate([log_probs, np.full((b * K, width - V), NEG_INF, dtype=log_probs.dtype)], 1)
+    per_row = width // BLOCK
+    blocks = log_probs.reshape(b * K, per_row, BLOCK)
+    row_scores = scores.reshape(-1, 1)
+    maxima = (blocks.max(axis=2) + row_scores).reshape(b, K * per_row)
+    n_blocks = maxima.shape[1]
     if k < n_blocks:
-        top_blocks = np.argpartition(-blocks.max(axis=2), k - 1, axis=1)[:, :k]
+        top_blocks = np.argpartition(-maxima, k - 1, axis=1)[:, :k]
     else:
         top_blocks = np.tile(np.arange(n_blocks), (b, 1))
-    inside = np.take_along_axis(blocks, top_blocks[:, :, None], axis=1).reshape(b, -1)
+    rows = np.arange(b)[:, None] * K + top_blocks // per_row  # [b, k] the row each chosen block is in
+    inside = (blocks[rows, top_blocks % per_row] + row_scores[rows]).reshape(b, -1)
     m = inside.shape[1]
     pick = np.argpartition(-inside, k - 1, axis=1)[:, :k] if k < m else np.tile(np.arange(m), (b, 1))
     values = np.take_along_axis(inside, pick, axis=1)
