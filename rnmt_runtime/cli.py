@@ -83,7 +83,8 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=_positive(float, 0, above=True), help="with --sample: temperature")
     p.add_argument("--seed", type=_positive(int, 0, 2 ** 32 - 1), help="with --sample: seed of the draws")
     p.add_argument("--prefix", metavar="FILE", help="target prefixes, one per input line (empty: none)")
-    p.add_argument("--threads", type=_positive(int), help="CPU threads of onnxruntime")
+    p.add_argument("--threads", type=_positive(int),
+                   help="CPU threads: this many batches searched at once, one thread each (default: every core)")
     p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
     p.add_argument("--chunk-lines", type=_positive(int), default=DEFAULT_CHUNK_LINES,
                    help=f"lines of a file translated per chunk (default {DEFAULT_CHUNK_LINES})")

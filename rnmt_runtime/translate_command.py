@@ -8,6 +8,7 @@ Output, one entry per input line (blank lines give empty entries): ``TEXT``; wit
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import List, Optional
@@ -52,12 +53,20 @@ def format_result(i: int, hyps: List[Translation], nbest: int) -> str:
     return "".join(f"{i} ||| {h.text} ||| {h.score:.4f}\n" for h in hyps)
 
 
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def run(args: argparse.Namespace) -> int:
     sampling = check(args)
     source = LineSource(args.input)
     prefixes = LineSource(args.prefix) if args.prefix else None
     try:
-        translator = Translator(args.model[0], threads=args.threads)
+        # one thread per graph call, the threads spent on batches searched side by side (Translator)
+        translator = Translator(args.model[0], threads=1, parallel_batches=args.threads or available_cores())
         if args.int8 and translator.manifest.precision != "int8":
             raise ExportError(f"--int8: {translator.manifest.path} is an fp32 export; write int8 graphs with "
                               f"rnmt export --int8 and translate with that directory")

@@ -93,3 +93,20 @@ def test_runtime_nbest_equals_pytorch_search(base, tmp_path, arch):
         for i, (t, o) in enumerate(zip(theirs, ours)):
             assert_same_nbest(t, o, f"{arch} line {i} alpha {alpha}")
     assert any(len({h.text for h in t}) == 4 for t in theirs)  # the lists are real 4-best lists
+
+
+def test_batches_searched_side_by_side_give_the_same_lists(base, tmp_path):
+    """`parallel_batches` only changes which thread searches a batch: with batches of a few
+    source tokens, seven lines make several batches, and two at a time give the lists one at
+    a time gives, in the order of the lines."""
+    import rnmt_runtime
+    from rnmt.export.exporter import export
+    from rnmt_runtime.limits import token_batches
+
+    export(_checkpoint(base, "rnnsearch"), tmp_path / "export")
+    one, two = rnmt_runtime.load(tmp_path / "export"), rnmt_runtime.load(tmp_path / "export", parallel_batches=2)
+    options = rnmt_runtime.Options(beam=3, nbest=3, batch_tokens=12)
+    sources = [one.src_vocab.encode(line) for line in lines() if line.strip()]
+    assert len(list(token_batches(sources, 12, None, one.model.eos_id, one.model.pad_id))) >= 3
+    want, got = one.translate(lines(), options), two.translate(lines(), options)
+    assert [[(h.text, h.score) for h in t] for t in got] == [[(h.text, h.score) for h in t] for t in want]
