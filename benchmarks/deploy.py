@@ -133,14 +133,16 @@ def main(argv=None) -> int:
     decoders = {"rnmt translate fp32": ["--model", args.model],
                 "rnmt translate --int8": ["--model", args.model, "--int8"],
                 "runtime fp32": ["--model", str(exports["fp32"])], "runtime int8": ["--model", str(exports["int8"])]}
-    results: Dict[str, object] = {"cpu": cpu(), "beam": args.beam, "input": args.input, "runs": {}}
+    shown = Path(args.input).resolve()
+    shown_input = str(shown.relative_to(REPO)) if shown.is_relative_to(REPO) else args.input  # no machine paths
+    results: Dict[str, object] = {"cpu": cpu(), "beam": args.beam, "input": shown_input, "runs": {}}
     for threads in args.threads:
         for name, model in decoders.items():
             out = work / f"{name.replace(' ', '_').replace('-', '')}.t{threads}.txt"
             cmd = rnmt + ["translate", *model, "--input", args.input, "--beam", str(args.beam), "--nbest", "5",
                           "--threads", str(threads), "--speed"]
             results["runs"][f"{name}, {threads} thread(s)"] = run = measured(cmd, out)
-            run["output"] = str(out)
+            run["output"] = out.name  # in --work
             print(f"{name}, {threads} thread(s): {run}", file=sys.stderr, flush=True)
     for threads in args.threads:
         ref = work / f"rnmt_translate_fp32.t{threads}.txt"

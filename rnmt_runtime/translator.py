@@ -92,7 +92,7 @@ class Translator:
         ``parallel_batches``: how many batches are searched at once, each on its own thread
         (`translate`). Beam search over a recurrent decoder makes many small calls, which
         one thread each runs better than several threads share: at ``parallel_batches=2``
-        with one thread each, two cores translate 1.8x one core's sentences/s, where one
+        with one thread each, two cores translate 1.9x one core's sentences/s, where one
         call on two threads gains 1.2-1.45x (docs/deploy.md, "Measured")."""
         self.manifest: Manifest = load_manifest(directory)
         self.src_vocab = Vocab(self.manifest.src_vocab, self.manifest.special_ids)
