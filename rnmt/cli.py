@@ -16,6 +16,8 @@ from typing import List, Optional
 
 from rnmt import memory
 from rnmt.errors import WRITE_ERRNOS, CacheRebuiltWarning, DeprecatedConfigKey, UserError, out_of_memory, write_failure
+from rnmt_runtime.cli import Parser  # one-line argument errors, shared with the runtime
+from rnmt_runtime.errors import one_line  # control characters escaped: an error stays one line
 
 # command name -> (module under rnmt.commands, one-line help)
 COMMANDS = {
@@ -38,16 +40,8 @@ COMMANDS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose mistakes (``--beam abc``, a missing ``--model``) are one line
-    like every other error, instead of the usage block before it; exit status 2 as before."""
-
-    def error(self, message: str):  # type: ignore[override]
-        self.exit(2, f"error: {one_line(message)} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rnmt", description="Recurrent neural machine translation.")
+    parser = Parser(prog="rnmt", description="Recurrent neural machine translation.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name, (module_name, help_text) in COMMANDS.items():
@@ -56,14 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
     return parser
-
-
-def one_line(message: str) -> str:
-    """An error stays one line whatever it quotes: a key or file name read from the user
-    may hold line breaks (``\\n`` and every other character `str.splitlines` breaks at,
-    such as ``\\x1e`` or ``\\u2028``) or other control characters, which are shown escaped."""
-    return "".join(ch if ch.isprintable() or ch == "\t" else ch.encode("unicode_escape").decode("ascii")
-                   for ch in message)
 
 
 def _one_line_warnings(show):

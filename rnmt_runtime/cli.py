@@ -29,7 +29,11 @@ UNSUPPORTED = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose mistakes (``--beam abc``, a missing ``--model``) are one line
+    like every other error, instead of the usage block before it; exit status 2 as argparse's.
+    rnmt's own command line uses it too."""
+
     def error(self, message: str):  # type: ignore[override]
         self.exit(2, f"error: {one_line(message)} (see {self.prog} --help)\n")
 
@@ -96,8 +100,8 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rnmt", description="Translate with an exported rnmt model (no PyTorch).")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    parser = Parser(prog="rnmt", description="Translate with an exported rnmt model (no PyTorch).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     add_translate_arguments(sub.add_parser("translate", help="translate text with an export directory"))
     from rnmt_runtime import serve_command
