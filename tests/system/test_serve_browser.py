@@ -6,33 +6,12 @@ installs chromium when it runs as root.
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
-import pytest
-
+from tests.browser_support import CHROMIUM, FLAGS, browser_or_skip
 from tests.serve_support import live_server, make_app
-
-CHROMIUM = os.environ.get("RNMT_CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def _browser_or_skip():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("browser test needs the Python package 'playwright' (pip install playwright)")
-    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
-        found = shutil.which("chromium")
-        hint = f" (found {found}; set RNMT_CHROMIUM)" if found else ""
-        pytest.skip(f"browser test needs Debian's chromium at {CHROMIUM}{hint}: apt-get install chromium")
-    return sync_playwright
 
 
 def test_type_translate_and_see_the_output_and_heatmap(tiny_run, tmp_path):
-    sync_playwright = _browser_or_skip()
+    sync_playwright = browser_or_skip()
     app = make_app(tiny_run)
     sentence = "Y dijo Dios: Sea la luz."
     with live_server(app) as url, sync_playwright() as pw:
@@ -97,7 +76,7 @@ def test_type_translate_and_see_the_output_and_heatmap(tiny_run, tmp_path):
 
 
 def test_the_api_key_field_sends_the_key_and_a_refused_key_is_explained(tiny_run):
-    sync_playwright = _browser_or_skip()
+    sync_playwright = browser_or_skip()
     key = "s3cret-page-key"
     app = make_app(tiny_run, api_key=key)
     with live_server(app) as url, sync_playwright() as pw:

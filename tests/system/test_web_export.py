@@ -12,18 +12,15 @@ Skips (with the reason) when Playwright, Debian's chromium or the page's npm pac
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.browser_support import CHROMIUM, FLAGS, browser_or_skip
 from tests.support import REPO, SAMPLE, assert_one_line_error, run_rnmt
 
-CHROMIUM = os.environ.get("RNMT_CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]
 TRAIN = ["train.max_steps=250", "train.warmup_steps=50", "train.validate_every=1000", "train.log_every=50",
          "train.threads=1", "train.progress=false", "model.emb_size=64", "model.hidden_size=64",
          "data.vocab.size=1000", "data.batch_tokens=2000",
@@ -32,14 +29,7 @@ LINES = 20
 
 
 def _browser_or_skip():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("browser test needs the Python package 'playwright' (pip install playwright)")
-    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)):
-        found = shutil.which("chromium")
-        hint = f" (found {found}; set RNMT_CHROMIUM)" if found else ""
-        pytest.skip(f"browser test needs Debian's chromium at {CHROMIUM}{hint}: apt-get install chromium")
+    sync_playwright = browser_or_skip()
     from rnmt.web import assets
 
     modules = assets.find_modules()
