@@ -107,3 +107,15 @@ def test_int8_export_of_a_checkpoint_file_quantises_the_step_and_stays_close(tin
     ops = {node.op_type for node in onnx.load(str(tmp_path / "int8" / "step.onnx")).graph.node}
     assert "MatMulInteger" in ops or "DynamicQuantizeMatMul" in ops
     assert 0 < max(manifest["parity"].values()) < 0.05  # quantised: not exact, but close
+
+
+def test_exporting_twice_writes_the_same_bytes(tiny_run, tmp_path, capsys):
+    """An export is a function of the checkpoint: the same files, byte for byte (and so the
+    same hashes in the manifest), however often it is made, in fp32 and in int8."""
+    for flags in ([], ["--int8"]):
+        first, second = tmp_path / f"a{len(flags)}", tmp_path / f"b{len(flags)}"
+        assert export(tiny_run, first, *flags) == 0 and export(tiny_run, second, *flags) == 0
+        names = sorted(p.name for p in first.iterdir())
+        assert names == sorted(p.name for p in second.iterdir())
+        for name in names:
+            assert (first / name).read_bytes() == (second / name).read_bytes(), f"{name} {flags}"
