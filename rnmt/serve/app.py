@@ -8,7 +8,6 @@ listens, and a bad model path never gets as far as starting a server.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -16,7 +15,6 @@ import torch
 from fastapi import FastAPI
 
 import rnmt
-from rnmt.data.vocab import EOS
 from rnmt.errors import UserError
 from rnmt.models.base import reports_attention
 from rnmt.models.loading import LoadedModel, count_parameters
@@ -35,27 +33,10 @@ def model_name(path: Path) -> str:
     return path.parent.name if path.suffix == ".safetensors" and path.parent.name else path.name
 
 
-def _round(x: float) -> float:
-    return round(float(x), 5) if math.isfinite(x) else 0.0
-
-
 def _result(source: str, nbest: List[Translation], options: SearchOptions) -> Dict[str, Any]:
-    """One response item, built in the model thread so the event loop stays free."""
-    best = nbest[0]
-    item: Dict[str, Any] = {"source": source, "text": best.text, "score": _round(best.score)}
-    if (options.nbest or 1) > 1:
-        item["nbest"] = [{"text": t.text, "score": _round(t.score)} for t in nbest]
-    if options.return_alignment:
-        if best.attention is None:  # an empty source
-            item["alignment"] = {"src_tokens": [], "tgt_tokens": [], "attention": []}
-        else:
-            att = best.attention.detach().float().cpu()
-            item["alignment"] = {
-                "src_tokens": list(best.src_pieces) + [EOS],
-                "tgt_tokens": list(best.tgt_pieces) + [EOS],
-                "attention": [[round(v, 4) for v in row] for row in att.tolist()],
-            }
-    return item
+    attention = nbest[0].attention
+    return http.response_item(source, nbest, options,
+                              None if attention is None else attention.detach().float().cpu().tolist())
 
 
 class TranslationService:

@@ -16,6 +16,7 @@ are listed in docs/serving.md ("Limits and guarantees").
 # request body's class is made per app (a name it could not resolve from a string).
 import asyncio
 import json
+import math
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,6 +33,33 @@ from rnmt_runtime.serving.batcher import DynamicBatcher, Expired, QueueFull, Sea
 from rnmt_runtime.serving.guards import BearerToken, ConcurrencyLimit, TrustedHosts
 from rnmt_runtime.serving.schemas import ErrorResponse, Health, ModelInfo, TranslateResponse, make_translate_request
 from rnmt_runtime.serving.settings import ServeSettings
+
+EOS = "</s>"  # the end mark shown as the last source and target token of an alignment
+
+
+def response_item(source: str, nbest: List[Any], options: Any,
+                  attention: Optional[List[List[float]]]) -> Dict[str, Any]:
+    """One item of a ``POST /translate`` answer, the same for both services: ``nbest`` are
+    translations best first (``text``, ``score``, ``src_pieces``, ``tgt_pieces``),
+    ``attention`` the best one's attention as rows of floats (None for an empty source).
+    Built in the model thread, so that the event loop stays free."""
+    best = nbest[0]
+    item: Dict[str, Any] = {"source": source, "text": best.text, "score": _score(best.score)}
+    if (options.nbest or 1) > 1:
+        item["nbest"] = [{"text": t.text, "score": _score(t.score)} for t in nbest]
+    if options.return_alignment:
+        if attention is None:
+            item["alignment"] = {"src_tokens": [], "tgt_tokens": [], "attention": []}
+        else:
+            item["alignment"] = {"src_tokens": list(best.src_pieces) + [EOS],
+                                 "tgt_tokens": list(best.tgt_pieces) + [EOS],
+                                 "attention": [[round(float(v), 4) for v in row] for row in attention]}
+    return item
+
+
+def _score(x: float) -> float:
+    return round(float(x), 5) if math.isfinite(x) else 0.0
+
 
 ERRORS = {400: {"model": ErrorResponse, "description": "the Host header names another server"},
           401: {"model": ErrorResponse, "description": "missing or wrong API key (with --api-key)"},

@@ -8,18 +8,12 @@ are accepted at their "off" value only and otherwise answered 422 with one line 
 
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from rnmt_runtime.search import SearchStopped
-from rnmt_runtime.translator import Options, Translation, Translator
+from rnmt_runtime.translator import Options, Translator
 
-EOS = "</s>"
 UNSUPPORTED = "the runtime (an export directory) does not search with it; serve the checkpoint for it"
-
-
-def _round(x: float) -> float:
-    return round(float(x), 5) if math.isfinite(x) else 0.0
 
 
 def request_fields(settings: Any, defaults: Any) -> Dict[str, Tuple[Any, Any]]:
@@ -68,7 +62,10 @@ class RuntimeService:
             min_output_tokens=options.min_output_tokens, max_output_tokens=self.max_output,
             max_input_tokens=2 ** 31 - 1,  # the server refuses long requests instead of splitting (413)
             return_attention=options.return_alignment, should_stop=should_stop))
-        return [_result(line, nbest, options) for line, nbest in zip(lines, results)]
+        from rnmt_runtime.serving.http import response_item
+
+        return [response_item(line, nbest, options, None if nbest[0].attention is None else nbest[0].attention.tolist())
+                for line, nbest in zip(lines, results)]
 
     def model_info(self, settings: Any, batcher: Any) -> Dict[str, Any]:
         from rnmt_runtime import __version__
@@ -100,22 +97,6 @@ class RuntimeService:
                          "max_batch_tokens": batcher.max_batch_tokens,
                          "max_batch_sentences": batcher.max_batch_sentences},
         }
-
-
-def _result(source: str, nbest: List[Translation], options: Any) -> Dict[str, Any]:
-    """One response item, shaped as rnmt serve's (`rnmt.serve.app`)."""
-    best = nbest[0]
-    item: Dict[str, Any] = {"source": source, "text": best.text, "score": _round(best.score)}
-    if (options.nbest or 1) > 1:
-        item["nbest"] = [{"text": t.text, "score": _round(t.score)} for t in nbest]
-    if options.return_alignment:
-        if best.attention is None:
-            item["alignment"] = {"src_tokens": [], "tgt_tokens": [], "attention": []}
-        else:
-            item["alignment"] = {"src_tokens": list(best.src_pieces) + [EOS],
-                                 "tgt_tokens": list(best.tgt_pieces) + [EOS],
-                                 "attention": [[round(float(v), 4) for v in row] for row in best.attention.tolist()]}
-    return item
 
 
 def create_runtime_app(translator: Translator, settings: Any):
