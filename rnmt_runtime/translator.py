@@ -171,7 +171,7 @@ class Translator:
             yield from map(work, batches)
             return
         with ThreadPoolExecutor(max_workers=min(self.parallel_batches, len(batches))) as pool:
-            yield from pool.map(work, batches)
+            yield from pool.map(work, batches)  # map's iterator cancels the batches not started when it fails
 
     def _prefix_ids(self, prefixes: Optional[Sequence[str]], lines: Sequence[str], cap: int) -> List[List[int]]:
         if prefixes is None:

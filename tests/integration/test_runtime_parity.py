@@ -110,3 +110,25 @@ def test_batches_searched_side_by_side_give_the_same_lists(base, tmp_path):
     assert len(list(token_batches(sources, 12, None, one.model.eos_id, one.model.pad_id))) >= 3
     want, got = one.translate(lines(), options), two.translate(lines(), options)
     assert [[(h.text, h.score) for h in t] for t in got] == [[(h.text, h.score) for h in t] for t in want]
+
+
+def test_a_batch_that_fails_starts_no_further_batch(base, tmp_path):
+    """A search that stops (a server's deadline, Ctrl-C, an error) with batches side by side
+    ends the call: the batches not yet started are dropped, not searched first."""
+    import rnmt_runtime
+    from rnmt.export.exporter import export
+    from rnmt_runtime.search import SearchStopped
+
+    export(_checkpoint(base, "rnnsearch"), tmp_path / "export")
+    two = rnmt_runtime.load(tmp_path / "export", parallel_batches=2)
+    searched = []
+
+    def stopping(*args, **kwargs):
+        searched.append(1)
+        raise SearchStopped("stopped")
+
+    two._search = stopping
+    text = [line for line in lines() if line.strip()] * 4  # 24 lines: many batches of 12 source tokens
+    with pytest.raises(SearchStopped):
+        two.translate(text, rnmt_runtime.Options(beam=3, batch_tokens=12))
+    assert 1 <= len(searched) <= 3
