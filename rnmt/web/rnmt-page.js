@@ -146,8 +146,7 @@
       async translateLines(lines, beam) {
         const options = optionsOf(ready.search, beam);
         const started = performance.now();
-        const outputs = [];
-        for (const line of lines) outputs.push(await ready.translator.translateLine(line, options));
+        const outputs = await ready.translator.translateLines(lines, options);
         return { outputs: outputs, seconds: (performance.now() - started) / 1000 };
       },
     };

@@ -1,4 +1,4 @@
-// Greedy and beam search over an exported model's step graph, one sentence at a time.
+// Greedy and beam search over an exported model's step graph, over a batch of sentences.
 //
 // The same rules as rnmt's PyTorch search (rnmt/search/beam.py) and the Python runtime, so
 // the page's outputs equal theirs: <pad> and <s> are never produced; at the output cap only
@@ -71,11 +71,15 @@
       this.pad = ids.pad; this.bos = ids.bos; this.eos = ids.eos;
     }
 
-    async encode(ids) { // ids: source subwords, </s> included
-      const n = ids.length;
-      const src = new this.ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, n]);
-      const mask = new this.ort.Tensor("bool", new Uint8Array(n).fill(1), [1, n]);
-      const out = await this.sessions.encoder.run(feedsFor(this.sessions.encoder, { src: src, src_mask: mask }));
+    // sources: each a list of source subwords, </s> included; padded into one [B, S] batch
+    async encode(sources) {
+      const B = sources.length, S = Math.max(...sources.map((ids) => ids.length));
+      const ids = new BigInt64Array(B * S).fill(BigInt(this.pad));
+      const mask = new Uint8Array(B * S);
+      sources.forEach((row, b) => row.forEach((id, j) => { ids[b * S + j] = BigInt(id); mask[b * S + j] = 1; }));
+      const src = new this.ort.Tensor("int64", ids, [B, S]);
+      const srcMask = new this.ort.Tensor("bool", mask, [B, S]);
+      const out = await this.sessions.encoder.run(feedsFor(this.sessions.encoder, { src: src, src_mask: srcMask }));
       const memory = {};
       for (const name of this.memoryNames) memory["memory." + name] = out["memory." + name];
       return memory;
@@ -119,27 +123,40 @@
     }
   }
 
-  // Greedy search: {tokens (no </s>), score, logprob}.
-  async function greedy(model, srcIds, maxLen) {
-    const memory = await model.encode(srcIds);
+  // Greedy search of a batch (sources: subword lists with </s>; maxLens: each one's output
+  // cap): per sentence {tokens (no </s>), score, logprob}. A sentence leaves the batch when
+  // it ends; the others go on (each row's arithmetic is its own).
+  async function greedy(model, sources, maxLens) {
+    let memory = await model.encode(sources);
     let state = await model.initState(memory);
-    let prev = [model.bos];
-    const tokens = [];
-    let logprob = f32(0);
-    for (let t = 0; t < maxLen; t++) {
+    let live = sources.map((_, b) => b);
+    let prev = live.map(() => model.bos);
+    const tokens = live.map(() => []);
+    const logprob = live.map(() => f32(0));
+    const results = new Array(sources.length);
+    for (let t = 0; live.length > 0; t++) {
       const out = await model.step(prev, state, memory);
       const lp = out.logProbs, V = out.V;
-      model.maskSpecials(lp, 1, V);
-      if (t + 1 >= maxLen) model.forceEos(lp, 0, V);
-      let best = 0;
-      for (let w = 1; w < V; w++) if (lp[w] > lp[best]) best = w;
-      logprob = f32(logprob + lp[best]);
-      state = out.state;
-      if (best === model.eos) break;
-      tokens.push(best);
-      prev = [best];
+      model.maskSpecials(lp, live.length, V);
+      const keep = [];
+      live.forEach((b, i) => {
+        if (t + 1 >= maxLens[b]) model.forceEos(lp, i, V);
+        let best = 0;
+        for (let w = 1; w < V; w++) if (lp[i * V + w] > lp[i * V + best]) best = w;
+        logprob[b] = f32(logprob[b] + lp[i * V + best]);
+        if (best === model.eos) {
+          results[b] = { tokens: tokens[b], score: logprob[b], logprob: logprob[b] };
+        } else {
+          tokens[b].push(best);
+          keep.push(i);
+        }
+      });
+      if (keep.length < live.length) memory = model.select(memory, keep);
+      state = model.select(out.state, keep);
+      prev = keep.map((i) => tokens[live[i]][tokens[live[i]].length - 1]);
+      live = keep.map((i) => live[i]);
     }
-    return { tokens: tokens, score: logprob, logprob: logprob };
+    return results;
   }
 
   // The k best candidates (score, row, token) of rows' scores + log-probabilities, best
@@ -161,49 +178,76 @@
     return top.map(([s, flat]) => ({ score: s, row: Math.floor(flat / V), token: flat % V }));
   }
 
-  // Beam search of width K: the finished hypotheses, best first ({tokens, score, logprob}).
-  async function beam(model, srcIds, maxLen, K, alpha, normalize) {
-    let memory = await model.encode(srcIds);
-    let state = model.select(await model.initState(memory), repeatEach(1, K));
-    if (!model.sharesMemory) memory = model.select(memory, repeatEach(1, K));
-    let scores = new Array(K).fill(-Infinity);
-    scores[0] = 0; // all beams start identical: only the first may expand
-    let history = Array.from({ length: K }, () => []);
-    let prev = new Array(K).fill(model.bos);
-    const finished = [];
-    let count = 0;
-    for (let t = 0; ; t++) {
+  // One sentence's step of a beam search: from its K rows' candidates, the hypotheses that
+  // finish (into `finished`) and the K that go on ([{score, row, token}], row within the K).
+  function advance(cands, K, t, alpha, normalize, eos, history, finished) {
+    const alive = [];
+    let ended = 0;
+    cands.forEach((c, rank) => {
+      if (c.token === eos) {
+        if (rank < K && c.score !== -Infinity) {
+          ended++;
+          finished.push({ tokens: history[c.row].slice(), logprob: c.score,
+                          score: c.score / lengthPenalty(t + 1, alpha, normalize) });
+        }
+      } else if (alive.length < K) {
+        alive.push(c);
+      }
+    });
+    // fewer than K that did not end: the rest are dead rows (-inf) taken from the ended
+    for (const c of cands) {
+      if (alive.length >= K) break;
+      if (c.token === eos) alive.push({ score: -Infinity, row: c.row, token: c.token });
+    }
+    return { alive: alive, ended: ended };
+  }
+
+  // Beam search of width K over a batch (sources: subword lists with </s>; maxLens: each
+  // one's output cap): per sentence its finished hypotheses, best first ({tokens, score,
+  // logprob}). Rows b*K..b*K+K-1 are sentence b's; a sentence leaves the batch once K
+  // hypotheses finished or none can go on.
+  async function beam(model, sources, maxLens, K, alpha, normalize) {
+    const B = sources.length;
+    let memory = await model.encode(sources);
+    let state = model.select(await model.initState(memory), repeatEach(B, K));
+    if (!model.sharesMemory) memory = model.select(memory, repeatEach(B, K));
+    let live = sources.map((_, b) => b);
+    let scores = live.map(() => { const s = new Array(K).fill(-Infinity); s[0] = 0; return s; });
+    let history = Array.from({ length: B * K }, () => []);
+    let prev = new Array(B * K).fill(model.bos);
+    const finished = sources.map(() => []);
+    const count = new Array(B).fill(0);
+    for (let t = 0; live.length > 0; t++) {
       const out = await model.step(prev, state, memory);
       const lp = out.logProbs, V = out.V;
-      model.maskSpecials(lp, K, V);
-      if (t + 1 >= maxLen) for (let r = 0; r < K; r++) model.forceEos(lp, r, V);
-      const cands = bestExtensions(scores, lp, V, Math.min(2 * K, K * V));
-      const alive = [];
-      cands.forEach((c, rank) => {
-        if (c.token === model.eos) {
-          if (rank < K && c.score !== -Infinity) {
-            count++;
-            finished.push({ tokens: history[c.row].slice(), logprob: c.score,
-                            score: c.score / lengthPenalty(t + 1, alpha, normalize) });
-          }
-        } else if (alive.length < K) {
-          alive.push(c);
+      model.maskSpecials(lp, live.length * K, V);
+      const keep = [], rows = [], nextScores = [], nextHistory = [], nextPrev = [];
+      live.forEach((b, i) => {
+        if (t + 1 >= maxLens[b]) for (let r = 0; r < K; r++) model.forceEos(lp, i * K + r, V);
+        const cands = bestExtensions(scores[i], lp.subarray(i * K * V, (i + 1) * K * V), V, Math.min(2 * K, K * V));
+        const mine = history.slice(i * K, (i + 1) * K);
+        const step = advance(cands, K, t, alpha, normalize, model.eos, mine, finished[b]);
+        count[b] += step.ended;
+        if (count[b] >= K || !(step.alive[0].score > -Infinity)) return; // done
+        keep.push(i);
+        for (const c of step.alive) {
+          rows.push(i * K + c.row);
+          nextHistory.push(mine[c.row].concat([c.token]));
+          nextPrev.push(c.token);
         }
+        nextScores.push(step.alive.map((c) => c.score));
       });
-      // fewer than K that did not end: the rest are dead rows (-inf) taken from the ended
-      for (const c of cands) {
-        if (alive.length >= K) break;
-        if (c.token === model.eos) alive.push({ score: -Infinity, row: c.row, token: c.token });
+      if (keep.length < live.length) { // the done sentences leave: their memory with them
+        memory = model.select(memory, model.sharesMemory ? keep
+          : keep.flatMap((i) => Array.from({ length: K }, (_, r) => i * K + r)));
       }
-      const done = count >= K || !(alive[0].score > -Infinity);
-      if (done) break;
-      const rows = alive.map((c) => c.row);
-      history = alive.map((c) => history[c.row].concat([c.token]));
       state = model.select(out.state, rows);
-      scores = alive.map((c) => c.score);
-      prev = alive.map((c) => c.token);
+      live = keep.map((i) => live[i]);
+      scores = nextScores;
+      history = nextHistory;
+      prev = nextPrev;
     }
-    return finished.sort((a, b) => b.score - a.score); // stable: earlier first among equals
+    return finished.map((f) => f.sort((a, b) => b.score - a.score)); // stable: earlier first among equals
   }
 
   global.RnmtSearch = { StepModel, greedy, beam, lengthPenalty, outputLimit, bestExtensions };

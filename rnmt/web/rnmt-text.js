@@ -46,6 +46,11 @@
   }
 
   // Vocab.decode: stops at the first </s>, drops <pad> and <s>.
+  // A batch's size: rnmt_runtime's default source tokens (rnmt_runtime.limits.BATCH_TOKENS),
+  // and few enough sentences that a step's [rows, vocabulary] log-probabilities stay small.
+  const BATCH_TOKENS = 1000;
+  const BATCH_SENTENCES = 64;
+
   function cleanOutput(ids, special) {
     const kept = [];
     for (const i of ids) {
@@ -100,33 +105,49 @@
       this.sentenceEnds = idSet(tables.sentence_ends);
     }
 
-    async translateLine(line, options) {
-      if (!line.trim()) return "";
+    // Translations of `lines` (one per line; "" for a blank one), as rnmt translate makes
+    // them: every line's pieces (a long line is cut) sorted by length into batches of at most
+    // BATCH_TOKENS padded source subwords and BATCH_SENTENCES sentences, searched batch by
+    // batch, and each line's pieces' translations joined with a space.
+    async translateLines(lines, options) {
       const s = this.search;
-      const ids = this.src.encode(line);
       const maxInput = s.max_input_tokens || defaultInputLimit(s.max_len_ratio, s.max_len_offset, s.max_output_tokens);
-      const pieces = ids.length + 1 <= maxInput ? [ids]
-        : splitSource(ids, Math.max(maxInput - 1, 1), (t) => this.wordStarts.has(t), (t) => this.sentenceEnds.has(t));
-      const texts = [];
-      for (const piece of pieces) {
-        const text = await this.translatePiece(piece, options);
-        if (text) texts.push(text);
+      const pieces = []; // {line, src}: src with </s>
+      lines.forEach((line, i) => {
+        if (!line.trim()) return;
+        const ids = this.src.encode(line);
+        const parts = ids.length + 1 <= maxInput ? [ids]
+          : splitSource(ids, Math.max(maxInput - 1, 1), (t) => this.wordStarts.has(t), (t) => this.sentenceEnds.has(t));
+        for (const part of parts) pieces.push({ line: i, src: part.concat([this.special.eos]), text: "" });
+      });
+      const order = pieces.map((_, k) => k).sort((a, b) => pieces[b].src.length - pieces[a].src.length || a - b);
+      for (let start = 0; start < order.length;) {
+        let end = start + 1;
+        const width = pieces[order[start]].src.length; // the longest of the batch comes first
+        while (end < order.length && end - start < BATCH_SENTENCES && width * (end - start + 1) <= BATCH_TOKENS) end++;
+        await this.translateBatch(order.slice(start, end).map((k) => pieces[k]), options);
+        start = end;
       }
-      return texts.join(" ");
+      const texts = lines.map(() => []);
+      for (const piece of pieces) if (piece.text) texts[piece.line].push(piece.text);
+      return texts.map((parts) => parts.join(" "));
     }
 
-    async translatePiece(ids, options) {
+    async translateLine(line, options) {
+      return (await this.translateLines([line], options))[0];
+    }
+
+    async translateBatch(batch, options) {
       const s = this.search;
-      const src = ids.concat([this.special.eos]);
-      const maxLen = RnmtSearch.outputLimit(src.length, s.max_len_ratio, s.max_len_offset, s.max_output_tokens);
+      const sources = batch.map((p) => p.src);
+      const maxLens = sources.map((src) => RnmtSearch.outputLimit(src.length, s.max_len_ratio, s.max_len_offset,
+                                                                    s.max_output_tokens));
       const K = options.beam;
-      let best;
-      if (K <= 1) {
-        best = await RnmtSearch.greedy(this.model, src, maxLen);
-      } else {
-        best = (await RnmtSearch.beam(this.model, src, maxLen, K, options.alpha, options.normalize))[0];
-      }
-      return best ? this.tgt.decode(cleanOutput(best.tokens, this.special)) : "";
+      const best = K <= 1 ? await RnmtSearch.greedy(this.model, sources, maxLens)
+        : (await RnmtSearch.beam(this.model, sources, maxLens, K, options.alpha, options.normalize)).map((f) => f[0]);
+      batch.forEach((piece, b) => {
+        piece.text = best[b] ? this.tgt.decode(cleanOutput(best[b].tokens, this.special)) : "";
+      });
     }
   }
 
