@@ -3,8 +3,8 @@
     python -m benchmarks.web_page --page EXPORT/web [--src test.es] [--beam 5] [--expected runtime.en]
 
 Opens the page in headless chromium (Playwright, Debian's chromium; no server: a file://
-URL), waits for it to load, translates every line of ``--src`` in the page (one sentence
-at a time, one thread, the manifest's search settings; ``--beam`` overrides the width)
+URL), waits for it to load, translates every line of ``--src`` in the page (in its batches,
+one thread, the manifest's search settings; ``--beam`` overrides the width)
 and prints: load time, sentences/s, whether any request left the file system, how many
 outputs equal ``--expected`` (e.g. ``rnmt translate --model EXPORT``'s, the Python
 runtime), and the page's weight (bytes of each file, and in all). Defaults to the Bible
