@@ -24,6 +24,7 @@ from torch import Tensor
 from rnmt.models.base import TensorDict, TranslationModel, repeat_rows, select
 from rnmt.search import step_graphs
 from rnmt.search.coverage import Coverage
+from rnmt_runtime.search import length_penalty  # GNMT's lp: one definition for both searches
 
 
 @dataclass
@@ -35,17 +36,6 @@ class SearchHypothesis:
     score: float  # length-normalised log-probability plus any coverage penalty (what the n-best ranks by)
     logprob: float  # total log-probability, EOS included
     attention: Optional[Tensor] = None  # [len(tokens) + 1, S] when requested
-
-
-def length_penalty(length: Tensor | float, alpha: float, normalize: str):
-    """Denominator of the hypothesis score for ``length`` target tokens (EOS included)."""
-    if normalize == "gnmt":
-        return ((5.0 + length) / 6.0) ** alpha
-    if normalize == "length":
-        return length
-    if normalize == "none":
-        return 1.0
-    raise ValueError(f"unknown length normalisation '{normalize}'")
 
 
 def _mask_specials(log_probs: Tensor, model: TranslationModel) -> Tensor:
