@@ -123,16 +123,7 @@ def _model_info(loaded: LoadedModel, service: TranslationService, settings: Serv
         "search": {item["name"]: item["default"] for item in options if item["name"] != "return_alignment"},
         "options": options,
         "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
-        "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
-                   "max_chars": settings.max_chars, "max_beam": settings.max_beam,
-                   "max_constraints": settings.max_constraints,
-                   "max_constraint_tokens": settings.max_constraint_tokens,
-                   "max_request_tokens": settings.max_request_tokens,
-                   "max_output_tokens": settings.max_output_tokens, "max_queue": settings.max_queue,
-                   "timeout_s": settings.request_timeout},
-        "batching": {"enabled": settings.batching, "max_wait_ms": batcher.max_wait * 1000,
-                     "max_batch_tokens": batcher.max_batch_tokens,
-                     "max_batch_sentences": batcher.max_batch_sentences},
+        **http.served_limits(settings, batcher),
     }
 
 

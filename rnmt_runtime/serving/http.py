@@ -57,6 +57,22 @@ def response_item(source: str, nbest: List[Any], options: Any,
     return item
 
 
+def served_limits(settings: ServeSettings, batcher: DynamicBatcher) -> Dict[str, Any]:
+    """The ``limits`` and ``batching`` of ``GET /model``, the same for both services."""
+    return {
+        "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
+                   "max_chars": settings.max_chars, "max_beam": settings.max_beam,
+                   "max_constraints": settings.max_constraints,
+                   "max_constraint_tokens": settings.max_constraint_tokens,
+                   "max_request_tokens": settings.max_request_tokens,
+                   "max_output_tokens": settings.max_output_tokens, "max_queue": settings.max_queue,
+                   "timeout_s": settings.request_timeout},
+        "batching": {"enabled": settings.batching, "max_wait_ms": batcher.max_wait * 1000,
+                     "max_batch_tokens": batcher.max_batch_tokens,
+                     "max_batch_sentences": batcher.max_batch_sentences},
+    }
+
+
 def _score(x: float) -> float:
     return round(float(x), 5) if math.isfinite(x) else 0.0
 

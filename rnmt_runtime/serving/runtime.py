@@ -69,6 +69,7 @@ class RuntimeService:
 
     def model_info(self, settings: Any, batcher: Any) -> Dict[str, Any]:
         from rnmt_runtime import __version__
+        from rnmt_runtime.serving import http
 
         m, d = self.translator.manifest, self.translator.defaults
         params = m.raw.get("params") if isinstance(m.raw.get("params"), dict) else {}
@@ -86,16 +87,7 @@ class RuntimeService:
             "search": {o["name"]: o["default"] for o in options if o["name"] != "return_alignment"},
             "options": options, "device": f"cpu (onnxruntime, {m.precision}; rnmt-runtime {__version__})",
             "threads": settings.threads or 0,
-            "limits": {"max_body_bytes": settings.max_body_bytes, "max_texts": settings.max_texts,
-                       "max_chars": settings.max_chars, "max_beam": settings.max_beam,
-                       "max_constraints": settings.max_constraints,
-                       "max_constraint_tokens": settings.max_constraint_tokens,
-                       "max_request_tokens": settings.max_request_tokens,
-                       "max_output_tokens": settings.max_output_tokens, "max_queue": settings.max_queue,
-                       "timeout_s": settings.request_timeout},
-            "batching": {"enabled": settings.batching, "max_wait_ms": batcher.max_wait * 1000,
-                         "max_batch_tokens": batcher.max_batch_tokens,
-                         "max_batch_sentences": batcher.max_batch_sentences},
+            **http.served_limits(settings, batcher),
         }
 
 
