@@ -174,21 +174,28 @@ def safe_name(name: Any) -> bool:
             and "\\" not in name and "\x00" not in name and name != MANIFEST)
 
 
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes in hex, read in blocks (exports and checkpoints run to
+    hundreds of MB). Shared by the runtime's check, the exporter's fingerprint and distill."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def verify_files(root: Path, files: Mapping[str, str]) -> None:
     """Each listed file exists, is a regular file, and has its recorded SHA-256."""
     for name, expected in files.items():
         path = root / name
         if not path.is_file():
             raise ExportError(f"{path}: missing from the export directory (its manifest lists it)")
-        digest = hashlib.sha256()
         try:
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
+            digest = file_sha256(path)
         except OSError as exc:
             raise ExportError(f"{path}: cannot read it: {exc.strerror}") from None
-        if digest.hexdigest() != expected.lower():
-            raise ExportError(f"{path}: sha256 {digest.hexdigest()[:12]}... differs from the manifest's "
+        if digest != expected.lower():
+            raise ExportError(f"{path}: sha256 {digest[:12]}... differs from the manifest's "
                               f"{expected[:12]}...: the file is damaged or was changed after export")
 
 

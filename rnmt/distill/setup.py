@@ -11,7 +11,6 @@ distillation never mixes two teachers' outputs or two students' runs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Dict, List, Sequence
 
 from rnmt.distill.options import DistillOptions
 from rnmt.errors import UserError
+from rnmt_runtime.manifest import file_sha256
 
 MANIFEST = "distill.json"
 FORMAT = 1
@@ -39,14 +39,6 @@ class Student:
     name: str  # the config file's stem (unique among the students)
     path: Path
     tree: Dict[str, Any]  # the config's sections as read (bases merged), with the --set overrides
-
-
-def file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_teachers(paths: Sequence[str]) -> Teacher:
@@ -71,7 +63,7 @@ def check_teachers(paths: Sequence[str]) -> Teacher:
             raise UserError(f"teachers {first} and {given} have different vocabularies: an ensemble needs one")
     return Teacher(paths=[Path(mf.path) for _, mf, _, _ in members], src=mf0.config.data.src,
                    tgt=mf0.config.data.tgt, src_vocab=sv0, tgt_vocab=tv0,
-                   digests=[file_digest(Path(mf.path)) for _, mf, _, _ in members])
+                   digests=[file_sha256(Path(mf.path)) for _, mf, _, _ in members])
 
 
 def check_students(paths: Sequence[str], teacher: Teacher, teacher_name: str,

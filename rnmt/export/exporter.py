@@ -25,8 +25,9 @@ from rnmt.export.manifest import MANIFEST, build_manifest, file_hashes, vocab_fi
 from rnmt.export.onnx_writer import DEFAULT_OPSET
 from rnmt.export.parity import max_differences
 from rnmt.export.quantize import quantize_graph
-from rnmt.export.source import fingerprint, load_plain
+from rnmt.export.source import load_plain
 from rnmt.export.writing import GRAPH_FILES, write_graphs
+from rnmt_runtime.manifest import file_sha256  # the checkpoint's fingerprint: the SHA-256 of its bytes
 
 TOLERANCE = 1e-4  # fp32 graphs: largest |onnxruntime - PyTorch| accepted (measured: below 1e-5)
 MIN_OPSET, MAX_OPSET = 17, 21  # the opsets the export is tested at and onnxruntime runs
@@ -63,7 +64,7 @@ def export(path: str | Path, out: str | Path, int8: bool = False, force: bool = 
         names = vocab_files(loaded)
         loaded.src_vocab.save(tmp / names["src"])
         loaded.tgt_vocab.save(tmp / names["tgt"])
-        manifest = build_manifest(loaded, sig, fingerprint(loaded.path), opset, "int8" if int8 else "fp32",
+        manifest = build_manifest(loaded, sig, file_sha256(loaded.path), opset, "int8" if int8 else "fp32",
                                   file_hashes(tmp), {k: float(v) for k, v in parity.items()})
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest

@@ -10,7 +10,6 @@ long-line split, `rnmt.search.limits`).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict
@@ -23,6 +22,7 @@ from rnmt.models.loading import LoadedModel
 from rnmt.models.options import options_dict
 from rnmt.models.registry import check_model_config
 from rnmt.search.limits import MAX_OUTPUT_TOKENS, default_input_limit
+from rnmt_runtime.manifest import file_sha256
 
 FORMAT = "rnmt-export"
 FORMAT_VERSION = 1
@@ -98,5 +98,5 @@ def build_manifest(loaded: LoadedModel, sig: Signature, fingerprint: str, opset:
 
 def file_hashes(directory: Path) -> Dict[str, str]:
     """``{name: sha256}`` of every file in ``directory`` but the manifest."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+    return {p.name: file_sha256(p)
             for p in sorted(directory.iterdir()) if p.is_file() and p.name != MANIFEST}

@@ -10,7 +10,6 @@ rnmt's format and never runs code from the file.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from rnmt.errors import UserError
@@ -36,11 +35,3 @@ def load_plain(path: str | Path) -> LoadedModel:
     model.eval()
     return LoadedModel(model, src_vocab, tgt_vocab, mf.config, mf.meta, mf.path)
 
-
-def fingerprint(path: Path) -> str:
-    """SHA-256 of the checkpoint file's bytes: two exports of one checkpoint share it."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
