@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from rnmt.errors import UserError, write_failure
+from rnmt.io.directories import replace_directory
 
 
 def check_target(out: Path, force: bool) -> None:
@@ -39,23 +40,6 @@ def staged(out: Path, force: bool) -> Iterator[Path]:
     try:
         yield tmp
         os.chmod(tmp, 0o755)
-        _replace(tmp, out)
+        replace_directory(tmp, out, "moving the export into place")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _replace(tmp: Path, out: Path) -> None:
-    """Move ``tmp`` to ``out``; an existing ``out`` is renamed aside first and removed after."""
-    old = None
-    try:
-        if out.exists():
-            old = out.with_name(f".{out.name}.old.{os.getpid()}")
-            os.rename(out, old)
-        os.rename(tmp, out)
-    except OSError as exc:
-        if old is not None and not out.exists():
-            os.rename(old, out)
-        what, advice = write_failure(exc)
-        raise UserError(f"{out}: {what} while moving the export into place: {advice}") from None
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

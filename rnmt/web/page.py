@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from rnmt.errors import UserError, write_failure
+from rnmt.io.directories import replace_directory
 from rnmt.web import assets as lib
 from rnmt.web.export_dir import ExportDir, read_export
 from rnmt.web.tables import split_tables
@@ -117,22 +118,17 @@ def _write_atomically(target: Path, files: Dict[str, bytes]) -> None:
     except OSError as exc:
         what, advice = write_failure(exc)
         raise UserError(f"{parent}: {what} while writing the page: {advice}") from None
-    old = None
     try:
         for name, content in files.items():
             path = staging / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(content)
         os.chmod(staging, 0o755)
-        if target.exists():
-            old = parent / f"{staging.name}.old"
-            os.replace(target, old)
-        os.replace(staging, target)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        if old is not None and not target.exists():
-            os.replace(old, target)
         what, advice = write_failure(exc)
         raise UserError(f"{target}: {what} while writing the page: {advice}") from None
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    try:
+        replace_directory(staging, target, "writing the page")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
