@@ -29,7 +29,13 @@ def _example(language: str, needle: str) -> str:
 
 @pytest.fixture(scope="module")
 def registered():
-    """The documented file, imported as a module of its own (as rnmt/models/ would)."""
+    """The documented file, imported as a module of its own (as rnmt/models/ would), and
+    unregistered afterwards: a test that lists every architecture (the export's) must not
+    meet it."""
+    from rnmt.models.registry import ARCHITECTURES
+
+    ARCHITECTURES.names()  # the package's own architectures registered before the snapshot
+    before = dict(ARCHITECTURES._entries)
     module = types.ModuleType("pooled_context_example")
     sys.modules[module.__name__] = module
     try:
@@ -37,6 +43,8 @@ def registered():
         yield module
     finally:
         del sys.modules[module.__name__]
+        ARCHITECTURES._entries.clear()
+        ARCHITECTURES._entries.update(before)
 
 
 def _documented_config(*overrides: str):
