@@ -149,23 +149,55 @@ def serve(app, settings: ServeSettings, args: argparse.Namespace, what: str, thr
     return 0
 
 
+DRAIN_QUIET_S = 0.3  # after SIGTERM, stop listening once no connection came or went for this long
+
+
 def graceful_server(config, batcher, grace: float):
-    """uvicorn's server, with SIGTERM/SIGINT first closing the batcher: the waiting requests
-    are answered 503 at once, the batch in progress gets ``grace`` seconds, then uvicorn's
-    own graceful shutdown lets every response go out before the process exits."""
+    """uvicorn's server, with SIGTERM/SIGINT first closing the batcher and draining.
+
+    The waiting requests are answered 503 at once and the batch in progress gets ``grace``
+    seconds. The socket keeps listening until the server is quiet (no connection opened or
+    closed and no request started for ``DRAIN_QUIET_S``; at most ``grace`` seconds), so a
+    request already sent but not yet read (still in the kernel's accept queue, or its bytes
+    not yet parsed) is answered 503 rather than dropped, which uvicorn's own shutdown would
+    do. Then uvicorn's graceful shutdown lets every response go out before the process
+    exits. A second signal skips the drain.
+    """
     import asyncio
 
     import uvicorn
 
     class Server(uvicorn.Server):
+        draining = False
+
         def handle_exit(self, sig, frame) -> None:
-            if not batcher.closing:
-                print(f"{signal.Signals(sig).name}: rejecting {batcher.pending} waiting request(s), finishing "
-                      f"the batch in progress (at most {grace:g} s)", file=sys.stderr, flush=True)
-                try:  # a signal handler interrupts the loop: let the loop itself run close()
-                    asyncio.get_running_loop().call_soon_threadsafe(batcher.close, grace)
-                except RuntimeError:
-                    batcher.close(grace)
+            if self.draining or batcher.closing:
+                super().handle_exit(sig, frame)
+                return
+            self.draining = True
+            print(f"{signal.Signals(sig).name}: rejecting {batcher.pending} waiting request(s), finishing "
+                  f"the batch in progress (at most {grace:g} s)", file=sys.stderr, flush=True)
+            try:  # a signal handler interrupts the loop: let the loop itself close and drain
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                batcher.close(grace)
+                super().handle_exit(sig, frame)
+                return
+            loop.call_soon_threadsafe(batcher.close, grace)
+            loop.call_soon_threadsafe(lambda: loop.create_task(self._drain_then_exit(sig, frame)))
+
+        async def _drain_then_exit(self, sig, frame) -> None:
+            loop = asyncio.get_running_loop()
+            state = self.server_state
+            deadline = loop.time() + grace
+            last, quiet_from = None, loop.time()
+            while loop.time() < deadline and not self.should_exit:
+                now = (state.total_requests, frozenset(map(id, state.connections)))
+                if now != last:
+                    last, quiet_from = now, loop.time()
+                elif loop.time() - quiet_from >= DRAIN_QUIET_S:
+                    break
+                await asyncio.sleep(0.02)
             super().handle_exit(sig, frame)
 
     return Server(config)
