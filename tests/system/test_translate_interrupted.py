@@ -28,6 +28,14 @@ def wait_for_temporary(directory, name: str, proc: subprocess.Popen, seconds: fl
     pytest.fail("no temporary output file appeared")
 
 
+def default_sigint() -> None:
+    """In the child: Ctrl-C's default disposition, as a terminal's foreground command has it.
+    A test run started in the background of a non-interactive shell (`cmd &`, as CI may be)
+    inherits SIGINT ignored; Python then installs no KeyboardInterrupt handler and the
+    command, rightly, ignores the signal and runs to the end (seen in CI: exit code 0)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig, code, name", [(signal.SIGTERM, 143, "SIGTERM"), (signal.SIGINT, 130, "SIGINT")])
 def test_an_interrupted_translation_keeps_the_previous_output(tiny_run, tmp_path, sig, code, name):
     source = tmp_path / "in.es"
@@ -39,7 +47,7 @@ def test_an_interrupted_translation_keeps_the_previous_output(tiny_run, tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "rnmt", "translate", "--model", str(tiny_run), "--input",
                              str(source), "--output", str(out), "--chunk-lines", "5", "--threads", "1",
                              "--set", "runtime.kernels=false"],
-                            cwd=REPO, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     try:
         wait_for_temporary(tmp_path, out.name, proc)
         time.sleep(0.5)  # a few chunks written to the temporary file
