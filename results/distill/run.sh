@@ -16,6 +16,8 @@
 # Without TEACHER_DONE=1 the script refuses a teacher whose training has not ended
 # (TEACHER_RUN/trained.json, written by rnmt reproduce when early stopping ends the run).
 #
+# JOBS (default 2): student and baseline runs trained side by side (rnmt distill --jobs).
+#
 # SHORT=1: an end-to-end check of this script on a short budget (MAX_LINES training pairs,
 # default 300; STEPS updates per student, default 60, validated once on 100 dev sentences;
 # one speed round); its report stays in
@@ -43,7 +45,7 @@ fi
 
 ARGS=(distill --teacher "$WORK/teacher"
       --student results/distill/student-gru.yaml --student results/distill/student-atr.yaml
-      --seeds 1 2 --beam 5 --drop-worst 5 --threads 1 --speed-threads 1)
+      --seeds 1 2 --beam 5 --drop-worst 5 --threads 1 --jobs "${JOBS:-2}" --speed-threads 1)
 if [ "${SHORT:-0}" = 1 ]; then
     OUT="$WORK/distill-short"
     STEPS=${STEPS:-60}

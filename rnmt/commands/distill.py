@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not train the students' configs on the original data for comparison")
     p.add_argument("--int8", action="store_true", help="export int8 students (where rnmt export exists)")
     p.add_argument("--threads", type=int, default=d.threads, help="CPU threads of the teacher's decoding")
+    p.add_argument("--jobs", type=int, default=d.jobs,
+                   help="train up to N student and baseline runs side by side, each in its own process (its "
+                        "output in DIR/runs/NAME/KEY.log; give each run's config train.threads 1)")
     p.add_argument("--speed-threads", type=int, default=d.speed_threads, help="CPU threads of the report's timing")
     p.add_argument("--speed-rounds", type=int, default=d.speed_rounds, help="alternating timing rounds")
     p.add_argument("--bootstrap", type=int, default=d.bootstrap, help="paired bootstrap resamples")
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = {name: getattr(args, name) for name in
                ("beam", "nbest", "chunk_lines", "max_lines", "min_ratio", "max_ratio", "drop_worst", "mix_original",
-                "finetune_steps", "seeds", "baseline", "overrides", "int8", "threads", "speed_threads",
+                "finetune_steps", "seeds", "baseline", "overrides", "int8", "threads", "jobs", "speed_threads",
                 "speed_rounds", "bootstrap", "device")}
     try:
         report = distill(args.teacher, args.student, args.out, command=shlex.join(["rnmt", *sys.argv[1:]]),

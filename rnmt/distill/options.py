@@ -3,7 +3,7 @@
 A resumed distillation must decode with the same teacher and search, filter with the same
 thresholds and train the same students: those settings (`IDENTITY`) are recorded in the
 output directory's ``distill.json`` and compared on every start (`rnmt.distill.setup`).
-The rest (threads, device, speed rounds) may change between starts.
+The rest (threads, jobs, device, speed rounds) may change between starts.
 """
 
 from __future__ import annotations
@@ -31,14 +31,15 @@ class DistillOptions:
     int8: bool = False  # export int8 weights (where rnmt.export exists)
     # not part of the identity:
     threads: int = 1  # decoding threads (the report's speeds are always timed on `speed_threads`)
+    jobs: int = 1  # training runs side by side, each in its own process
     speed_threads: int = 1
     speed_rounds: int = 2  # alternating timing rounds; each model's fastest counts
     bootstrap: int = 1000
     device: str = "cpu"
 
     def check(self) -> None:
-        for name, low in (("beam", 1), ("nbest", 1), ("chunk_lines", 1), ("threads", 1), ("speed_threads", 1),
-                          ("speed_rounds", 1), ("bootstrap", 1), ("finetune_steps", 0)):
+        for name, low in (("beam", 1), ("nbest", 1), ("chunk_lines", 1), ("threads", 1), ("jobs", 1),
+                          ("speed_threads", 1), ("speed_rounds", 1), ("bootstrap", 1), ("finetune_steps", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise UserError(f"option '{name}' must be an integer of at least {low}, got {value!r}")

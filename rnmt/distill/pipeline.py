@@ -24,7 +24,7 @@ from rnmt.distill import decode as decoding
 from rnmt.distill.filters import filter_pairs
 from rnmt.distill.options import DistillOptions
 from rnmt.distill.setup import MANIFEST, Student, Teacher, check_students, check_teachers, claim_out_dir, manifest
-from rnmt.distill.students import DATA_DIR, STAGES_DIR, final_student, planned_runs, train_run
+from rnmt.distill.students import DATA_DIR, STAGES_DIR, final_student, planned_runs, train_runs
 from rnmt.errors import UserError
 from rnmt.training.checkpoint import atomic_write_text
 
@@ -62,9 +62,7 @@ def distill(teachers: Sequence[str], students: Sequence[str], out: str, options:
         _decode_stage(out_dir, teacher, sources, references, options, log)
         counts = _filter_stage(out_dir, teacher, sources, options, log)
         runs = {s.name: planned_runs(s, out_dir, options, _joint(teacher)) for s in chosen}
-        for planned in runs.values():
-            for run in planned:
-                train_run(run, out_dir, log)
+        train_runs(runs, out_dir, options.jobs, log)
         notes = _export_stage(out_dir, runs, options, log)
         return _report_stage(out_dir, teacher, chosen, runs, counts, options, notes, (commit, command), log)
     finally:

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from rnmt.distill.options import DistillOptions
 from rnmt.distill.setup import Student
+from rnmt.errors import UserError
 from rnmt.training.checkpoint import atomic_write_text
 
 DATA_DIR, RUNS_DIR, STAGES_DIR = "data", "runs", "stages"
@@ -120,3 +122,43 @@ def train_run(run: Dict[str, Any], out: Path, log: Callable[[str], None]) -> Dic
     done.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(done, json.dumps(record, indent=1) + "\n")
     return record
+
+
+def train_runs(planned: Dict[str, List[Dict[str, Any]]], out: Path, jobs: int, log: Callable[[str], None]) -> None:
+    """Train every planned run (``planned``: per student config, `planned_runs`): one after
+    the other in this process, or with ``jobs`` > 1 up to that many side by side, each in its
+    own process (`rnmt.training.side_by_side`; its output in ``DIR/runs/NAME/KEY.log``). A
+    fine-tuning run follows its student in the same process; finished runs are skipped."""
+    chains = [chain for runs in planned.values() for chain in _chains(runs)
+              if not all((out / STAGES_DIR / f"{run['key']}.done").is_file() for run in chain)]
+    if jobs <= 1 or len(chains) <= 1:
+        for chain in chains:
+            for run in chain:
+                train_run(run, out, log)
+        return
+    from rnmt.training.side_by_side import Job, run_side_by_side
+
+    pool = run_side_by_side([Job(chain[0]["key"], _worker_command(chain, out),
+                                 chain[0]["dir"].parent / f"{chain[0]['key']}.log") for chain in chains], jobs, log)
+    if pool.stopped:
+        raise TrainingStopped("training", pool.stopped[0])
+    if pool.failed:
+        raise UserError("distillation runs failed: " + "; ".join(pool.failed))
+
+
+def _chains(runs: List[Dict[str, Any]]) -> List[List[Dict[str, Any]]]:
+    """The runs grouped into what must run in order: a student and its fine-tuning; a baseline alone."""
+    chains: List[List[Dict[str, Any]]] = []
+    for run in runs:
+        if run["role"] == "finetuned":
+            chains[-1].append(run)  # `planned_runs` puts it right after its student
+        else:
+            chains.append([run])
+    return chains
+
+
+def _worker_command(chain: List[Dict[str, Any]], out: Path) -> List[str]:
+    payload = {"out": str(out), "runs": [{**run, "dir": str(run["dir"]),
+                                          "init_from": None if run["init_from"] is None else str(run["init_from"])}
+                                         for run in chain]}
+    return [sys.executable, "-m", "rnmt.distill.worker", json.dumps(payload)]

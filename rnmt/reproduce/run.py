@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import threading
 from collections import Counter
 from dataclasses import dataclass
 from functools import partial
@@ -34,6 +32,7 @@ from rnmt.reproduce.spec import PaperSpec, SystemSpec, load_paper, repository_ro
 from rnmt.reproduce.system import Run, Settings, continues, hyp_path, plan_runs, record_path, run_system, stopped_short
 from rnmt.training import run_lock
 from rnmt.training.checkpoint import atomic_write_text
+from rnmt.training.side_by_side import Job, run_side_by_side
 
 # Settings that must match for systems to share one table (the family recipe included).
 COMPARED = ("corpus", "src", "tgt", "emb_size", "hidden_size", "vocab_size", "updates", "seeds",
@@ -282,91 +281,20 @@ class _Job:
 def _run_side_by_side(jobs: Sequence[_Job], settings: Settings, out_root: Path, data: Optional[str],
                       src: Optional[str], tgt: Optional[str], log: Callable[[str], None]) -> None:
     """``settings.jobs`` worker processes, each training and decoding one run at a time
-    (two one-thread runs use two cores better than one two-thread run), taking the runs in
-    order across every table given, so that a core freed near the end of one table starts
-    the next table's first run; each worker's output goes to its table's ``runs/<run>.log``.
-    Raises when a run failed.
-
-    SIGTERM, SIGINT or SIGHUP to this process stops the table as a sitting ends: it is passed
-    on to every worker (each saves a checkpoint and exits), no further run starts, and a
-    `UserError` says how to continue. Without this a killed parent would leave its workers
-    training on, unseen, and a restart would start a second process on the same runs."""
-    pool = _Pool(list(jobs), log, lambda job: _worker_command(job.paper, job.run, settings, out_root, data, src, tgt,
-                                                              job.command))
-    handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-    previous = {}
-    if threading.current_thread() is threading.main_thread():  # Python installs handlers there only
-        previous = {sig: signal.signal(sig, pool.stop) for sig in handled}
-    threads = [threading.Thread(target=pool.work, daemon=True) for _ in range(min(settings.jobs, len(pool.queue)))]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():
-                t.join(timeout=1.0)  # short waits: the handler runs between them
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    (`rnmt.training.side_by_side`), taking the runs in order across every table given, so
+    that a core freed near the end of one table starts the next table's first run; each
+    worker's output goes to its table's ``runs/<run>.log``. Raises when a run failed, or
+    when a signal stopped the table as a sitting ends (every run in progress saved)."""
+    pool = run_side_by_side(
+        [Job(f"{job.paper}/{job.run.name}",
+             _worker_command(job.paper, job.run, settings, out_root, data, src, tgt, job.command),
+             job.runs_dir / f"{job.run.name}.log", job.after_each) for job in jobs],
+        settings.jobs, log)
     if pool.stopped:
         raise UserError(f"stopped by {pool.stopped[0]}: every run in progress saved a checkpoint; run the same "
                         f"command again to continue (finished runs are kept)")
     if pool.failed:
         raise UserError("reproduction runs failed: " + "; ".join(pool.failed))
-
-
-class _Pool:
-    """What the worker threads of `_run_side_by_side` share: the runs still to start, the
-    processes running, the failures and the signal that stopped the table."""
-
-    def __init__(self, queue: List[_Job], log: Callable[[str], None],
-                 command: Callable[[_Job], List[str]]) -> None:
-        self.queue, self.log, self.command = queue, log, command
-        self.lock = threading.Lock()
-        self.failed: List[str] = []
-        self.procs: Dict[str, subprocess.Popen] = {}
-        self.stopped: List[str] = []
-
-    def stop(self, signum: int, _frame) -> None:
-        """The signal handler: no further run starts, and every worker gets SIGTERM."""
-        self.stopped.append(signal.Signals(signum).name)  # first: a worker starting now sees it (`_start`)
-        self.queue.clear()
-        for proc in list(self.procs.values()):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-
-    def work(self) -> None:
-        """One worker thread: take the next run and run it, until none is left, one failed or a
-        signal came."""
-        while True:
-            with self.lock:
-                if not self.queue or self.failed or self.stopped:
-                    return
-                job = self.queue.pop(0)
-                # under the lock: two threads' prints would otherwise interleave their newlines
-                self.log(f"[{job.paper}/{job.run.name}] started in its own process (log: runs/{job.run.name}.log)")
-            self._finished(job, self._start(job))
-
-    def _start(self, job: _Job) -> int:
-        """Run ``job``'s worker process to its end, its output in its log; its exit code."""
-        key = f"{job.paper}/{job.run.name}"
-        with open(job.runs_dir / f"{job.run.name}.log", "a", encoding="utf-8") as out:
-            proc = subprocess.Popen(self.command(job), stdout=out, stderr=subprocess.STDOUT)
-            self.procs[key] = proc
-            if self.stopped:  # the signal came between the check in `work` and the start
-                proc.send_signal(signal.SIGTERM)
-            return proc.wait()
-
-    def _finished(self, job: _Job, code: int) -> None:
-        key, run = f"{job.paper}/{job.run.name}", job.run
-        with self.lock:
-            self.procs.pop(key, None)
-            if self.stopped:
-                self.log(f"[{key}] stopped (exit {code}); its last checkpoint is kept")
-            elif code != 0:
-                self.failed.append(f"{run.name} (exit {code}, see {job.runs_dir / (run.name + '.log')})")
-            else:
-                self.log(f"[{key}] finished")
-                job.after_each()
 
 
 def results_name(paper: str, converge: bool) -> str:

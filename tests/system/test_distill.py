@@ -220,3 +220,58 @@ def test_bad_student_configs_are_one_line_and_write_nothing(setup, tmp_path, cap
     assert main(["distill", "--teacher", str(teacher), "--student", str(config), "--out", str(out)]) == 2
     assert_one_line(capsys.readouterr().err, *needles)
     assert not out.exists()
+
+
+def test_side_by_side_runs_train_the_same_models_as_one_after_the_other(setup, tmp_path):
+    """`--jobs 2`: each student (with its fine-tuning after it) and each baseline in its own
+    process, two at a time; every run's weights are those of the runs trained one after the
+    other, and each run's output is in its own log."""
+    import torch
+    from safetensors.torch import load_file
+
+    teacher, student, _ = setup
+    options = dict(seeds=[1, 2], chunk_lines=30, finetune_steps=2)
+    one = _api(teacher, student, tmp_path / "one", **options)
+    log: list = []
+    two = _api(teacher, student, tmp_path / "two", log=log.append, jobs=2, **options)
+    for seed in (1, 2):
+        for role in ("student", "finetuned", "baseline"):
+            run = Path("runs") / "student" / f"{role}.seed{seed}" / "best.safetensors"
+            a, b = load_file(tmp_path / "one" / run), load_file(tmp_path / "two" / run)
+            assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), run
+    for key in ("student", "baseline"):
+        assert two[key]["bleu"] == one[key]["bleu"]
+    assert two["p_student_vs_baseline"] == one["p_student_vs_baseline"]
+    started = [line for line in log if "started in its own process" in line]
+    assert len(started) == 4  # two students (each with its fine-tuning) and two baselines
+    for seed in (1, 2):
+        text = (tmp_path / "two" / "runs" / "student" / f"student.student.seed{seed}.log").read_text(encoding="utf-8")
+        assert f"train: student.finetuned.seed{seed}" in text  # the fine-tuning followed in the same process
+
+
+def test_a_signal_stops_side_by_side_runs_and_says_how_to_resume(setup, tmp_path, monkeypatch):
+    """SIGTERM to a distillation training runs side by side: every worker gets it, no further
+    run starts, and the distillation stops as a run stopped by the signal does (the command
+    then exits 143; stand-in workers that sleep, in place of training)."""
+    import os
+    import threading
+
+    from rnmt.distill import students
+    from rnmt.distill.students import TrainingStopped
+
+    teacher, student, _ = setup
+    monkeypatch.setattr(students, "_worker_command", lambda chain, out: [
+        sys.executable, "-c", "import time; time.sleep(60)"])
+    timer = threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    timer.start()
+    log: list = []
+    start = time.monotonic()
+    try:
+        with pytest.raises(TrainingStopped, match="stopped by SIGTERM"):
+            _api(teacher, student, tmp_path / "d", log=log.append, jobs=2, seeds=[1, 2], chunk_lines=30)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 50
+    assert sum("started in its own process" in line for line in log) == 2  # the other two never started
+    assert sum("stopped (exit" in line for line in log) == 2
+    assert not list((tmp_path / "d" / "stages").glob("*.seed*.done"))
