@@ -29,7 +29,7 @@ import torch
 
 from rnmt import hardware
 from rnmt.config import Config, SubwordSamplingConfig, load_config
-from rnmt.data import EncodedCorpus, Vocab, iter_parallel, load_vocab, train_vocabs
+from rnmt.data import EncodedCorpus, Vocab
 from rnmt.data.corpora import TrainingData, load_training_data
 from rnmt.device import check_threads, pick_device, rank_device
 from rnmt.errors import UserError, write_failure
@@ -45,6 +45,7 @@ from rnmt.training.init_from import InitCheckpoint, check_architecture, read_ini
 from rnmt.training.preflight import check_before_writing, train_files
 from rnmt.training.resume import changed_keys, check_resume_config
 from rnmt.training.run_lock import RunLock
+from rnmt.training.run_vocab import run_vocabularies
 from rnmt.training.validator import DevSet, load_dev_set
 
 STATE_FILE = "train_state.pt"
@@ -143,7 +144,7 @@ def set_up_run(cfg: Config, out_dir: str | Path, resume: bool = False, log: Log 
     lock = main_first(dist, lambda: _check_out_dir(out, resume, True), lambda: _check_out_dir(out, resume, False))
     torch.manual_seed(tc.seed)
 
-    src_vocab, tgt_vocab = main_first(dist, lambda: _vocabularies(cfg, out, resume, init, log))
+    src_vocab, tgt_vocab = main_first(dist, lambda: run_vocabularies(cfg, out, resume, init, log))
     cfg.model.src_vocab_size = src_vocab.size
     cfg.model.tgt_vocab_size = tgt_vocab.size
     config_changes, changed = _resume_changes(cfg, out, resume, auto_replicas)
@@ -346,45 +347,3 @@ def _check_out_dir(out: Path, resume: bool, is_main: bool) -> Optional[RunLock]:
             tmp.unlink(missing_ok=True)
     return lock
 
-
-def _vocabularies(cfg: Config, out: Path, resume: bool, init: Optional[InitCheckpoint],
-                  log: Log) -> Tuple[Vocab, Vocab]:
-    """The run's vocabularies: the --init-from checkpoint's, the run's own (resume), the
-    config's sentencepiece model(s), or trained here on the training corpus."""
-    vc = cfg.data.vocab
-    joint_file, src_file, tgt_file = out / "spm.model", out / "spm.src.model", out / "spm.tgt.model"
-    if init is not None:  # the checkpoint's embeddings index its vocabulary
-        if init.src_vocab.to_bytes() == init.tgt_vocab.to_bytes():
-            init.src_vocab.save(joint_file)
-            return init.src_vocab, init.src_vocab
-        init.src_vocab.save(src_file)
-        init.tgt_vocab.save(tgt_file)
-        return init.src_vocab, init.tgt_vocab
-    if resume or joint_file.exists() or src_file.exists():
-        if joint_file.exists():
-            v = load_vocab(joint_file)
-            return v, v
-        return load_vocab(src_file), load_vocab(tgt_file)
-    if vc.model:
-        v = load_vocab(vc.model)
-        v.save(joint_file)
-        return v, v
-    if vc.src_model or vc.tgt_model:
-        if not (vc.src_model and vc.tgt_model):
-            raise UserError("data.vocab.src_model and data.vocab.tgt_model must be given together")
-        s, t = load_vocab(vc.src_model), load_vocab(vc.tgt_model)
-        s.save(src_file)
-        t.save(tgt_file)
-        return s, t
-    # Every corpus of data.train, each once (a weight says how often its pairs are seen,
-    # not which subwords exist); a single corpus is passed as before (the same vocabulary).
-    files = train_files(cfg)
-    for cf in files:
-        for _ in iter_parallel(cf.src, cf.tgt):  # line counts and UTF-8 first: clearer errors than sentencepiece's
-            pass
-    src: Any = files[0].src if len(files) == 1 else [cf.src for cf in files]
-    tgt: Any = files[0].tgt if len(files) == 1 else [cf.tgt for cf in files]
-    log("training the sentencepiece vocabulary ...")
-    return train_vocabs(src, tgt, out, joint=vc.joint, model_type=vc.type,
-                        src_size=vc.src_size or vc.size, tgt_size=vc.tgt_size or vc.size,
-                        character_coverage=vc.character_coverage, seed=cfg.train.seed)
