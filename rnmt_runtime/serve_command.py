@@ -4,14 +4,14 @@ torch (`rnmt_runtime.serving`). Needs FastAPI and uvicorn (``pip install 'rnmt-r
 from __future__ import annotations
 
 import argparse
-import os
 
 from rnmt_runtime.errors import ExportError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="an export directory (rnmt export)")
-    p.add_argument("--threads", type=int, help="CPU threads of onnxruntime (default: its own choice)")
+    p.add_argument("--threads", type=int,
+                   help="CPU threads: this many batches translated at once, one thread each (default: every core)")
     p.add_argument("--device", default="auto", help="auto | cpu (the runtime decodes on the CPU)")
     from rnmt_runtime.serving.command import add_server_arguments  # the flags need nothing of FastAPI
 
@@ -26,9 +26,13 @@ def run(args: argparse.Namespace) -> int:
         from rnmt_runtime.serving.runtime import create_runtime_app
     except ImportError as exc:
         raise ExportError(f"rnmt serve needs FastAPI and uvicorn (pip install 'rnmt-runtime[serve]'): {exc}") from None
-    from rnmt_runtime.translator import Translator
+    from rnmt_runtime.translator import Translator, available_cores
 
     settings = settings_from_args(args)
-    translator = Translator(args.model, threads=settings.threads)  # a bad export fails here, before listening
-    app = create_runtime_app(translator, settings)
-    return serve(app, settings, args, args.model, settings.threads or os.cpu_count() or 1)
+    # One onnxruntime thread a batch and several batches at once: a beam search makes many
+    # small calls, which one thread each runs better than several threads share
+    # (docs/deploy.md, "Measured").
+    workers = settings.threads or available_cores()
+    translator = Translator(args.model, threads=1)  # a bad export fails here, before listening
+    app = create_runtime_app(translator, settings, workers)
+    return serve(app, settings, args, args.model, workers)

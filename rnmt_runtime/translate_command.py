@@ -8,7 +8,6 @@ Output, one entry per input line (blank lines give empty entries): ``TEXT``; wit
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from typing import List, Optional
@@ -17,7 +16,7 @@ from rnmt_runtime.cli import UNSUPPORTED
 from rnmt_runtime.errors import ExportError
 from rnmt_runtime.lines import LineSource, OutputFile
 from rnmt_runtime.sampling import Sampling
-from rnmt_runtime.translator import Options, Translation, Translator
+from rnmt_runtime.translator import Options, Translation, Translator, available_cores
 
 
 def check(args: argparse.Namespace) -> Optional[Sampling]:
@@ -51,13 +50,6 @@ def format_result(i: int, hyps: List[Translation], nbest: int) -> str:
     if nbest == 1:
         return hyps[0].text + "\n"
     return "".join(f"{i} ||| {h.text} ||| {h.score:.4f}\n" for h in hyps)
-
-
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def run(args: argparse.Namespace) -> int:

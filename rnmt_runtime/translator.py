@@ -254,6 +254,14 @@ def join_pieces(parts: List[List[Translation]]) -> List[Translation]:
     return joined
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its affinity), the default number of batches at once."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def load(directory: str | os.PathLike, threads: Optional[int] = None, parallel_batches: int = 1) -> Translator:
     """An export directory, checked and loaded (`ExportError` naming the file otherwise)."""
     return Translator(directory, threads, parallel_batches)

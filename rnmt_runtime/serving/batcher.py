@@ -1,12 +1,17 @@
-"""Dynamic batching: concurrent requests are translated together by one model worker.
+"""Dynamic batching: concurrent requests are translated together by the model workers.
 
-Requests are put on an asyncio queue as jobs (lines, search options, future). A single
-worker task takes the first job, keeps collecting jobs with the same search options for at
-most ``max_wait_ms`` or until the batch holds ``max_batch_tokens`` source tokens or
-``max_batch_sentences`` lines, runs one ``translate`` call on all their lines in a
-dedicated thread (so the event loop keeps serving other clients) and hands every job its
-share of the results. Jobs with different options wait for the next batch; jobs whose
-client has gone away are dropped without being translated.
+Requests are put on an asyncio queue as jobs (lines, search options, future). A worker
+task takes the first job, keeps collecting jobs with the same search options for at most
+``max_wait_ms`` or until the batch holds ``max_batch_tokens`` source tokens or
+``max_batch_sentences`` lines, runs one ``translate`` call on all their lines in a model
+thread (so the event loop keeps serving other clients) and hands every job its share of
+the results. Jobs with different options wait for the next batch; jobs whose client has
+gone away are dropped without being translated.
+
+With ``workers`` > 1 that many batches are translated at once, each on its own model
+thread (for a translate function that may be called from several threads, as the runtime's
+is): one worker collects a batch at a time, so batches fill as they would with one, and
+the next collects while the others translate.
 
 With ``batching=False`` the worker serves one request at a time (the baseline the load
 benchmark compares against).
@@ -200,9 +205,9 @@ class _Batch:
 class DynamicBatcher:
     def __init__(self, translate: TranslateFn, *, batching: bool = True, max_wait_ms: float = 5.0,
                  max_batch_tokens: int = 4000, max_batch_sentences: int = 64,
-                 thread_init: Optional[Callable[[], None]] = None, max_queue: int = 0) -> None:
-        if max_wait_ms < 0 or max_batch_tokens < 1 or max_batch_sentences < 1 or max_queue < 0:
-            raise ValueError("max_wait_ms and max_queue must be >= 0 and the batch budgets >= 1")
+                 thread_init: Optional[Callable[[], None]] = None, max_queue: int = 0, workers: int = 1) -> None:
+        if max_wait_ms < 0 or max_batch_tokens < 1 or max_batch_sentences < 1 or max_queue < 0 or workers < 1:
+            raise ValueError("max_wait_ms and max_queue must be >= 0 and the batch budgets and workers >= 1")
         self._translate = translate
         self.max_queue = max_queue  # 0: unbounded
         self.closing = False
@@ -214,28 +219,34 @@ class DynamicBatcher:
         self._thread_init = thread_init
         self.stats = BatcherStats()
         self._waiting = _Waiting(self.stats, batching, self.max_wait, max_batch_tokens, max_batch_sentences)
-        self._task: Optional[asyncio.Task] = None
+        self.workers = workers
+        self._tasks: List[asyncio.Task] = []
+        self._collecting: Optional[asyncio.Lock] = None  # one worker collects a batch at a time
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
 
     # -- life cycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self._task is not None:
+        if self._tasks:
             return
         self._waiting.queue = asyncio.Queue()
+        self._collecting = asyncio.Lock()
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="rnmt-model", initializer=self._thread_init)
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="rnmt-batcher")
+            max_workers=self.workers, thread_name_prefix="rnmt-model", initializer=self._thread_init)
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._run(), name=f"rnmt-batcher-{k}") for k in range(self.workers)]
 
     async def stop(self) -> None:
-        if self._task is None:
+        if not self._tasks:
             return
-        self._task.cancel()
-        try:
-            await self._task
-        except asyncio.CancelledError:
-            pass
-        self._task = None
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        self._tasks = []
         for job in self._waiting.take_all():
             if not job.future.done():
                 job.future.set_exception(ShuttingDown("the server is shutting down"))
@@ -245,7 +256,7 @@ class DynamicBatcher:
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return any(not task.done() for task in self._tasks)
 
     @property
     def _queue(self) -> Optional[asyncio.Queue]:
@@ -338,8 +349,10 @@ class DynamicBatcher:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        assert self._collecting is not None
         while True:
-            batch = await self._waiting.batch()
+            async with self._collecting:
+                batch = await self._waiting.batch()
             now = time.monotonic()
             for job in batch:
                 if not job.future.done() and now >= job.deadline:

@@ -37,13 +37,15 @@ def request_fields(settings: Any, defaults: Any) -> Dict[str, Tuple[Any, Any]]:
 
 
 class RuntimeService:
-    """The translator of an export directory, run in the server's model thread."""
+    """The translator of an export directory, run in the server's model threads: ``workers``
+    batches at once (onnxruntime's sessions may be run from several threads)."""
 
     max_output: Optional[int] = None
     stopped = SearchStopped
 
-    def __init__(self, translator: Translator) -> None:
+    def __init__(self, translator: Translator, workers: int = 1) -> None:
         self.translator = translator
+        self.workers = workers
         self.has_attention = translator.model.reports_attention
 
     def thread_init(self) -> None:  # onnxruntime's threads are set when the sessions open
@@ -91,10 +93,11 @@ class RuntimeService:
         }
 
 
-def create_runtime_app(translator: Translator, settings: Any):
-    """The FastAPI app serving ``translator`` (the page is rnmt serve's alone)."""
+def create_runtime_app(translator: Translator, settings: Any, workers: int = 1):
+    """The FastAPI app serving ``translator``, ``workers`` batches at once (the page is rnmt
+    serve's alone)."""
     from rnmt_runtime import __version__
     from rnmt_runtime.serving import http
 
-    return http.create_app(RuntimeService(translator), settings, request_fields(settings, translator.defaults),
+    return http.create_app(RuntimeService(translator, workers), settings, request_fields(settings, translator.defaults),
                            __version__)

@@ -85,7 +85,8 @@ def test_health_is_503_and_requests_get_json_503_when_the_worker_is_down(tiny_ru
 
     with TestClient(app) as client:
         assert client.get("/health").status_code == 200
-        app.state.batcher._task.cancel()
+        for task in app.state.batcher._tasks:
+            task.cancel()
         deadline = time.monotonic() + 5
         while app.state.batcher.running and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -171,3 +171,93 @@ def test_stop_fails_waiting_requests_and_submit_needs_a_running_batcher():
     busy, waiting = run(main())
     assert busy.done() and waiting.done()
     assert isinstance(waiting.exception(), RuntimeError)
+
+
+# -- several workers -----------------------------------------------------------------------
+
+class OverlapModel:
+    """Sleeps in every call and records how many calls ran at once."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay, self.lock = delay, threading.Lock()
+        self.inside = self.most = 0
+        self.calls: List[List[str]] = []
+
+    def __call__(self, lines: List[str], options: SearchOptions) -> List[str]:
+        with self.lock:
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            self.calls.append(list(lines))
+        time.sleep(self.delay)
+        with self.lock:
+            self.inside -= 1
+        return [line.upper() for line in lines]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_workers_translate_that_many_batches_at_once_each_job_its_own_results(workers):
+    model = OverlapModel(0.2)
+
+    async def main():
+        batcher = DynamicBatcher(model, max_wait_ms=1, max_batch_sentences=2, workers=workers)
+        await batcher.start()
+        try:
+            jobs = [batcher.translate([f"a{i}", f"b{i}"], SearchOptions()) for i in range(6)]
+            start = time.monotonic()
+            results = await asyncio.gather(*jobs)
+            return results, time.monotonic() - start
+        finally:
+            await batcher.stop()
+
+    results, seconds = run(main())
+    assert results == [[f"A{i}", f"B{i}"] for i in range(6)]
+    assert len(model.calls) == 6 and all(len(c) == 2 for c in model.calls)  # one full batch per job
+    assert model.most == workers
+    assert seconds >= 0.2 * 6 / workers - 0.05
+
+
+def test_with_several_workers_one_collects_at_a_time_so_batches_still_fill():
+    """Requests arriving together at idle workers share one batch rather than being split
+    between workers collecting at once; while that batch translates, the next worker collects
+    the requests arriving after it."""
+    model = OverlapModel(0.3)
+
+    async def main():
+        batcher = DynamicBatcher(model, max_wait_ms=100, workers=3)
+        await batcher.start()
+        try:
+            await asyncio.sleep(0.05)  # every worker idle
+            first = [batcher.submit([f"a{i}"], SearchOptions()) for i in range(6)]
+            await asyncio.sleep(0.2)  # that batch is with the model now
+            rest = [batcher.submit([f"b{i}"], SearchOptions()) for i in range(4)]
+            return await asyncio.gather(*first, *rest)
+        finally:
+            await batcher.stop()
+
+    results = run(main())
+    assert results == [[f"A{i}"] for i in range(6)] + [[f"B{i}"] for i in range(4)]
+    assert [len(c) for c in model.calls] == [6, 4]
+    assert model.most == 2
+
+
+def test_close_with_several_batches_in_progress_lets_them_finish_and_rejects_the_waiting():
+    from rnmt.serve.batcher import ShuttingDown
+
+    model = OverlapModel(0.3)
+
+    async def main():
+        batcher = DynamicBatcher(model, max_wait_ms=1, max_batch_sentences=1, workers=2)
+        await batcher.start()
+        try:
+            jobs = [batcher.submit([f"l{i}"], SearchOptions()) for i in range(4)]
+            await asyncio.sleep(0.1)  # two batches with the model, two waiting
+            rejected = batcher.close(grace=5)
+            outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+            return rejected, outcomes
+        finally:
+            await batcher.stop()
+
+    rejected, outcomes = run(main())
+    assert rejected == 2
+    assert outcomes[:2] == [["L0"], ["L1"]]
+    assert all(isinstance(o, ShuttingDown) for o in outcomes[2:])
