@@ -16,7 +16,7 @@ from rnmt.modules.attention import AdditiveAttention
 from rnmt.modules.multihead import MultiHeadAdditiveAttention
 from tests.support import HAVE_COMPILER, needs_kernel
 
-# the kernels against their fallbacks whatever RNMT_KERNELS says
+# the kernels against their fallbacks, whatever the execution plan would choose
 pytestmark = pytest.mark.usefixtures("kernels_on")
 
 
