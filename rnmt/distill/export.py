@@ -29,6 +29,7 @@ def export_students(out: Path, runs: List[dict], int8: bool, log: Callable[[str]
         if done.is_file():
             continue
         target = out / "export" / run["key"]
+        target.parent.mkdir(parents=True, exist_ok=True)  # rnmt export wants the parent of --out
         command = [sys.executable, "-m", "rnmt", "export", str(run["dir"]), "--out", str(target)]
         command += ["--int8"] if int8 else []
         result = subprocess.run(command, capture_output=True, text=True)
