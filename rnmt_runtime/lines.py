@@ -13,6 +13,7 @@ import contextlib
 import os
 import select
 import shutil
+import stat
 import sys
 import tempfile
 from typing import BinaryIO, Iterator, List, Optional, TextIO
@@ -25,57 +26,132 @@ _BOM = b"\xef\xbb\xbf"
 
 
 class LineSource:
-    def __init__(self, path: Optional[str]) -> None:
-        self.stdin = path is None or path == "-"
+    """An input file or standard input (``path`` None or ``-``), read by chunks of lines.
+
+    ``rnmt translate`` and ``rnmt score`` read with this class too
+    (`rnmt.data.streaming.LineSource`), phrasing its errors as rnmt's other readers do
+    through the hooks `_open_error`, `_too_long` and `_not_utf8`, and taking the line limit
+    and read size from rnmt's settings (`max_line_bytes`, `read_size`)."""
+
+    def __init__(self, path: Optional[str] = None) -> None:
+        self.stdin = path is None or str(path) == "-"
         self.name = "<stdin>" if self.stdin else str(path)
         self._file: Optional[BinaryIO] = None
         if not self.stdin:
             try:
                 self._file = open(str(path), "rb")
             except OSError as exc:
-                raise ExportError(f"{path}: cannot read the input: {exc.strerror}") from None
+                raise self._open_error(str(path), exc) from None
         self.fd = sys.stdin.fileno() if self._file is None else self._file.fileno()
         self.lines_read = 0
 
+    # -- what subclasses phrase or set differently ---------------------------------------
+
+    @property
+    def max_line_bytes(self) -> int:
+        """The longest line (bytes, its terminator excluded): a longer one is an error."""
+        return MAX_LINE_BYTES
+
+    @property
+    def read_size(self) -> int:
+        return READ_SIZE
+
+    def _open_error(self, path: str, exc: OSError) -> Exception:
+        return ExportError(f"{path}: cannot read the input: {exc.strerror}")
+
+    def _too_long(self, lineno: int) -> Exception:
+        return ExportError(f"{self.name}: line {lineno} is longer than {self.max_line_bytes:,} bytes; is it text "
+                           f"with one segment per line?")
+
+    def _not_utf8(self, lineno: int, byte: int) -> Exception:
+        return ExportError(f"{self.name}: line {lineno} is not valid UTF-8 (byte {byte})")
+
+    # -- reading -------------------------------------------------------------------------
+
+    @property
+    def is_regular_file(self) -> bool:
+        return stat.S_ISREG(os.fstat(self.fd).st_mode)
+
+    @property
+    def is_terminal(self) -> bool:
+        return os.isatty(self.fd)
+
+    def remaining_lines(self) -> Optional[int]:
+        """Lines from the current position to the end of a regular file (None otherwise),
+        counted without moving the position."""
+        if not self.is_regular_file:
+            return None
+        start = os.lseek(self.fd, 0, os.SEEK_CUR)
+        n, last = 0, b"\n"
+        try:
+            while block := os.read(self.fd, 1 << 20):
+                n += block.count(b"\n")
+                last = block[-1:]
+        finally:
+            os.lseek(self.fd, start, os.SEEK_SET)
+        return n + (last != b"\n")
+
     def chunks(self, max_lines: int) -> Iterator[List[str]]:
-        queue: List[bytes] = []
-        pending = b""
+        """Chunks of at most ``max_lines`` decoded lines, in order; empty lines included. A
+        line longer than `max_line_bytes` is an error before it is read whole."""
+        limit = self.max_line_bytes
+        queue: List[bytes] = []  # complete raw lines not yet handed out
+        pending: List[bytes] = []  # the reads holding the start of a line whose end is not read yet
+        pending_bytes = 0
         eof = False
         while True:
             if len(queue) >= max_lines or (queue and (eof or not _waiting(self.fd))):
                 chunk, queue = queue[:max_lines], queue[max_lines:]
-                yield [self._decode(raw) for raw in chunk]
+                yield self._decode(chunk)
                 continue
             if eof:
-                if pending:
-                    queue.append(pending)
-                    pending = b""
+                if pending:  # a last line without a terminator
+                    last = b"".join(pending)
+                    if _content_length(last) > limit:
+                        raise self._too_long(self.lines_read + len(queue) + 1)
+                    queue.append(last)
+                    pending, pending_bytes = [], 0
                     continue
                 return
-            data = os.read(self.fd, READ_SIZE)
+            data = os.read(self.fd, self.read_size)
             if not data:
                 eof = True
                 continue
-            *complete, pending = (pending + data).split(b"\n")
-            if len(pending) > MAX_LINE_BYTES + 1 or any(len(line) > MAX_LINE_BYTES + 1 for line in complete):
-                raise ExportError(f"{self.name}: line {self.lines_read + len(queue) + len(complete) + 1} is longer "
-                                  f"than {MAX_LINE_BYTES:,} bytes; is it text with one segment per line?")
+            if b"\n" not in data:  # a long line: keep its pieces, joined once it ends (not at every read)
+                pending.append(data)
+                pending_bytes += len(data)
+                if pending_bytes > limit + 1:  # + 1: a "\r" may end it
+                    raise self._too_long(self.lines_read + len(queue) + 1)
+                continue
+            *complete, rest = (b"".join(pending) + data).split(b"\n")
+            for k, line in enumerate(complete):
+                if _content_length(line) > limit:
+                    raise self._too_long(self.lines_read + len(queue) + k + 1)
             queue.extend(complete)
+            pending, pending_bytes = ([rest], len(rest)) if rest else ([], 0)
 
-    def _decode(self, raw: bytes) -> str:
-        self.lines_read += 1
-        if self.lines_read == 1 and raw.startswith(_BOM):
-            raw = raw[len(_BOM):]
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ExportError(f"{self.name}: line {self.lines_read} is not valid UTF-8 "
-                              f"(byte {exc.start + 1})") from None
-        return text[:-1] if text.endswith("\r") else text
+    def _decode(self, raw_lines: List[bytes]) -> List[str]:
+        lines = []
+        for raw in raw_lines:
+            self.lines_read += 1
+            if self.lines_read == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise self._not_utf8(self.lines_read, exc.start + 1) from None
+            lines.append(text[:-1] if text.endswith("\r") else text)
+        return lines
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+
+
+def _content_length(raw: bytes) -> int:
+    """The bytes of a raw line without its terminator (``\n``, ``\r\n`` or a final ``\r``)."""
+    n = len(raw) - raw.endswith(b"\n")
+    return n - (raw[n - 1:n] == b"\r")
 
 
 def _waiting(fd: int) -> bool:

@@ -33,6 +33,10 @@ def line_too_long(name: str, lineno: int) -> UserError:
                      f"is it text with one segment per line?")
 
 
+def not_utf8(name: str, lineno: int, byte: int) -> UserError:
+    return UserError(f"{name}: line {lineno} is not valid UTF-8 (byte {byte})")
+
+
 def _decode(raw: bytes, name: str, lineno: int) -> str:
     """Decode one raw line (terminator included) or raise a `UserError` naming it."""
     if lineno == 1 and raw.startswith(_BOM):
@@ -40,7 +44,7 @@ def _decode(raw: bytes, name: str, lineno: int) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UserError(f"{name}: line {lineno} is not valid UTF-8 (byte {exc.start + 1})") from None
+        raise not_utf8(name, lineno, exc.start + 1) from None
     if text.endswith("\n"):
         text = text[:-1]
     if text.endswith("\r"):
@@ -51,12 +55,19 @@ def _decode(raw: bytes, name: str, lineno: int) -> str:
 def _open(path: PathLike) -> BinaryIO:
     try:
         return open(path, "rb")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, expected a text file") from None
-    except PermissionError:
-        raise UserError(f"{path}: permission denied") from None
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        raise open_error(path, exc) from None
+
+
+def open_error(path: PathLike, exc: OSError) -> Exception:
+    """The one-line error for a file that could not be opened for reading (others go up as they are)."""
+    if isinstance(exc, FileNotFoundError):
+        return UserError(f"{path}: no such file")
+    if isinstance(exc, IsADirectoryError):
+        return UserError(f"{path}: is a directory, expected a text file")
+    if isinstance(exc, PermissionError):
+        return UserError(f"{path}: permission denied")
+    return exc
 
 
 def count_lines(path: PathLike) -> int:
