@@ -27,11 +27,14 @@ MAX_TABLE_BYTES = 512 * 2**20  # beyond this (huge vocabularies x widths) the pr
 
 
 class TokenTable:
-    """A lazily built table ``build()`` -> [V, width], cached while ``params`` are unchanged."""
+    """A lazily built table ``build()`` -> [V, width], cached while ``params`` are unchanged.
+
+    Safe to look up from several threads at once (a server, or a user's own threads calling
+    one model): the key and the table are one attribute, read once per lookup, so a thread
+    never sees one without the other; two threads that find it missing may both build it."""
 
     def __init__(self) -> None:
-        self._key: Optional[Tuple] = None
-        self._table: Optional[Tensor] = None
+        self._cached: Optional[Tuple[Tuple, Tensor]] = None  # (key, table)
 
     @staticmethod
     def applies(module: nn.Module, like: Tensor, rows: int, width: int) -> bool:
@@ -41,17 +44,25 @@ class TokenTable:
                 and not torch.is_autocast_enabled(like.device.type)
                 and rows * width * like.element_size() <= MAX_TABLE_BYTES)
 
+    @property
+    def table(self) -> Optional[Tensor]:
+        """The table as last built, or None."""
+        cached = self._cached
+        return None if cached is None else cached[1]
+
     def clear(self) -> None:
         """Forget the table: the next lookup builds it from the parameters as they are."""
-        self._table, self._key = None, None
+        self._cached = None
 
     def lookup(self, tokens: Tensor, params: Iterable[Tensor], build: Callable[[], Tensor]) -> Tensor:
         """Rows ``tokens`` of the table, building it first if ``params`` changed since."""
         key = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params)
-        if key != self._key or self._table is None:
-            self._table, self._key = None, None  # release the old table before building
-            self._table, self._key = build(), key
-        return self._table.index_select(0, tokens)
+        cached = self._cached
+        if cached is None or cached[0] != key:
+            self._cached = None  # release the old table before building
+            cached = (key, build())
+            self._cached = cached
+        return cached[1].index_select(0, tokens)
 
 
 def forget_tables(model: nn.Module) -> None:

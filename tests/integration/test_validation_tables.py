@@ -20,9 +20,9 @@ def test_after_fused_adam_updates_validation_decodes_with_a_table_of_the_current
     assert getattr(trainer.optimizer, "defaults", {}).get("fused")  # the case the key misses
     trainer.run()
     model = trainer.model.eval()
-    cached = model._token_table._table  # built by the last validation
+    cached = model._token_table.table  # built by the last validation
     assert cached is not None
     forget_tables(model)
     with torch.no_grad():
         model.target_inputs(torch.tensor([1, 2]), torch.zeros(2, dtype=torch.long))  # builds it again
-    torch.testing.assert_close(cached, model._token_table._table)
+    torch.testing.assert_close(cached, model._token_table.table)
