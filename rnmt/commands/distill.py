@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import signal
 import sys
 
 from rnmt.distill.options import DistillOptions
@@ -66,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                          **options)
     except TrainingStopped as stopped:  # exit as the signal would, as rnmt train does
         print(f"stopped: {stopped}", file=sys.stderr, flush=True)
-        return 128 + int(getattr(signal, stopped.signal_name, signal.SIGTERM))
+        return stopped.exit_code
     head = report["students"][report["headline_student"]]["targets"]
     print(f"teacher BLEU {report['teacher']['bleu']:.2f}, {report['teacher']['sentences_per_s']:.1f} sent/s; "
           f"student BLEU {report['student']['bleu']:.2f}, {report['student']['sentences_per_s']:.1f} sent/s "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -39,6 +40,11 @@ class TrainingStopped(Exception):
         super().__init__(f"{key}: training stopped by {signal_name}, checkpoint saved; run the same distill "
                          f"command again to resume")
         self.signal_name = signal_name
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports a process the signal ended."""
+        return 128 + int(getattr(signal, self.signal_name, signal.SIGTERM))
 
 
 def _absolute(prefix: Optional[str]) -> Optional[str]:

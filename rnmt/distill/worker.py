@@ -5,15 +5,14 @@ command."""
 from __future__ import annotations
 
 import json
-import signal
 import sys
 from pathlib import Path
-
-from rnmt.errors import UserError
+from typing import Optional
 
 
 def main(argv: list) -> int:
     from rnmt.distill.students import TrainingStopped, train_run
+    from rnmt.training.side_by_side import worker_exit
 
     payload = json.loads(argv[0])
     out = Path(payload["out"])
@@ -21,18 +20,18 @@ def main(argv: list) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    try:
-        for run in payload["runs"]:
-            run = {**run, "dir": Path(run["dir"]),
-                   "init_from": None if run["init_from"] is None else Path(run["init_from"])}
-            train_run(run, out, log)
-    except TrainingStopped as stopped:
-        log(f"stopped: {stopped}")
-        return 128 + int(getattr(signal, stopped.signal_name, signal.SIGTERM))
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    def work() -> Optional[int]:
+        try:
+            for run in payload["runs"]:
+                run = {**run, "dir": Path(run["dir"]),
+                       "init_from": None if run["init_from"] is None else Path(run["init_from"])}
+                train_run(run, out, log)
+        except TrainingStopped as stopped:
+            log(f"stopped: {stopped}")
+            return stopped.exit_code
+        return None
+
+    return worker_exit(work)
 
 
 if __name__ == "__main__":

@@ -6,25 +6,22 @@ from __future__ import annotations
 import json
 import sys
 
-from rnmt.errors import UserError
-
 
 def main(argv: list) -> int:
     from rnmt.reproduce.run import run_one
     from rnmt.reproduce.system import Settings
+    from rnmt.training.side_by_side import worker_exit
 
     job = json.loads(argv[0])
 
     def log(msg: str) -> None:
         print(f"[{job['paper']}/{job['run']}] {msg}", file=sys.stderr, flush=True)
 
-    try:
+    def work() -> None:  # the record goes to the results directory, not to the parent
         run_one(job["paper"], job["system"], int(job["seed"]), Settings(**job["settings"]), job["out_root"],
                 job["data"], job["src"], job["tgt"], job["command"], log)
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return worker_exit(work)
 
 
 if __name__ == "__main__":

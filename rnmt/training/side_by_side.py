@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
+
+from rnmt.errors import UserError
 
 HANDLED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -87,6 +90,16 @@ class Pool:
             else:
                 self.log(f"[{job.key}] finished")
                 job.after_each()
+
+
+def worker_exit(work: Callable[[], Optional[int]]) -> int:
+    """A worker process's exit code: ``work()``'s (0 for None), or 2 with one line
+    ``error: ...`` on stderr for a `UserError` (`rnmt.reproduce.worker`, `rnmt.distill.worker`)."""
+    try:
+        return work() or 0
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 def run_side_by_side(jobs: Sequence[Job], workers: int, log: Callable[[str], None]) -> Pool:
