@@ -26,6 +26,7 @@ import numpy as np
 from rnmt.data.reading import PathLike, is_blank, iter_parallel
 from rnmt.data.vocab import EOS_ID, Vocab
 from rnmt.errors import CacheRebuiltWarning, UserError, write_failure
+from rnmt_runtime.manifest import file_sha256
 
 CACHE_FORMAT = 1
 _ENCODE_CHUNK = 4096  # lines handed to sentencepiece per call
@@ -171,21 +172,19 @@ def _offsets(lengths: Sequence[int]) -> np.ndarray:
     return out
 
 
-def _file_digest(path: PathLike) -> str:
-    h = hashlib.sha256()
+def file_digest(path: PathLike) -> str:
+    """The SHA-256 of a file's bytes (`rnmt_runtime.manifest.file_sha256`), a missing file
+    one `UserError`."""
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
+        return file_sha256(Path(path))
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
-    return h.hexdigest()
 
 
 def cache_key(src_path: PathLike, tgt_path: PathLike, src_vocab: Vocab, tgt_vocab: Vocab,
               max_len: Optional[int]) -> str:
     """Hash of everything the encoded arrays depend on (file contents, not names)."""
-    parts = [f"rnmt-corpus-v{CACHE_FORMAT}", _file_digest(src_path), _file_digest(tgt_path),
+    parts = [f"rnmt-corpus-v{CACHE_FORMAT}", file_digest(src_path), file_digest(tgt_path),
              src_vocab.fingerprint, tgt_vocab.fingerprint, f"max_len={max_len or 0}"]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 

@@ -13,13 +13,13 @@ kind removes the other kind's, so a directory never holds both.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from rnmt.config import Config
 from rnmt.data import Vocab, iter_parallel, load_vocab, train_vocabs
+from rnmt.data.corpus import file_digest
 from rnmt.errors import UserError
 from rnmt.training.checkpoint import atomic_write_text
 from rnmt.training.init_from import InitCheckpoint
@@ -74,7 +74,7 @@ def _trained(cfg: Config, out: Path, log: Callable[[str], None]) -> Tuple[Vocab,
     recipe = {"joint": vc.joint, "type": vc.type, "src_size": vc.src_size or vc.size,
               "tgt_size": vc.tgt_size or vc.size, "character_coverage": vc.character_coverage,
               "seed": cfg.train.seed,
-              "files": [{"src": _digest(cf.src), "tgt": _digest(cf.tgt)} for cf in files]}
+              "files": [{"src": file_digest(cf.src), "tgt": file_digest(cf.tgt)} for cf in files]}
     names = [JOINT] if vc.joint else [SRC, TGT]
     if all((out / n).is_file() for n in names) and _read_recipe(out) == recipe:
         log(f"reusing the vocabulary trained earlier in {out} (the same corpus and settings)")
@@ -101,10 +101,3 @@ def _read_recipe(out: Path) -> Optional[Dict[str, Any]]:
         return None
     return recipe if isinstance(recipe, dict) else None
 
-
-def _digest(path: Any) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
