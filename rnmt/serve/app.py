@@ -60,6 +60,7 @@ class TranslationService:
     max_output: Optional[int] = None  # absolute cap on output lengths
     stopped = SearchStopped  # what the search raises when told to stop
     threads: Optional[int] = None  # the model thread's torch threads (set by create_app)
+    workers = 1  # batches at once: one (the model's caches are not audited for concurrent calls)
 
     def thread_init(self) -> None:
         if self.threads:

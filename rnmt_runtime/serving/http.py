@@ -246,14 +246,14 @@ def _summary(errors: List[Dict[str, Any]]) -> str:
 
 
 def _batcher(service: Any, settings: ServeSettings) -> DynamicBatcher:
-    """The model threads (the service's ``workers``, one by default) and their queue; without
-    batching, one request per batch."""
+    """The model threads (the service's ``workers``) and their queue; without batching, one
+    request per batch."""
     return DynamicBatcher(service.translate, batching=settings.batching,
                           max_wait_ms=settings.max_wait_ms if settings.batching else 0.0,
                           max_batch_tokens=settings.max_batch_tokens,
                           max_batch_sentences=settings.max_batch_sentences if settings.batching else 1,
                           thread_init=service.thread_init, max_queue=settings.max_queue,
-                          workers=getattr(service, "workers", 1))
+                          workers=service.workers)
 
 
 def _add_guards(app: FastAPI, settings: ServeSettings) -> None:
