@@ -37,7 +37,7 @@ _enabled = True  # the process's choice (`configure`)
 _built: dict = {}  # "module": the loaded extension, or None once a build has failed
 # Built into one module.
 SOURCES = ("bindings.cpp", "additive_scores.cpp", "gru_gates.cpp", "ln_gates.cpp", "smoothed_nll.cpp",
-           "onednn_products.cpp")
+           "onednn_products.cpp", "beam_candidates.cpp")
 
 
 def _build_tag() -> str:

@@ -29,6 +29,9 @@ std::vector<torch::Tensor> smoothed_nll_forward(const torch::Tensor& scores, con
 torch::Tensor smoothed_nll_backward(const torch::Tensor& scores, const torch::Tensor& lse, const torch::Tensor& target,
                                     const torch::Tensor& p_coef, const torch::Tensor& off_coef,
                                     const torch::Tensor& gold_coef);
+std::vector<torch::Tensor> beam_candidates(const torch::Tensor& logits, const torch::Tensor& scores, int64_t k,
+                                           const torch::Tensor& excluded, const c10::optional<torch::Tensor>& flags,
+                                           int64_t eos);
 void onednn_matmul(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, double beta);
 
 // How many threads at::parallel_for gives a loop here (1 when the build lacks OpenMP).
@@ -56,6 +59,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("state"), py::arg("saved"), py::arg("mask") = py::none());
   m.def("ln_gates_forward", &ln_gates_forward, "the layer-normalised gated units' element-wise step");
   m.def("ln_gates_backward", &ln_gates_backward, "gradients of ln_gates_forward");
+  m.def("beam_candidates", &beam_candidates, "a search step's k best extensions per sentence from the logits",
+        py::arg("logits"), py::arg("scores"), py::arg("k"), py::arg("excluded"), py::arg("flags") = py::none(),
+        py::arg("eos"));
   m.def("smoothed_nll_forward", &smoothed_nll_forward, "log-sum-exp, row sum and gold score of each row");
   m.def("onednn_matmul", &onednn_matmul, "out = beta * out + a @ b in fp32 through oneDNN", py::arg("out"),
         py::arg("a"), py::arg("b"), py::arg("beta"));

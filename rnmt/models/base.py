@@ -7,6 +7,9 @@ never need to know which paper a model comes from:
 * ``init_state(memory) -> state``: the decoder's initial state.
 * ``step(prev_tokens, state, memory) -> (log_probs, state, extras)``: one decoding step;
   ``extras`` may carry attention weights (``"attention"``, [B, S]) or gate values.
+* ``step_logits(prev_tokens, state, memory) -> StepLogits`` (models that set
+  ``offers_step_logits``): the same step before its normalisation, so that a search can
+  choose from the logits in one pass (`rnmt.search.fused_step`).
 * ``forward(src, src_mask, tgt_in) -> logits``: teacher-forced scores for all target
   positions at once; agrees with a loop of ``step``.
 
@@ -20,7 +23,7 @@ instead of K copies.
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -30,6 +33,16 @@ from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from rnmt.models.reports import Reports
 
 TensorDict = Dict[str, Tensor]
+
+
+class StepLogits(NamedTuple):
+    """A decoding step before its normalisation: the model's ``step`` returns
+    ``log_softmax(logits)`` with the end of sentence at -inf in the rows ``eos_forbidden``."""
+
+    logits: Tensor  # [R, V]
+    state: TensorDict
+    extras: TensorDict
+    eos_forbidden: Optional[Tensor] = None  # [R] bool: rows where the end of sentence may not follow
 
 
 def select(tree: TensorDict, index: Tensor) -> TensorDict:
@@ -49,6 +62,7 @@ class TranslationModel(nn.Module):
     bos_id: int = BOS_ID
     eos_id: int = EOS_ID
     beam_shares_memory: bool = False  # step accepts K state rows per memory row (see above)
+    offers_step_logits: bool = False  # step_logits is implemented
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         raise NotImplementedError
@@ -57,6 +71,9 @@ class TranslationModel(nn.Module):
         raise NotImplementedError
 
     def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[Tensor, TensorDict, TensorDict]:
+        raise NotImplementedError
+
+    def step_logits(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict) -> StepLogits:
         raise NotImplementedError
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
@@ -140,13 +157,18 @@ class RecurrentTranslationModel(TranslationModel):
     def logits(self, outputs: TensorDict, inputs: TensorDict) -> Tensor:
         raise NotImplementedError
 
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+    offers_step_logits = True
+
+    def step_logits(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict) -> StepLogits:
         position = state.get("position")
         if position is None:
             position = torch.zeros_like(prev_tokens)
         inputs = self.target_inputs(prev_tokens, position)
         state, outputs, extras = self.transition(inputs, state, memory)
-        logits = self.logits(outputs, inputs)
+        return StepLogits(self.logits(outputs, inputs), state, extras)
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        logits, state, extras, _ = self.step_logits(prev_tokens, state, memory)
         return torch.log_softmax(logits.float(), dim=-1), state, extras
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from rnmt import cells
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import ConditionalDecoderModel, TensorDict, TranslationModel
+from rnmt.models.base import ConditionalDecoderModel, StepLogits, TensorDict, TranslationModel
 from rnmt.models.options import NO_OPTIONS, UNIT_KEYS, NoOptions
 from rnmt.models.registry import register
 from rnmt.models.units import build_cell, decoder_unit, dl4mt_cell, encoder_unit
@@ -112,14 +112,19 @@ class SutskeverSeq2seq(TranslationModel):
     def init_state(self, memory: TensorDict) -> TensorDict:
         return {f"s{k}": memory[f"final{k}"] for k in range(len(self.decoder))}
 
-    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+    offers_step_logits = True
+
+    def step_logits(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict) -> StepLogits:
         x = self.dropout(self.tgt_embed(prev_tokens))
         new = {}
         for k, cell in enumerate(self.decoder):
             new[f"s{k}"] = cell.step(cell.project_inputs(x), state[f"s{k}"])
             x = cell.output(new[f"s{k}"])
-        logits = self.output(self.dropout(x))
-        return torch.log_softmax(logits.float(), dim=-1), new, {}
+        return StepLogits(self.output(self.dropout(x)), new, {})
+
+    def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        logits, new, extras, _ = self.step_logits(prev_tokens, state, memory)
+        return torch.log_softmax(logits.float(), dim=-1), new, extras
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         memory = self.encode(src, src_mask)

@@ -31,7 +31,7 @@ from torch import Tensor, nn
 
 from rnmt.config import ModelConfig
 from rnmt.errors import UserError
-from rnmt.models.base import TensorDict, TranslationModel
+from rnmt.models.base import StepLogits, TensorDict, TranslationModel
 from rnmt.models.registry import register
 from rnmt.modules.embedding import Embedding, positional_encoding
 
@@ -185,7 +185,13 @@ class Transformer(TranslationModel):
             x = self.final_norms[1](x)
         return self.output(x), weights
 
+    offers_step_logits = True
+
     def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict):
+        logits, new, extras, _ = self.step_logits(prev_tokens, state, memory)
+        return torch.log_softmax(logits.float(), dim=-1), new, extras
+
+    def step_logits(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict) -> StepLogits:
         x = self._embed(self.tgt_embed, prev_tokens.unsqueeze(1), state["position"].unsqueeze(1))
         new: TensorDict = {"position": state["position"] + 1}
 
@@ -198,7 +204,7 @@ class Transformer(TranslationModel):
         logits, weights = self._decode(x, memory, self_kv, None)
         attention = weights.mean(1)[:, -1] if weights is not None else None
         extras = {"attention": attention} if attention is not None else {}
-        return torch.log_softmax(logits[:, -1].float(), dim=-1), new, extras
+        return StepLogits(logits[:, -1], new, extras)
 
     def forward(self, src: Tensor, src_mask: Tensor, tgt_in: Tensor) -> Tensor:
         memory = self.encode(src, src_mask)

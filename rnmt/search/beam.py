@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from rnmt.models.base import TensorDict, TranslationModel, repeat_rows, select
-from rnmt.search import step_graphs
+from rnmt.search import fused_step, step_graphs
 from rnmt.search.coverage import Coverage
 from rnmt_runtime.search import length_penalty  # GNMT's lp: one definition for both searches
 
@@ -215,6 +215,8 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     `SearchStopped` (a server abandons the work of requests whose deadline passed)."""
     B = src.size(0)
     step = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
+    fused = fused_step.applies(model, src)
+    specials = torch.tensor([model.pad_id, model.bos_id], device=src.device)
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
     prev = src.new_full((B,), model.bos_id)
@@ -223,10 +225,18 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     lengths = torch.zeros(B, dtype=torch.long, device=src.device)
     for t in range(int(max_len.max())):
         _check(should_stop)
-        log_probs, state, extras = step(prev, state, memory)
-        log_probs = _mask_specials(log_probs, model)
-        _force_eos(log_probs, (t + 1 >= max_len) & ~finished, model.eos_id)
-        best, prev = log_probs.max(dim=-1)
+        at_limit = (t + 1 >= max_len) & ~finished
+        if fused:  # each row's best word straight from the logits: one sentence of one hypothesis per row
+            stepped = model.step_logits(prev, state, memory)
+            state, extras = stepped.state, stepped.extras
+            best, _, prev = fused_step.best_extensions(stepped, logprob.new_zeros(B, 1), 1, specials, model.eos_id,
+                                                       at_limit)
+            best, prev = best.squeeze(1), prev.squeeze(1)
+        else:
+            log_probs, state, extras = step(prev, state, memory)
+            log_probs = _mask_specials(log_probs, model)
+            _force_eos(log_probs, at_limit, model.eos_id)
+            best, prev = log_probs.max(dim=-1)
         logprob += best.masked_fill(finished, 0.0)
         lengths += (~finished).long()
         tokens.append(prev)
@@ -265,7 +275,9 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     of at translation batch sizes (docs/performance.md, "On a GPU").
     """
     B, K, device = src.size(0), beam, src.device
-    step = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
+    step: Optional[Callable] = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
+    if fused_step.applies(model, src):
+        step = None  # the candidates straight from the logits
     beams = BeamRows.start(model, src, src_mask, max_len, K, coverage)
     limits = beams.max_len.tolist()
     counts = torch.zeros(B, dtype=torch.long, device=device)  # finished hypotheses per sentence
@@ -277,12 +289,9 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     while beams.sent_ids:
         _check(should_stop)
         b = len(beams.sent_ids)
-        log_probs, beams.state, extras = step(beams.prev, beams.state, beams.memory)
-        log_probs.index_fill_(1, specials, float("-inf"))
-        if t + 1 >= min(limits):
-            _force_eos(log_probs, (t + 1 >= beams.max_len).repeat_interleave(K), model.eos_id)
+        at_limit = (t + 1 >= beams.max_len).repeat_interleave(K) if t + 1 >= min(limits) else None
+        top_scores, top_beam, top_tok, extras = _step(model, step, beams, specials, at_limit)
         beams.observe(extras, return_attention)
-        top_scores, top_beam, top_tok = best_extensions(beams.scores, log_probs, min(2 * K, K * log_probs.size(-1)))
         if top_ranks is None:
             top_ranks = torch.arange(top_scores.size(1), device=device) < K
         is_eos = top_tok == model.eos_id
@@ -302,6 +311,25 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
             first_rows = first_rows_of(len(kept), K, device)
         t += 1
     return n_best(finished, nbest)
+
+
+def _step(model: TranslationModel, step: Optional[Callable], beams: BeamRows, specials: Tensor,
+          at_limit: Optional[Tensor]) -> Tuple[Tensor, Tensor, Tensor, TensorDict]:
+    """One step of `beam_search`: each sentence's 2K best extensions (score, beam, token) and
+    the step's extras; ``beams.state`` moves on. ``step`` None: the candidates come straight
+    from the logits (`rnmt.search.fused_step`); else from ``step``'s log-probabilities, with
+    the special words out and only EOS in the rows ``at_limit``."""
+    K = beams.K
+    if step is None:
+        out = model.step_logits(beams.prev, beams.state, beams.memory)
+        beams.state = out.state
+        k = min(2 * K, K * out.logits.size(-1))
+        return (*fused_step.best_extensions(out, beams.scores, k, specials, model.eos_id, at_limit), out.extras)
+    log_probs, beams.state, extras = step(beams.prev, beams.state, beams.memory)
+    log_probs.index_fill_(1, specials, float("-inf"))
+    if at_limit is not None:
+        _force_eos(log_probs, at_limit, model.eos_id)
+    return (*best_extensions(beams.scores, log_probs, min(2 * K, K * log_probs.size(-1))), extras)
 
 
 class _Choice(NamedTuple):

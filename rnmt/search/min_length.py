@@ -23,7 +23,7 @@ from typing import Tuple
 import torch
 from torch import Tensor
 
-from rnmt.models.base import TensorDict, TranslationModel
+from rnmt.models.base import StepLogits, TensorDict, TranslationModel
 
 NEEDED = "min_length.needed"  # memory: [B] subwords each sentence's output needs before </s>
 LENGTH = "min_length.length"  # state: [R] subwords each row has output so far
@@ -37,6 +37,7 @@ class MinLength(TranslationModel):
         self.inner, self.needed = model, needed
         self.pad_id, self.bos_id, self.eos_id = model.pad_id, model.bos_id, model.eos_id
         self.beam_shares_memory = model.beam_shares_memory
+        self.offers_step_logits = model.offers_step_logits
 
     def encode(self, src: Tensor, src_mask: Tensor) -> TensorDict:
         return {**self.inner.encode(src, src_mask), NEEDED: self.needed}
@@ -47,11 +48,22 @@ class MinLength(TranslationModel):
 
     def step(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict) -> Tuple[Tensor, TensorDict, TensorDict]:
         log_probs, new_state, extras = self.inner.step(prev_tokens, _without(state, LENGTH), _without(memory, NEEDED))
-        length, needed = state[LENGTH], memory[NEEDED]
-        group = length.size(0) // needed.size(0)  # rows per memory row: K with a shared memory, else 1
-        short = length < needed.repeat_interleave(group)
+        short = _short(state, memory)
         log_probs[:, self.eos_id] = log_probs[:, self.eos_id].masked_fill(short, float("-inf"))
-        return log_probs, {**new_state, LENGTH: length + 1}, extras
+        return log_probs, {**new_state, LENGTH: state[LENGTH] + 1}, extras
+
+    def step_logits(self, prev_tokens: Tensor, state: TensorDict, memory: TensorDict) -> StepLogits:
+        out = self.inner.step_logits(prev_tokens, _without(state, LENGTH), _without(memory, NEEDED))
+        short = _short(state, memory)
+        forbidden = short if out.eos_forbidden is None else out.eos_forbidden | short
+        return StepLogits(out.logits, {**out.state, LENGTH: state[LENGTH] + 1}, out.extras, forbidden)
+
+
+def _short(state: TensorDict, memory: TensorDict) -> Tensor:
+    """[R]: the rows whose output is still shorter than its sentence's minimum."""
+    length, needed = state[LENGTH], memory[NEEDED]
+    group = length.size(0) // needed.size(0)  # rows per memory row: K with a shared memory, else 1
+    return length < needed.repeat_interleave(group)
 
 
 def _without(tree: TensorDict, key: str) -> TensorDict:
