@@ -66,8 +66,10 @@ inline void log_sum_exp(const float* __restrict__ x, int64_t V, float* most_out,
   *log_sum_out = std::log(total);
 }
 
-// Offer row `row`'s candidates score + ((x - most) - log_sum) to `best`.
-inline void select_row(const float* __restrict__ x, int64_t V, float score, float most, float log_sum,
+// Offer row `row`'s candidates score + ((x - most) - log_sum) to `best`. Compiled without
+// reassociation (the build's -ffast-math would hoist score - most - log_sum out of the loop and
+// round each candidate at the score's magnitude twice, a drift of 1e-3 over a 150-word search).
+__attribute__((optimize("no-associative-math"))) void select_row(const float* __restrict__ x, int64_t V, float score, float most, float log_sum,
                        const unsigned char* __restrict__ excluded, int64_t row, Best& best) {
   float buf[CHUNK];
   for (int64_t j0 = 0; j0 < V; j0 += CHUNK) {

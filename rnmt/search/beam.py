@@ -214,8 +214,9 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     ``should_stop`` is called before every step; when it returns True the search raises
     `SearchStopped` (a server abandons the work of requests whose deadline passed)."""
     B = src.size(0)
-    step = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
-    fused = fused_step.applies(model, src)
+    graphed = step_graphs.applies(src)
+    step = step_graphs.GraphedStep(model.step) if graphed else model.step
+    fused = not graphed and fused_step.applies(model, src)
     specials = torch.tensor([model.pad_id, model.bos_id], device=src.device)
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
@@ -241,7 +242,7 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
         lengths += (~finished).long()
         tokens.append(prev)
         if return_attention:  # a copy: a graphed step's outputs are overwritten by the next step
-            attn.append(extras["attention"] if step is model.step else extras["attention"].clone())
+            attn.append(extras["attention"].clone() if graphed else extras["attention"])
         finished |= prev == model.eos_id
         if bool(finished.all()):
             break
@@ -275,8 +276,9 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     of at translation batch sizes (docs/performance.md, "On a GPU").
     """
     B, K, device = src.size(0), beam, src.device
-    step: Optional[Callable] = step_graphs.GraphedStep(model.step) if step_graphs.applies(src) else model.step
-    if fused_step.applies(model, src):
+    graphed = step_graphs.applies(src)
+    step: Optional[Callable] = step_graphs.GraphedStep(model.step) if graphed else model.step
+    if not graphed and fused_step.applies(model, src):
         step = None  # the candidates straight from the logits
     beams = BeamRows.start(model, src, src_mask, max_len, K, coverage)
     limits = beams.max_len.tolist()
