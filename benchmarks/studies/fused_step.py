@@ -7,7 +7,7 @@ beam 5 for a 64-unit GRU, 1.1-1.3x for a 256-unit RNNSearch-GRU, the same 517 tr
 Beam search's and greedy search's step with and without `rnmt.search.fused_step`, on
 trained models, alternating in one process:
 
-    python -m benchmarks.studies.fused_step --model RUN [--model RUN ...] [--rounds 3] [--sentences 517]
+    python -m benchmarks.studies.fused_step --model RUN [--model RUN ...] [--int8] [--rounds 3] [--sentences 517]
 
 Translates the first ``--sentences`` verses of the Bible test set at beam 5 and greedily on
 one thread, each model with both steps in every round, and prints each model's sentences/s
@@ -41,10 +41,11 @@ def main() -> None:
     parser.add_argument("--src", default="../shared/data/bible-es-en/test.es")
     parser.add_argument("--sentences", type=int, default=517)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--int8", action="store_true", help="int8 products (rnmt translate --int8)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     src = open(args.src, encoding="utf-8").read().splitlines()[: args.sentences]
-    models = {path: rnmt.load(path, device="cpu") for path in args.model}
+    models = {path: rnmt.load(path, device="cpu", int8=args.int8) for path in args.model}
     fused_applies = fused_step.applies
     steps = {"plain": lambda *a: False, "fused": fused_applies}
     searches = {"beam 5": {"beam": 5}, "greedy": {"greedy": True}}
@@ -62,7 +63,8 @@ def main() -> None:
                     speed = len(src) / (time.perf_counter() - start)
                     best[path, search, step] = max(best.get((path, search, step), 0.0), speed)
     fused_step.applies = fused_applies
-    print(f"commit {_commit()}; {len(src)} sentences, 1 thread, sentences/s (best of {args.rounds} rounds)")
+    print(f"commit {_commit()}; {'int8' if args.int8 else 'fp32'}; {len(src)} sentences, 1 thread, "
+          f"sentences/s (best of {args.rounds} rounds)")
     print("| model | search | plain step | fused step | speed-up | identical |")
     print("|---|---|---:|---:|---:|---:|")
     for path in models:
