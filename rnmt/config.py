@@ -314,6 +314,9 @@ class RuntimeConfig:
     memory_bounds: bool = True
     # updates between heap trims (0: never); null: the measured default, rnmt.memory.TRIM_EVERY
     trim_every: Optional[Annotated[int, NON_NEGATIVE]] = None
+    # buffers up to 1 GiB from glibc's heap, reused between updates instead of mapped afresh and
+    # faulted in each time (rnmt.memory.heap_buffers); false: glibc's own thresholds
+    heap_buffers: bool = True
     # one weight-gradient accumulation per training pass (rnmt.deferred_grads); false: plain autograd
     deferred_grads: bool = True
     # the GRU through PyTorch's fused CUDA cell and cuDNN on a GPU (rnmt/fast/gru_cuda.py)

@@ -21,7 +21,20 @@ process's resident set with them, although nothing in them is in use:
   shapes leave the heap fragmented): trimming after every update brings training's peak RSS
   to about 1.3x fp32's but costs about a fifth of bf16's speed (docs/performance.md, "bf16 training").
 
-``runtime.memory_bounds: false`` turns both off, through the execution plan (`configure`;
+One setting goes the other way, trading memory for speed: **large buffers from the heap**
+(`heap_buffers`, the plan's ``runtime.heap_buffers``). glibc's adaptive mmap threshold grows
+only to 32 MiB, and a buffer above it is a fresh mapping whose pages fault in at first touch
+and go back to the system when it is freed. A training update's largest buffers are above
+it (the output layer's [tokens x V] scores and their gradient: 92 MiB each at 3,000 tokens
+and V = 8,000 in fp32), so every update paid their page faults again: 41 of the label-
+smoothed loss's 47 ms backward pass, one thread. With the threshold fixed at
+`HEAP_BUFFERS_UP_TO` (and the heap's automatic trimming of its top raised with it) those
+buffers come from the heap and are reused from update to update; the periodic trim above
+still hands the free pages back every `TRIM_EVERY` updates. Measured in
+docs/precision.md ("Large buffers from the heap"). A threshold the user set
+(``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_`` or ``GLIBC_TUNABLES``) is left alone.
+
+``runtime.memory_bounds: false`` turns both bounds off, through the execution plan (`configure`;
 for comparisons: benchmarks/shape_rss.py). The
 figures that chose these settings are in docs/performance.md ("bf16 training", Memory).
 Less memory than these bounds give is bought with speed, and set in the environment before
@@ -49,32 +62,60 @@ _ENV_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
 _bounded = True  # the process's choice (`configure`)
 _trim_every = TRIM_EVERY
 _set_here = False  # whether `configure_process` wrote the cache's capacity (not the user)
+# buffers up to this size come from glibc's heap when `heap_buffers` is on
+HEAP_BUFFERS_UP_TO = 1 << 30
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (glibc's malloc.h)
+_GLIBC_THRESHOLDS = 128 * 1024  # glibc's initial mmap and trim thresholds
+_USER_MALLOC_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+_heap = True  # the process's choice (`configure`)
+_heap_set: Optional[bool] = None  # what `heap_buffers` last set in glibc (None: nothing yet)
 
 
 def enabled() -> bool:
     return _bounded
 
 
-def configure(bounds: bool, trim_every: int = TRIM_EVERY) -> None:
-    """The execution plan's memory choices: both bounds on or off, and the updates between
-    heap trims. Turning the bounds off takes back the cache capacity `configure_process`
-    set, which oneDNN reads at its first primitive: effective before that only."""
-    global _bounded, _trim_every, _set_here
-    _bounded, _trim_every = bool(bounds), int(trim_every)
+def configure(bounds: bool, trim_every: int = TRIM_EVERY, heap: bool = True) -> None:
+    """The execution plan's memory choices: both bounds on or off, the updates between heap
+    trims, and large buffers from the heap (`heap_buffers`). Turning the bounds off takes
+    back the cache capacity `configure_process` set, which oneDNN reads at its first
+    primitive: effective before that only."""
+    global _bounded, _trim_every, _set_here, _heap
+    _bounded, _trim_every, _heap = bool(bounds), int(trim_every), bool(heap)
     if not _bounded and _set_here:
         os.environ.pop(_ENV_CACHE, None)
         _set_here = False
-    elif _bounded:
-        configure_process()
+    configure_process()
 
 
 def configure_process() -> None:
     """Bound oneDNN's primitive cache, unless the user chose a capacity or the bounds are
-    off. Effective only before the process's first oneDNN primitive."""
+    off (effective only before the process's first oneDNN primitive), and set the heap's
+    thresholds to the process's `heap_buffers` choice."""
     global _set_here
     if _bounded and _ENV_CACHE not in os.environ and "DNNL_PRIMITIVE_CACHE_CAPACITY" not in os.environ:
         os.environ[_ENV_CACHE] = str(PRIMITIVE_CACHE)
         _set_here = True
+    heap_buffers(_heap)
+
+
+def heap_buffers(on: bool) -> bool:
+    """Serve buffers up to `HEAP_BUFFERS_UP_TO` from glibc's heap, reused after they are
+    freed (on), or go back to glibc's initial thresholds (off: fixed at 128 KiB, no longer
+    adaptive, once this has turned them on). Returns whether glibc's thresholds are rnmt's
+    to set: not where the C library is not glibc or the user set them in the environment."""
+    global _heap_set
+    libc = _glibc()
+    if libc is None or any(name in os.environ for name in _USER_MALLOC_ENV):
+        return False
+    if on == _heap_set or (not on and _heap_set is None):  # nothing to change (off: glibc's own)
+        return True
+    threshold = HEAP_BUFFERS_UP_TO if on else _GLIBC_THRESHOLDS
+    # the trim threshold above the mmap threshold: a freed buffer at the heap's top stays
+    libc.mallopt(_M_MMAP_THRESHOLD, threshold)
+    libc.mallopt(_M_TRIM_THRESHOLD, 2**31 - 1 if on else _GLIBC_THRESHOLDS)
+    _heap_set = on
+    return True
 
 
 @functools.cache
@@ -87,6 +128,8 @@ def _glibc() -> Optional[ctypes.CDLL]:
         return None
     libc.malloc_trim.argtypes = [ctypes.c_size_t]
     libc.malloc_trim.restype = ctypes.c_int
+    libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    libc.mallopt.restype = ctypes.c_int
     return libc
 
 

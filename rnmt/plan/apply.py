@@ -24,7 +24,7 @@ _held = ExitStack()
 
 def apply_process(plan: ExecutionPlan) -> None:
     """Set the process-wide switches to ``plan``'s choices."""
-    memory.configure(plan.memory_bounds.value, plan.trim_every.value)
+    memory.configure(plan.memory_bounds.value, plan.trim_every.value, plan.heap_buffers.value)
     kernels.configure(plan.kernels.value, plan.kernel_lock_timeout.value)
     products.set_choice(plan.fp32_products.value == "onednn")
     int8.set_engine(plan.int8_kernels.value)

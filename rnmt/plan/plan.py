@@ -61,12 +61,15 @@ FIELDS: Dict[str, Tuple[str, Callable[[Any], bool], str]] = {
     "cuda_graphs": ("train.cuda_graphs", _is_bool, "true or false"),
     "memory_bounds": ("runtime.memory_bounds", _is_bool, "true or false"),
     "trim_every": ("runtime.trim_every", _count, "a whole number of updates of at least 0"),
+    "heap_buffers": ("runtime.heap_buffers", _is_bool, "true or false"),
     "deferred_grads": ("runtime.deferred_grads", _is_bool, "true or false"),
     "gpu_fused_gru": ("runtime.gpu_fused_gru", _is_bool, "true or false"),
 }
 # The choices that decoding uses (`rnmt translate`, the API, the server).
 DECODING_FIELDS = ("fp32_products", "int8_kernels", "kernels", "kernel_lock_timeout", "memory_bounds",
-                   "gpu_fused_gru")
+                   "heap_buffers", "gpu_fused_gru")
+# Choices added after plans were first written, with the value a plan without them gets.
+ADDED_LATER = {"heap_buffers": True}
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ class ExecutionPlan:
     cuda_graphs: Choice  # each update replayed from CUDA graphs
     memory_bounds: Choice  # oneDNN's primitive cache bounded, the heap trimmed (rnmt.memory)
     trim_every: Choice  # updates between heap trims (0: never)
+    heap_buffers: Choice  # large buffers from glibc's heap, reused between updates (rnmt.memory)
     deferred_grads: Choice  # one weight-gradient accumulation per pass (rnmt.deferred_grads)
     gpu_fused_gru: Choice  # the GRU through PyTorch's fused CUDA cell and cuDNN on a GPU
     device: str = "cpu"  # the device type it was resolved for
@@ -108,6 +112,8 @@ class ExecutionPlan:
     def from_dict(cls, raw: Any, source: str = "plan") -> ExecutionPlan:
         """A plan from `to_dict`'s form; anything else is a one-line `UserError` naming ``source``."""
         choices: Dict[str, Any] = choices_from_dict(raw, source)
+        for name, value in ADDED_LATER.items():
+            choices.setdefault(name, Choice(value, "the default (the plan was written before this choice existed)"))
         missing = [name for name in FIELDS if name not in choices]
         if missing:
             raise UserError(f"{source}: the plan has no '{missing[0]}'")

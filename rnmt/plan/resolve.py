@@ -76,6 +76,7 @@ def _fresh(cfg: Config, device: torch.device, cpu: hardware.CpuFeatures, model: 
     out["memory_bounds"] = Choice(rt.memory_bounds, f"runtime.memory_bounds: {str(rt.memory_bounds).lower()}")
     out["trim_every"] = (Choice(TRIM_EVERY, "the measured default (docs/performance.md, \"bf16 training\", Memory)")
                          if rt.trim_every is None else Choice(rt.trim_every, "runtime.trim_every"))
+    out["heap_buffers"] = Choice(rt.heap_buffers, f"runtime.heap_buffers: {str(rt.heap_buffers).lower()}")
     out["deferred_grads"] = Choice(rt.deferred_grads, f"runtime.deferred_grads: {str(rt.deferred_grads).lower()}")
     out["gpu_fused_gru"] = Choice(rt.gpu_fused_gru, f"runtime.gpu_fused_gru: {str(rt.gpu_fused_gru).lower()}"
                                   + ("" if device.type == "cuda" else "; applies on a GPU only"))

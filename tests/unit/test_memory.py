@@ -90,3 +90,50 @@ def test_trim_period_from_the_plan(monkeypatch):
     assert memory.PeriodicTrim().every == 1
     memory.configure(True, 0)
     assert memory.PeriodicTrim().after_update() is False
+
+
+def _faults_of_a_reused_large_buffer() -> int:
+    """Minor page faults of filling a 96 MiB malloc'd buffer after one of the same size was
+    filled and freed (glibc's malloc itself: PyTorch's aligned allocations reuse freed
+    buffers too, but where depends on what else the heap holds)."""
+    import ctypes
+    import resource
+
+    libc = memory._glibc()
+    assert libc is not None
+    libc.malloc.restype, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    size = 96 * 2**20
+    first = libc.malloc(size)
+    ctypes.memset(first, 1, size)
+    libc.free(first)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    second = libc.malloc(size)
+    ctypes.memset(second, 2, size)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    libc.free(second)
+    return faults
+
+
+@glibc_only
+def test_heap_buffers_reuse_a_large_freed_buffer_instead_of_faulting_it_in_again(monkeypatch):
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+    assert memory.heap_buffers(True)
+    assert memory.heap_buffers(False)  # glibc's initial thresholds: a fresh mapping each time
+    mapped = _faults_of_a_reused_large_buffer()
+    assert memory.heap_buffers(True)
+    reused = _faults_of_a_reused_large_buffer()
+    assert mapped > 20_000 and reused < 1_000, (mapped, reused)  # 24,576 pages of 4 KiB
+
+
+def test_heap_buffers_leave_the_users_thresholds_alone(monkeypatch):
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
+    assert memory.heap_buffers(True) is False
+
+
+def test_the_plan_chooses_heap_buffers(monkeypatch):
+    calls = []
+    monkeypatch.setattr(memory, "heap_buffers", lambda on: calls.append(on) or True)
+    memory.configure(True, memory.TRIM_EVERY, heap=False)
+    memory.configure(False, memory.TRIM_EVERY, heap=True)
+    assert calls == [False, True]
