@@ -4,7 +4,7 @@ against a plain sort of all ``K * V`` candidates, ties and dead hypotheses inclu
 import numpy as np
 import pytest
 
-from rnmt_runtime.search import BLOCK, best_extensions
+from rnmt_runtime.search import BLOCK, best_extensions, block_width
 
 
 def sorted_extensions(scores, log_probs, k):
@@ -30,3 +30,10 @@ def test_block_selection_equals_a_full_sort(b, K, V):
     assert np.array_equal(got[0], want[0])
     for g, w in zip(got[1:], want[1:]):
         assert np.array_equal(g[finite], w[finite])
+
+
+def test_block_width_divides_the_vocabulary_when_it_can():
+    assert block_width(8000) == 250 and 8000 % 250 == 0  # the Bible vocabulary: no padded copy
+    assert block_width(4000) == 250 and block_width(32000) == 256
+    assert block_width(8003) == 151  # 53 x 151
+    assert block_width(7919) == BLOCK and block_width(6) == BLOCK  # no divisor near BLOCK (a prime): padded
