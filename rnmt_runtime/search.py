@@ -121,7 +121,7 @@ def block_width(V: int) -> int:
     between half and twice it (a row then splits into whole blocks without a padded copy of
     the [rows x V] log-probabilities), else `BLOCK` with the last block padded. numpy
     reduces a short innermost axis slowly: at V = 8,000 and 200 rows, blocks of 64 took
-    2.0 ms a step, blocks of 320 0.7 ms (docs/deploy.md, "Since the fused search step")."""
+    2.0 ms a step, blocks of 250 0.7 ms (docs/deploy.md, "Measured": the wider blocks)."""
     divisors = [d for d in range(BLOCK // 2, 2 * BLOCK + 1) if V % d == 0]
     return min(divisors, key=lambda d: (abs(d - BLOCK), d)) if divisors else BLOCK
 
