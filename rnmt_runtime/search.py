@@ -16,7 +16,6 @@ log-probability logP and length |Y| (end of sentence included) scores logP / lp(
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -115,7 +114,7 @@ def greedy_search(model: Any, src: np.ndarray, src_mask: np.ndarray, max_len: np
 BLOCK = 256  # candidates per block of `best_extensions`' pre-selection (about; see `block_width`)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def block_width(V: int) -> int:
     """The block width for a vocabulary of ``V``: the divisor of ``V`` nearest `BLOCK`
     between half and twice it (a row then splits into whole blocks without a padded copy of
