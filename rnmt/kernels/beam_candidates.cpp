@@ -70,7 +70,7 @@ inline void log_sum_exp(const float* __restrict__ x, int64_t V, float* most_out,
 // reassociation (the build's -ffast-math would hoist score - most - log_sum out of the loop and
 // round each candidate at the score's magnitude twice, a drift of 1e-3 over a 150-word search).
 __attribute__((optimize("no-associative-math"))) void select_row(const float* __restrict__ x, int64_t V, float score, float most, float log_sum,
-                       const unsigned char* __restrict__ excluded, int64_t row, Best& best) {
+                       const unsigned char* __restrict__ skip, int64_t row, Best& best) {
   float buf[CHUNK];
   for (int64_t j0 = 0; j0 < V; j0 += CHUNK) {
     const int64_t n = std::min(CHUNK, V - j0);
@@ -82,7 +82,7 @@ __attribute__((optimize("no-associative-math"))) void select_row(const float* __
     }
     if (best.count == best.k && !(top > best.value[best.k - 1])) continue;
     for (int64_t j = 0; j < n; ++j) {
-      if (!excluded[j0 + j]) best.offer(buf[j], row * V + j0 + j);
+      if (!skip[j0 + j]) best.offer(buf[j], row * V + j0 + j);
     }
   }
 }
@@ -127,8 +127,8 @@ std::vector<torch::Tensor> beam_candidates(const torch::Tensor& logits, const to
   const float* const sp = scores.data_ptr<float>();
   float* const vp = values.data_ptr<float>();
   int64_t* const ip = index.data_ptr<int64_t>();
-  const unsigned char* const keep_all = skip.data();
-  const unsigned char* const keep_no_eos = skip_eos.data();
+  const unsigned char* const skip_specials = skip.data();
+  const unsigned char* const skip_specials_and_eos = skip_eos.data();
   at::parallel_for(0, b, 1, [=](int64_t begin, int64_t end) {
     for (int64_t s = begin; s < end; ++s) {
       Best best{vp + s * k, ip + s * k, k};
@@ -143,7 +143,7 @@ std::vector<torch::Tensor> beam_candidates(const torch::Tensor& logits, const to
         if (f & 1) {  // only the end of sentence, with its own log-probability
           if (!(f & 2)) best.offer(score + ((x[eos] - most) - log_sum), i * V + eos);
         } else {
-          select_row(x, V, score, most, log_sum, (f & 2) ? keep_no_eos : keep_all, i, best);
+          select_row(x, V, score, most, log_sum, (f & 2) ? skip_specials_and_eos : skip_specials, i, best);
         }
       }
     }

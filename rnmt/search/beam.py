@@ -218,6 +218,7 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     step = step_graphs.GraphedStep(model.step) if graphed else model.step
     fused = not graphed and fused_step.applies(model, src)
     specials = torch.tensor([model.pad_id, model.bos_id], device=src.device)
+    no_scores = torch.zeros(B, 1)  # fused: each row is a sentence of one hypothesis, scoring 0
     memory = model.encode(src, src_mask)
     state = model.init_state(memory)
     prev = src.new_full((B,), model.bos_id)
@@ -227,11 +228,10 @@ def greedy_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_le
     for t in range(int(max_len.max())):
         _check(should_stop)
         at_limit = (t + 1 >= max_len) & ~finished
-        if fused:  # each row's best word straight from the logits: one sentence of one hypothesis per row
+        if fused:  # each row's best word straight from the logits
             stepped = model.step_logits(prev, state, memory)
             state, extras = stepped.state, stepped.extras
-            best, _, prev = fused_step.best_extensions(stepped, logprob.new_zeros(B, 1), 1, specials, model.eos_id,
-                                                       at_limit)
+            best, _, prev = fused_step.best_extensions(stepped, no_scores, 1, specials, model.eos_id, at_limit)
             best, prev = best.squeeze(1), prev.squeeze(1)
         else:
             log_probs, state, extras = step(prev, state, memory)
