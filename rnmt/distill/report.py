@@ -11,7 +11,8 @@ one p per seed); ``students`` holds every config's.
 
 The targets of docs/distill.md are judged per student config: ``speedup`` (student over
 teacher sentences/s at beam 5, target >= 3), ``bleu_gap`` (teacher minus student BLEU,
-target <= 1.0) and ``beats_baseline`` (student above baseline with p < 0.05 in every seed).
+target <= 1.0) and ``beats_baseline_every_seed`` (student above baseline with p < 0.05 in every seed), and
+``all_met`` when the three hold together; a missed target's line in ``report.md`` says by how much.
 """
 
 from __future__ import annotations
@@ -73,8 +74,10 @@ def judge(teacher: dict, student: dict, p_values: List[Optional[float]], diffs: 
     gap = teacher["bleu"] - student["bleu"]
     beats = bool(p_values) and all(p is not None and p < ALPHA and d is not None and d > 0
                                    for p, d in zip(p_values, diffs))
-    return {"speedup": round(speedup, 2), "speedup_met": speedup >= SPEED_TARGET, "bleu_gap": round(gap, 2),
-            "bleu_gap_met": gap <= GAP_TARGET, "beats_baseline_every_seed": beats}
+    verdict = {"speedup": round(speedup, 2), "speedup_met": speedup >= SPEED_TARGET, "bleu_gap": round(gap, 2),
+               "bleu_gap_met": gap <= GAP_TARGET, "beats_baseline_every_seed": beats}
+    verdict["all_met"] = verdict["speedup_met"] and verdict["bleu_gap_met"] and beats
+    return verdict
 
 
 def build_report(names: Sequence[str], seeds: Sequence[int], measured: Dict[str, dict], refs: List[str],
@@ -109,6 +112,20 @@ def _ci(entry: dict, metric: str) -> str:
     return f"{entry[metric]:.2f}" + (f" [{low:.2f}, {high:.2f}]" if low is not None else "")
 
 
+def _interval(values: Sequence[float]) -> str:
+    return "[" + ", ".join(f"{v:+.2f}" for v in values) + "]"
+
+
+def _speed_line(t: dict) -> str:
+    verdict = "met" if t["speedup_met"] else f"missed by {SPEED_TARGET - t['speedup']:.2f}x"
+    return f"- speed: {t['speedup']:.2f}x the teacher's sentences/s at beam 5 (target >= {SPEED_TARGET:g}x: {verdict})"
+
+
+def _gap_line(t: dict) -> str:
+    verdict = "met" if t["bleu_gap_met"] else f"missed by {t['bleu_gap'] - GAP_TARGET:.2f} BLEU"
+    return f"- BLEU: teacher minus student {t['bleu_gap']:.2f}, mean of seeds (target <= {GAP_TARGET:g}: {verdict})"
+
+
 def _row(label: str, e: dict) -> str:
     return (f"| {label} | {_ci(e, 'bleu')} | {_ci(e, 'chrf')} | {e['sentences_per_s']:.1f} | "
             f"{e['greedy_sentences_per_s']:.1f} | {e['parameters']:,} | {e['file_bytes'] / 1e6:.1f} |")
@@ -134,20 +151,21 @@ def render_markdown(report: Dict[str, Any]) -> str:
     for name, s in report["students"].items():
         t = s["targets"]
         lines += ["", f"## {name}", "",
-                  f"- speed: {t['speedup']:.2f}x the teacher's sentences/s at beam 5 (target >= {SPEED_TARGET:g}x: "
-                  f"{'met' if t['speedup_met'] else 'missed'})",
-                  f"- BLEU: teacher minus student {t['bleu_gap']:.2f}, mean of seeds (target <= {GAP_TARGET:g}: "
-                  f"{'met' if t['bleu_gap_met'] else 'missed'})"]
+                  _speed_line(t), _gap_line(t)]
         for seed, c in s["per_seed"].items():
             vs_b = c.get("bleu_vs_baseline")
-            b_text = (f"student - baseline BLEU {vs_b['difference']:+.2f} {vs_b['interval']}, p {vs_b['p']:.4f}; "
-                      if vs_b else "")
+            b_text = (f"student - baseline BLEU {vs_b['difference']:+.2f} {_interval(vs_b['interval'])}, "
+                      f"p {vs_b['p']:.4f}; " if vs_b else "")
             vs_t = c["bleu_vs_teacher"]
             lines.append(f"- seed {seed}: {b_text}student - teacher BLEU {vs_t['difference']:+.2f} "
-                         f"{vs_t['interval']}")
+                         f"{_interval(vs_t['interval'])}")
         if s["baseline"] is not None:
             lines.append(f"- beats the baseline significantly (p < {ALPHA}) in every seed: "
                          f"{'yes' if t['beats_baseline_every_seed'] else 'no'}")
+    met = [name for name, s in report["students"].items() if s["targets"].get("all_met")]
+    lines += ["", "## Targets together", "",
+              (f"Every target met by: {', '.join(met)}." if met else
+               "No student meets every target (speed, BLEU gap and the baseline in every seed) at once.")]
     f = report["filter"]
     lines += ["", "## Filtering", "", f"{f['pairs']:,} training pairs decoded by the teacher, {f['kept']:,} kept.", ""]
     lines += [f"- {reason.replace('_', ' ')}: {n:,} dropped" for reason, n in f["dropped"].items()]

@@ -60,3 +60,15 @@ def test_judge_reads_the_gap_and_speed_against_the_targets():
     missed = judge(teacher, {"bleu": 28.5, "sentences_per_s": 25.0}, [0.01, 0.2], [1.0, 0.5])
     assert missed["bleu_gap"] == 1.5 and not missed["bleu_gap_met"]
     assert missed["speedup"] == 2.5 and not missed["speedup_met"] and not missed["beats_baseline_every_seed"]
+
+
+def test_the_markdown_says_by_how_much_a_target_is_missed():
+    report = _report(student_every=6, baseline_every=2)
+    targets = report["students"]["gru"]["targets"]
+    text = render_markdown(report)
+    assert "target >= 3x: met" in text and targets["all_met"] == targets["bleu_gap_met"]
+    report["students"]["gru"]["targets"].update(speedup=2.4, speedup_met=False, all_met=False)
+    text = render_markdown(report)
+    assert "target >= 3x: missed by 0.60x" in text
+    assert "No student meets every target" in text
+    assert "[0." not in text  # intervals are written with signs and two decimals
