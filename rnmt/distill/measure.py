@@ -11,13 +11,23 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 BEAM = 5
 
 
-def model_facts(paths: Sequence[Path]) -> Dict[str, int]:
-    """Parameters and checkpoint bytes (an ensemble's summed over its members)."""
+def training_precision(path: Path) -> str:
+    """The precision a model was trained in, from the plan its run recorded (``plan.json``
+    beside the checkpoint); "unknown" without one."""
+    from rnmt.plan.plan import PLAN_FILE, read_plan
+
+    plan = read_plan((path if path.is_dir() else path.parent) / PLAN_FILE)
+    return plan.precision.value if plan is not None else "unknown"
+
+
+def model_facts(paths: Sequence[Path]) -> Dict[str, Any]:
+    """Parameters and checkpoint bytes (an ensemble's summed over its members), and the
+    precision each member was trained in (runs on different machines may differ)."""
     from rnmt.models.loading import count_parameters, load_model
 
     params, size = 0, 0
@@ -25,7 +35,8 @@ def model_facts(paths: Sequence[Path]) -> Dict[str, int]:
         loaded = load_model(path)
         params += count_parameters(loaded.model)["total"]
         size += Path(loaded.path).stat().st_size
-    return {"parameters": params, "file_bytes": size}
+    precisions = sorted({training_precision(Path(p)) for p in paths})
+    return {"parameters": params, "file_bytes": size, "training_precision": "+".join(precisions)}
 
 
 def measure_models(models: Dict[str, List[Path]], sources: List[str], threads: int, rounds: int,

@@ -2,10 +2,11 @@
 
 Per system (the teacher; each student config's student and baseline, per seed): BLEU and
 chrF on the test set with the 95% interval of sacrebleu's paired bootstrap (`rnmt.evaluation
-.significance`), sentences/s at beam 5 and greedy, parameters and checkpoint bytes. Per
-student config and seed, the paired bootstrap p-value of student against baseline (BLEU;
-`difference_interval`, as `rnmt reproduce` computes its per-seed p) and the interval of the
-student's BLEU minus the teacher's. The top-level ``student``, ``baseline`` and
+.significance`), sentences/s at beam 5 and greedy, parameters, checkpoint bytes and the
+precision it was trained in (its run's ``plan.json``). Per student config and seed, the
+paired bootstrap p-value of student against baseline (BLEU; `difference_interval`, as `rnmt
+reproduce` computes its per-seed p) and the interval of the student's BLEU minus the
+teacher's. The top-level ``student``, ``baseline`` and
 ``p_student_vs_baseline`` are the first student config's (its seeds' mean scores and speeds;
 one p per seed); ``students`` holds every config's.
 
@@ -60,7 +61,8 @@ def system_entry(measured: dict, scores: dict, extra: Optional[dict] = None) -> 
     return {"bleu": scores["bleu"]["score"], "chrf": scores["chrf"]["score"], "bleu_ci": scores["bleu"]["ci"],
             "chrf_ci": scores["chrf"]["ci"], "sentences_per_s": round(measured["sentences_per_s"], 2),
             "greedy_sentences_per_s": round(measured["greedy_sentences_per_s"], 2),
-            "parameters": measured["parameters"], "file_bytes": measured["file_bytes"], **(extra or {})}
+            "parameters": measured["parameters"], "file_bytes": measured["file_bytes"],
+            "training_precision": measured.get("training_precision", "unknown"), **(extra or {})}
 
 
 def over_seeds(entries: Dict[str, dict]) -> Dict[str, Any]:
@@ -128,7 +130,8 @@ def _gap_line(t: dict) -> str:
 
 def _row(label: str, e: dict) -> str:
     return (f"| {label} | {_ci(e, 'bleu')} | {_ci(e, 'chrf')} | {e['sentences_per_s']:.1f} | "
-            f"{e['greedy_sentences_per_s']:.1f} | {e['parameters']:,} | {e['file_bytes'] / 1e6:.1f} |")
+            f"{e['greedy_sentences_per_s']:.1f} | {e['parameters']:,} | {e['file_bytes'] / 1e6:.1f} | "
+            f"{e.get('training_precision', 'unknown')} |")
 
 
 def render_markdown(report: Dict[str, Any]) -> str:
@@ -140,8 +143,8 @@ def render_markdown(report: Dict[str, Any]) -> str:
               f"95% interval of a paired bootstrap ({report.get('bootstrap')} resamples); speeds in sentences/s on "
               f"{report.get('speed_threads')} CPU thread(s), the fastest of {report.get('speed_rounds')} alternating "
               f"rounds.", "",
-              "| system | BLEU [95%] | chrF [95%] | sent/s beam 5 | sent/s greedy | parameters | MB |",
-              "|---|---|---|---:|---:|---:|---:|", _row("teacher", report["teacher"])]
+              "| system | BLEU [95%] | chrF [95%] | sent/s beam 5 | sent/s greedy | parameters | MB | trained in |",
+              "|---|---|---|---:|---:|---:|---:|---|", _row("teacher", report["teacher"])]
     for name, s in report["students"].items():
         for role in ("student", "baseline"):
             if s[role] is None:

@@ -131,6 +131,9 @@ def test_report_has_teacher_student_baseline_and_one_p_per_seed(setup, tmp_path)
             assert saved[key][figure] >= 0, (key, figure)
     assert len(saved["p_student_vs_baseline"]) == 2
     assert saved["student"]["parameters"] < saved["teacher"]["parameters"]
+    # each run's precision as its plan recorded it (tiny models train in fp32)
+    assert saved["teacher"]["training_precision"] == "fp32"
+    assert {e["training_precision"] for e in saved["students"][student.stem]["baseline"]["seeds"].values()} == {"fp32"}
     counts = saved["filter"]
     assert counts["pairs"] == 120 and counts["kept"] + sum(counts["dropped"].values()) == 120
     kept = (out / "data" / "distilled.en").read_text(encoding="utf-8").splitlines()
