@@ -16,13 +16,16 @@ from rnmt.distill.options import DistillOptions
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = DistillOptions()
-    p.add_argument("--teacher", action="append", required=True, metavar="RUN",
+    p.add_argument("--teacher", action="append", metavar="RUN",
                    help="teacher run directory or checkpoint; repeat for an ensemble")
-    p.add_argument("--student", action="append", required=True, metavar="CONFIG",
+    p.add_argument("--student", action="append", metavar="CONFIG",
                    help="student YAML config (its data section names the training, dev and test data); repeat for "
                         "several students of one distilled corpus (the first is the report's headline)")
     p.add_argument("--out", required=True, metavar="DIR",
                    help="the distillation's directory (new, or this one to resume)")
+    p.add_argument("--status", action="store_true",
+                   help="say where the distillation in --out stands (decoding, each run, the report) and exit; "
+                        "decodes and trains nothing")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="config override for every student and baseline run, e.g. train.max_steps=2000")
     p.add_argument("--seeds", type=int, nargs="+", default=d.seeds, help="a student and a baseline per seed")
@@ -55,6 +58,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import distill
     from rnmt.distill.students import TrainingStopped
+    from rnmt.errors import UserError
+
+    if args.status:
+        from pathlib import Path
+
+        from rnmt.distill.status import distill_status
+
+        print("\n".join(distill_status(Path(args.out))))
+        return 0
+    for flag in ("teacher", "student"):
+        if not getattr(args, flag):
+            raise UserError(f"rnmt distill needs --{flag} (or --status, to see where --out stands)")
 
     options = {name: getattr(args, name) for name in
                ("beam", "nbest", "chunk_lines", "max_lines", "min_ratio", "max_ratio", "drop_worst", "mix_original",

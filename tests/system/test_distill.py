@@ -100,6 +100,11 @@ def test_killed_decoding_resumes_without_redoing_a_chunk(setup, whole, tmp_path)
     before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in _chunks(out)}
     assert 3 <= len(before) < total, "the kill did not land in the middle of the decoding"
     assert not (out / "stages" / "decode.done").exists()
+    from rnmt.distill.status import distill_status
+
+    status = distill_status(out)  # where it stands, read from the directory
+    assert f"decode: {len(before)} of {total} chunks of the 120 training sources" in status
+    assert any(line.startswith("| student.student.seed1 | not started |") for line in status)
 
     log: list = []
     _api(teacher, student, out, log=log.append, baseline=False)
@@ -117,6 +122,26 @@ def test_killed_decoding_resumes_without_redoing_a_chunk(setup, whole, tmp_path)
         assert distilled == (whole / "data" / f"distilled.{lang}").read_text(encoding="utf-8")
     lines = sum(1 for p in _chunks(out) for _ in p.open(encoding="utf-8"))
     assert lines == 120  # no line twice
+
+
+def test_status_of_a_finished_distillation(whole):
+    done = subprocess.run([sys.executable, "-m", "rnmt", "distill", "--out", str(whole), "--status"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "decode: done (120 training sources" in out and "filter: " in out and " pairs kept" in out
+    assert "| student.student.seed1 | finished (" in out and "baseline" not in out.split("report:")[0]
+    assert f"report: {whole / 'report.md'}" in out and "the teacher's sentences/s" in out
+
+
+def test_status_and_missing_arguments_are_one_line_errors(tmp_path):
+    for argv in (["--out", str(tmp_path), "--status"], ["--out", str(tmp_path / "d"), "--student", "s.yaml"]):
+        done = subprocess.run([sys.executable, "-m", "rnmt", "distill", *argv], capture_output=True, text=True,
+                              cwd=REPO, timeout=120)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "holds no distillation" in subprocess.run(
+        [sys.executable, "-m", "rnmt", "distill", "--out", str(tmp_path), "--status"], capture_output=True,
+        text=True, cwd=REPO, timeout=120).stderr
 
 
 def test_report_has_teacher_student_baseline_and_one_p_per_seed(setup, tmp_path):
