@@ -3,12 +3,13 @@
 Per system (the teacher; each student config's student and baseline, per seed): BLEU and
 chrF on the test set with the 95% interval of sacrebleu's paired bootstrap (`rnmt.evaluation
 .significance`), sentences/s at beam 5 and greedy, parameters, checkpoint bytes and the
-precision it was trained in (its run's ``plan.json``). Per student config and seed, the
-paired bootstrap p-value of student against baseline (BLEU; `difference_interval`, as `rnmt
-reproduce` computes its per-seed p) and the interval of the student's BLEU minus the
-teacher's. The top-level ``student``, ``baseline`` and
-``p_student_vs_baseline`` are the first student config's (its seeds' mean scores and speeds;
-one p per seed); ``students`` holds every config's.
+precision it was trained in (its run's ``plan.json``). Each student and baseline also has
+``bleu_vs_teacher_output``: BLEU against the teacher's own test translations, how closely it
+imitates the teacher. Per student config and seed, the paired bootstrap p-value of student
+against baseline (BLEU; `difference_interval`, as `rnmt reproduce` computes its per-seed p)
+and the interval of the student's BLEU minus the teacher's. The top-level ``student``,
+``baseline`` and ``p_student_vs_baseline`` are the first student config's (its seeds' mean
+scores and speeds; one p per seed); ``students`` holds every config's.
 
 The targets of docs/distill.md are judged per student config: ``speedup`` (student over
 teacher sentences/s at beam 5, target >= 3), ``bleu_gap`` (teacher minus student BLEU,
@@ -23,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 SPEED_TARGET, GAP_TARGET, ALPHA = 3.0, 1.0, 0.05
 FIGURES = ("bleu", "chrf", "sentences_per_s", "greedy_sentences_per_s", "parameters", "file_bytes")
+MEANS = (*FIGURES, "bleu_vs_teacher_output")
 
 
 def system_scores(hyps: Dict[str, List[str]], refs: List[str], n_samples: int) -> Dict[str, dict]:
@@ -57,6 +59,14 @@ def compare_student(name: str, seeds: Sequence[int], hyps: Dict[str, List[str]],
     return per_seed
 
 
+def fidelity(hyps: List[str], teacher_hyps: List[str]) -> float:
+    """BLEU of a system's test translations against the teacher's: how closely it imitates
+    the teacher (100 for the teacher itself), apart from how well either translates."""
+    import sacrebleu
+
+    return round(sacrebleu.corpus_bleu(hyps, [teacher_hyps]).score, 2)
+
+
 def system_entry(measured: dict, scores: dict, extra: Optional[dict] = None) -> Dict[str, Any]:
     return {"bleu": scores["bleu"]["score"], "chrf": scores["chrf"]["score"], "bleu_ci": scores["bleu"]["ci"],
             "chrf_ci": scores["chrf"]["ci"], "sentences_per_s": round(measured["sentences_per_s"], 2),
@@ -67,7 +77,8 @@ def system_entry(measured: dict, scores: dict, extra: Optional[dict] = None) -> 
 
 def over_seeds(entries: Dict[str, dict]) -> Dict[str, Any]:
     """The seeds' mean of each figure, with the per-seed entries under ``seeds``."""
-    mean = {key: round(statistics.mean(e[key] for e in entries.values()), 2) for key in FIGURES}
+    mean = {key: round(statistics.mean(e[key] for e in entries.values()), 2) for key in MEANS
+            if all(key in e for e in entries.values())}
     return {**mean, "seeds": entries}
 
 
@@ -94,7 +105,9 @@ def build_report(names: Sequence[str], seeds: Sequence[int], measured: Dict[str,
             for seed in seeds:
                 key = f"{name}.{role}.seed{seed}"
                 if key in measured:
-                    roles[role][str(seed)] = system_entry(measured[key], scores[key], {"run": measured[key]["run"]})
+                    roles[role][str(seed)] = system_entry(
+                        measured[key], scores[key],
+                        {"run": measured[key]["run"], "bleu_vs_teacher_output": fidelity(hyps[key], hyps["teacher"])})
         comparison = compare_student(name, seeds, hyps, refs, n_samples)
         p_values = [comparison[str(s)].get("bleu_vs_baseline", {}).get("p") for s in seeds]
         diffs = [comparison[str(s)].get("bleu_vs_baseline", {}).get("difference") for s in seeds]
@@ -129,7 +142,9 @@ def _gap_line(t: dict) -> str:
 
 
 def _row(label: str, e: dict) -> str:
-    return (f"| {label} | {_ci(e, 'bleu')} | {_ci(e, 'chrf')} | {e['sentences_per_s']:.1f} | "
+    imitation = e.get("bleu_vs_teacher_output")
+    return (f"| {label} | {_ci(e, 'bleu')} | {_ci(e, 'chrf')} | {'-' if imitation is None else f'{imitation:.2f}'} | "
+            f"{e['sentences_per_s']:.1f} | "
             f"{e['greedy_sentences_per_s']:.1f} | {e['parameters']:,} | {e['file_bytes'] / 1e6:.1f} | "
             f"{e.get('training_precision', 'unknown')} |")
 
@@ -143,8 +158,9 @@ def render_markdown(report: Dict[str, Any]) -> str:
               f"95% interval of a paired bootstrap ({report.get('bootstrap')} resamples); speeds in sentences/s on "
               f"{report.get('speed_threads')} CPU thread(s), the fastest of {report.get('speed_rounds')} alternating "
               f"rounds.", "",
-              "| system | BLEU [95%] | chrF [95%] | sent/s beam 5 | sent/s greedy | parameters | MB | trained in |",
-              "|---|---|---|---:|---:|---:|---:|---|", _row("teacher", report["teacher"])]
+              "| system | BLEU [95%] | chrF [95%] | BLEU to the teacher's output | sent/s beam 5 | sent/s greedy | "
+              "parameters | MB | trained in |",
+              "|---|---|---|---:|---:|---:|---:|---:|---|", _row("teacher", report["teacher"])]
     for name, s in report["students"].items():
         for role in ("student", "baseline"):
             if s[role] is None:

@@ -72,3 +72,13 @@ def test_the_markdown_says_by_how_much_a_target_is_missed():
     assert "target >= 3x: missed by 0.60x" in text
     assert "No student meets every target" in text
     assert "[0." not in text  # intervals are written with signs and two decimals
+
+
+def test_imitation_of_the_teacher_is_bleu_against_its_outputs():
+    report = _report(student_every=6, baseline_every=2)
+    gru = report["students"]["gru"]
+    # the teacher damages every 7th line: the student (every 6th) shares more of its lines than the baseline
+    student, baseline = gru["student"]["bleu_vs_teacher_output"], gru["baseline"]["bleu_vs_teacher_output"]
+    assert 0 < baseline < student < 100
+    assert gru["student"]["seeds"]["1"]["bleu_vs_teacher_output"] == student
+    assert f"| {student:.2f} |" in render_markdown(report)
