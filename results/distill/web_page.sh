@@ -40,12 +40,16 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from rnmt.reproduce.machine import describe_machine, machine_line
+from rnmt.reproduce.machine import describe_machine
 
 scratch, rounds = Path(sys.argv[1]), int(sys.argv[2])
 refs = Path("../shared/data/bible-es-en/test.en").read_text(encoding="utf-8").splitlines()
 commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
-out = {"commit": commit, "machine": machine_line(describe_machine(torch.device("cpu"), 1)),
+flags = sorted({f for line in open("/proc/cpuinfo") if line.startswith("flags") for f in line.split()[2:]}
+               & {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_int8"})
+machine = describe_machine(torch.device("cpu"), 1)
+out = {"commit": commit, "machine": f"{machine['cpu']}, {machine['cores']} cores, flags {' '.join(flags)}, "
+                                    f"chromium (headless) with onnxruntime-web on one thread, {machine['date']}",
        "command": f"results/distill/web_page.sh {sys.argv[3]} {sys.argv[4]} SCRATCH {rounds}", "pages": {}}
 for page in ("teacher-fp32", "student-fp32", "teacher-int8", "student-int8"):
     runs = [json.loads((scratch / f"{page}.round{r}.json").read_text()) for r in range(1, rounds + 1)]
