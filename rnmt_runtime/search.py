@@ -202,9 +202,11 @@ def beam_search(model: Any, src: np.ndarray, src_mask: np.ndarray, max_len: np.n
     scores[:, 0] = 0.0  # all beams start identical: only the first may expand
     counts = np.zeros(B, dtype=np.int64)
     finished: List[List[Hypothesis]] = [[] for _ in range(B)]
-    t = 0
+    t, longest = 0, int(max_len.max())
     while sent_ids:
         check_stop(should_stop)
+        if t >= longest:  # every row must end at its limit: going past it is a bug, never a long input
+            raise RuntimeError(f"beam search passed the longest length limit ({longest}) with sentences open")
         b = len(sent_ids)
         log_probs, beams.state, extras = model.step(beams.prev, beams.state, beams.memory)
         mask_specials(log_probs, model)

@@ -287,9 +287,11 @@ def beam_search(model: TranslationModel, src: Tensor, src_mask: Tensor, max_len:
     finished: List[List[SearchHypothesis]] = [[] for _ in range(B)]
     first_rows = first_rows_of(B, K, device)
     top_ranks: Optional[Tensor] = None  # [2K]: True at the K best (a finished hypothesis must rank there)
-    t = 0
+    t, longest = 0, max(limits)
     while beams.sent_ids:
         _check(should_stop)
+        if t >= longest:  # every row must end at its limit: going past it is a bug, never a long input
+            raise RuntimeError(f"beam search passed the longest length limit ({longest}) with sentences open")
         b = len(beams.sent_ids)
         at_limit = (t + 1 >= beams.max_len).repeat_interleave(K) if t + 1 >= min(limits) else None
         top_scores, top_beam, top_tok, extras = _step(model, step, beams, specials, at_limit)

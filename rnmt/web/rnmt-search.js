@@ -134,7 +134,9 @@
     const tokens = live.map(() => []);
     const logprob = live.map(() => f32(0));
     const results = new Array(sources.length);
+    const longest = Math.max(...maxLens);
     for (let t = 0; live.length > 0; t++) {
+      if (t >= longest) throw new Error(`greedy search passed the longest length limit (${longest})`);
       const out = await model.step(prev, state, memory);
       const lp = out.logProbs, V = out.V;
       model.maskSpecials(lp, live.length, V);
@@ -217,7 +219,10 @@
     let prev = new Array(B * K).fill(model.bos);
     const finished = sources.map(() => []);
     const count = new Array(B).fill(0);
+    const longest = Math.max(...maxLens);
     for (let t = 0; live.length > 0; t++) {
+      // every row must end at its limit: going past it is a bug, never a long input
+      if (t >= longest) throw new Error(`beam search passed the longest length limit (${longest})`);
       const out = await model.step(prev, state, memory);
       const lp = out.logProbs, V = out.V;
       model.maskSpecials(lp, live.length * K, V);

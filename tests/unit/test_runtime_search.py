@@ -111,3 +111,24 @@ def test_sampling_draws_rnmts_words(models):
     o = sampling.sample_search(ours, src.numpy(), mask.numpy(), max_len.numpy(), how, [0, 5, 9], n=2)
     for a, b in zip(t, o):
         assert [h.tokens for h in a] == [h.tokens for h in b]
+
+
+def test_a_search_past_every_length_limit_is_an_error_not_a_hang(models, monkeypatch):
+    """Only the forced end of sentence at the length limit ends a sentence that never
+    chooses EOS: with that rule broken, the runtime's search must stop with an error."""
+    _, numpy_model = models
+    calls = []
+
+    class NeverEnds(Numpy):
+        def step(self, prev, state, memory):
+            calls.append(1)
+            assert len(calls) < 100, "the search did not stop at its length limit"
+            log_probs, state, extras = numpy_model.step(prev, state, memory)
+            log_probs[:, self.eos_id] = -np.inf
+            return log_probs, state, extras
+
+    monkeypatch.setattr(search, "force_eos", lambda log_probs, rows, eos_id: None)
+    src, mask, _ = batch()
+    with torch.no_grad(), pytest.raises(RuntimeError, match="passed the longest length limit"):
+        search.beam_search(NeverEnds(numpy_model.model), src.numpy(), mask.numpy(), np.array([6, 4, 5]), beam=3)
+    assert len(calls) == 6

@@ -124,3 +124,25 @@ def test_shared_memory_search_equals_repeated_memory_search(arch, monkeypatch):
         assert [h.score for h in a] == pytest.approx([h.score for h in b], abs=1e-5)
         for ha, hb in zip(a, b):
             torch.testing.assert_close(ha.attention, hb.attention, atol=1e-5, rtol=1e-5)
+
+
+def test_a_search_past_every_length_limit_is_an_error_not_a_hang(monkeypatch):
+    """Only the forced end of sentence at the length limit ends a sentence that never
+    chooses EOS: with that rule broken, the search must stop with an error."""
+    from rnmt.search import beam as beam_module
+    from rnmt.search.min_length import MinLength
+
+    model = tiny_model(vocab=12, seed=3)
+    src = torch.tensor([[5, 6, 7, 8, 3], [4, 5, 3, 0, 0]])
+    never_ends = MinLength(model, torch.tensor([1000, 1000]))  # EOS forbidden throughout
+    original, calls = beam_module._step, []
+
+    def without_the_limit(model, step, beams, specials, at_limit):
+        calls.append(1)
+        assert len(calls) < 100, "the search did not stop at its length limit"
+        return original(model, step, beams, specials, None)
+
+    monkeypatch.setattr(beam_module, "_step", without_the_limit)
+    with pytest.raises(RuntimeError, match="passed the longest length limit"):
+        beam_search(never_ends, src, src != 0, torch.tensor([6, 4]), beam=3)
+    assert len(calls) == 6
