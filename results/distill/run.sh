@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Bible distillation measurement of docs/distill.md: the teacher run distilled into a
-# 128-unit GRU and a 128-unit ATR RNNSearch, two seeds each, with the same students trained
+# 64-unit GRU and a 128-unit ATR RNNSearch, two seeds each, with the same students trained
 # on the original data as baselines; the report lands in results/distill/.
 #
 #   nohup results/distill/run.sh TEACHER_RUN [WORK] &      # from the repository root
