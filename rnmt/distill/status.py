@@ -49,7 +49,7 @@ def _train_settings(sections: Dict[str, Any], overrides: List[str]) -> Tuple[Opt
             train.get("max_steps", defaults.max_steps))
 
 
-def run_status(out: Path, name: str, key: str, run_dir: Path, now: float) -> RunStatus:
+def run_status(out: Path, key: str, run_dir: Path, now: float) -> RunStatus:
     """A run is finished when its stage record exists, in progress when its directory has a
     log, else not started."""
     from rnmt.training import run_lock
@@ -125,7 +125,7 @@ def distill_status(out: Path) -> List[str]:
     now = time.time()
     for name, student in students.items():
         patience, every, cap = _train_settings(student.get("sections") or {}, options.get("overrides") or [])
-        rows = [run_status(out, name, f"{name}.{role}.seed{seed}", out / RUNS_DIR / name / f"{role}.seed{seed}", now)
+        rows = [run_status(out, f"{name}.{role}.seed{seed}", out / RUNS_DIR / name / f"{role}.seed{seed}", now)
                 for seed in seeds for role in _roles(options)]
         stopping = f"patience {patience}" if patience else "no early stopping"
         lines += ["", f"{name} ({stopping}, validations every {every:,} updates, at most {cap:,}):", ""]
