@@ -131,14 +131,16 @@ def _interval(values: Sequence[float]) -> str:
     return "[" + ", ".join(f"{v:+.2f}" for v in values) + "]"
 
 
-def _speed_line(t: dict) -> str:
+def speed_target(t: dict) -> str:
+    """The speed target's words for a student's ``targets``: the figure, the target and met or by how much not."""
     verdict = "met" if t["speedup_met"] else f"missed by {SPEED_TARGET - t['speedup']:.2f}x"
-    return f"- speed: {t['speedup']:.2f}x the teacher's sentences/s at beam 5 (target >= {SPEED_TARGET:g}x: {verdict})"
+    return f"{t['speedup']:.2f}x the teacher's sentences/s at beam 5 (target >= {SPEED_TARGET:g}x: {verdict})"
 
 
-def _gap_line(t: dict) -> str:
+def gap_target(t: dict) -> str:
+    """The BLEU-gap target's words, as :func:`speed_target` gives the speed's."""
     verdict = "met" if t["bleu_gap_met"] else f"missed by {t['bleu_gap'] - GAP_TARGET:.2f} BLEU"
-    return f"- BLEU: teacher minus student {t['bleu_gap']:.2f}, mean of seeds (target <= {GAP_TARGET:g}: {verdict})"
+    return f"teacher minus student {t['bleu_gap']:.2f}, mean of seeds (target <= {GAP_TARGET:g}: {verdict})"
 
 
 def _row(label: str, e: dict) -> str:
@@ -170,7 +172,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
     for name, s in report["students"].items():
         t = s["targets"]
         lines += ["", f"## {name}", "",
-                  _speed_line(t), _gap_line(t)]
+                  f"- speed: {speed_target(t)}", f"- BLEU: {gap_target(t)}"]
         for seed, c in s["per_seed"].items():
             vs_b = c.get("bleu_vs_baseline")
             b_text = (f"student - baseline BLEU {vs_b['difference']:+.2f} {_interval(vs_b['interval'])}, "

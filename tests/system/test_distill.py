@@ -131,7 +131,7 @@ def test_status_of_a_finished_distillation(whole):
     out = done.stdout
     assert "decode: done (120 training sources" in out and "filter: " in out and " pairs kept" in out
     assert "| student.student.seed1 | finished (" in out and "baseline" not in out.split("report:")[0]
-    assert f"report: {whole / 'report.md'}" in out and "the teacher's sentences/s" in out
+    assert f"report: {whole / 'report.md'}" in out and "the teacher's sentences/s at beam 5 (target >= 3x: " in out
 
 
 def test_status_and_missing_arguments_are_one_line_errors(tmp_path):
