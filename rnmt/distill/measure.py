@@ -5,15 +5,21 @@ number of CPU threads (1 by default). Speeds on a machine shared with other work
 the load, so the models are timed in alternating rounds (each model once per round, in
 the same order) and each model's fastest round counts: the load it saw least. The beam-5
 translations are the ones scored.
+
+What limits a student is measured beside: each model's cross-entropy of the teacher's
+outputs on the first distilled training pairs (the pairs the students trained on), and the
+share of its parameters in the output layer over the target vocabulary, which every search
+step uses whatever the recurrent network's size.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 BEAM = 5
+IMITATION_PAIRS = 1000  # distilled pairs each model scores (seconds a model at 1 thread)
 
 
 def training_precision(path: Path) -> str:
@@ -39,10 +45,37 @@ def model_facts(paths: Sequence[Path]) -> Dict[str, Any]:
     return {"parameters": params, "file_bytes": size, "training_precision": "+".join(precisions)}
 
 
+def output_layer_share(model: Any) -> Optional[float]:
+    """The output layers' share of a model's parameters (``output``, the projection onto the
+    target vocabulary that every model of rnmt has; an ensemble's summed over its members);
+    None where a member has none."""
+    members = list(getattr(model, "models", [model]))
+    layers = [layer for m in members if (layer := getattr(m, "output", None)) is not None]
+    if len(layers) < len(members):
+        return None
+    total = sum(p.numel() for m in members for p in m.parameters())
+    return sum(p.numel() for layer in layers for p in layer.parameters()) / max(total, 1)
+
+
+def imitation(models: Dict[str, Any], src: List[str], tgt: List[str]) -> Dict[str, dict]:
+    """Per model: nats per subword of ``tgt`` (the teacher's outputs) given ``src`` under forced
+    decoding, end of sentence included, summed over the corpus (`rnmt.api` ``score``; an
+    ensemble with its averaged log-probabilities), and the output layer's share of its parameters."""
+    out: Dict[str, dict] = {}
+    for name, model in models.items():
+        entry: Dict[str, Any] = {"output_layer_share": output_layer_share(model.loaded.model)}
+        if src:
+            scores = model.score(src, tgt)
+            entry["distilled_nll"] = -sum(s.log_prob for s in scores) / max(sum(len(s.tokens) for s in scores), 1)
+        out[name] = entry
+    return out
+
+
 def measure_models(models: Dict[str, List[Path]], sources: List[str], threads: int, rounds: int,
-                   log: Callable[[str], None]) -> Dict[str, dict]:
+                   log: Callable[[str], None], distilled: Tuple[List[str], List[str]] = ([], [])) -> Dict[str, dict]:
     """Per model: beam-5 translations (``hyps``), sentences/s at beam 5 and greedy (fastest
-    of ``rounds``), parameters and file size."""
+    of ``rounds``), parameters and file size; with ``distilled`` (sources, teacher outputs),
+    :func:`imitation` of the first `IMITATION_PAIRS` of them."""
     import torch
 
     from rnmt.api import load
@@ -61,6 +94,9 @@ def measure_models(models: Dict[str, List[Path]], sources: List[str], threads: i
                     out[name]["hyps"] = hyps
             log(f"report: round {r + 1}/{rounds}, {name}: {out[name]['sentences_per_s']:.1f} sentences/s at beam "
                 f"{BEAM}, {out[name]['greedy_sentences_per_s']:.1f} greedy")
+    src, tgt = distilled
+    for name, facts in imitation(loaded, src[:IMITATION_PAIRS], tgt[:IMITATION_PAIRS]).items():
+        out[name].update(facts)
     for name, paths in models.items():
         out[name].update(model_facts(paths))
     return out

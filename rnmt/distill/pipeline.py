@@ -203,7 +203,9 @@ def _report_stage(out: Path, teacher: Teacher, students: Sequence[Student], runs
                 models[run["key"]] = [run["dir"]]
                 run_of[run["key"]] = str(run["dir"])
     log(f"report: {len(models)} models on {len(sources)} test sentences")
-    measured = measure_models(models, sources, options.speed_threads, options.speed_rounds, log)
+    data = out / DATA_DIR
+    distilled = (read_lines(data / f"distilled.{teacher.src}"), read_lines(data / f"distilled.{teacher.tgt}"))
+    measured = measure_models(models, sources, options.speed_threads, options.speed_rounds, log, distilled)
     for key, run_dir in run_of.items():
         measured[key]["run"] = run_dir
     shown_test = students[0].tree["data"]["test"]  # as the config gives it (a record names no local paths)

@@ -15,6 +15,14 @@ The targets of docs/distill.md are judged per student config: ``speedup`` (stude
 teacher sentences/s at beam 5, target >= 3), ``bleu_gap`` (teacher minus student BLEU,
 target <= 1.0) and ``beats_baseline_every_seed`` (student above baseline with p < 0.05 in every seed), and
 ``all_met`` when the three hold together; a missed target's line in ``report.md`` says by how much.
+
+What limits a student (`rnmt.distill.measure`): every system's ``distilled_nll``, its
+cross-entropy (nats per subword) of the teacher's outputs on the first distilled training
+pairs, and ``output_layer_share``, the share of its parameters in the output layer over the
+target vocabulary. ``report.md`` words them under a missed target: a student far above the
+teacher's cross-entropy on pairs it trained on cannot reproduce its teacher (its size or
+training limits the gap, not the distilled data); a large output-layer share is a cost every
+search step pays whatever the recurrent network's size (the vocabulary limits the speed).
 """
 
 from __future__ import annotations
@@ -24,7 +32,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 SPEED_TARGET, GAP_TARGET, ALPHA = 3.0, 1.0, 0.05
 FIGURES = ("bleu", "chrf", "sentences_per_s", "greedy_sentences_per_s", "parameters", "file_bytes")
-MEANS = (*FIGURES, "bleu_vs_teacher_output")
+MEANS = (*FIGURES, "bleu_vs_teacher_output", "distilled_nll", "output_layer_share")
+# A student whose cross-entropy of the teacher's outputs, on pairs it trained on, exceeds the
+# teacher's own by this factor is said not to reproduce its teacher.
+IMITATION_FACTOR = 1.5
+SHARES = ("distilled_nll", "output_layer_share")  # kept to 3 decimals
 
 
 def system_scores(hyps: Dict[str, List[str]], refs: List[str], n_samples: int) -> Dict[str, dict]:
@@ -68,17 +80,21 @@ def fidelity(hyps: List[str], teacher_hyps: List[str]) -> float:
 
 
 def system_entry(measured: dict, scores: dict, extra: Optional[dict] = None) -> Dict[str, Any]:
-    return {"bleu": scores["bleu"]["score"], "chrf": scores["chrf"]["score"], "bleu_ci": scores["bleu"]["ci"],
-            "chrf_ci": scores["chrf"]["ci"], "sentences_per_s": round(measured["sentences_per_s"], 2),
-            "greedy_sentences_per_s": round(measured["greedy_sentences_per_s"], 2),
-            "parameters": measured["parameters"], "file_bytes": measured["file_bytes"],
-            "training_precision": measured.get("training_precision", "unknown"), **(extra or {})}
+    entry = {"bleu": scores["bleu"]["score"], "chrf": scores["chrf"]["score"], "bleu_ci": scores["bleu"]["ci"],
+             "chrf_ci": scores["chrf"]["ci"], "sentences_per_s": round(measured["sentences_per_s"], 2),
+             "greedy_sentences_per_s": round(measured["greedy_sentences_per_s"], 2),
+             "parameters": measured["parameters"], "file_bytes": measured["file_bytes"],
+             "training_precision": measured.get("training_precision", "unknown"), **(extra or {})}
+    for key in ("distilled_nll", "output_layer_share"):
+        if measured.get(key) is not None:
+            entry[key] = round(measured[key], 3)
+    return entry
 
 
 def over_seeds(entries: Dict[str, dict]) -> Dict[str, Any]:
     """The seeds' mean of each figure, with the per-seed entries under ``seeds``."""
-    mean = {key: round(statistics.mean(e[key] for e in entries.values()), 2) for key in MEANS
-            if all(key in e for e in entries.values())}
+    mean = {key: round(statistics.mean(e[key] for e in entries.values()), 3 if key in SHARES else 2)
+            for key in MEANS if all(key in e for e in entries.values())}
     return {**mean, "seeds": entries}
 
 
@@ -143,6 +159,34 @@ def gap_target(t: dict) -> str:
     return f"teacher minus student {t['bleu_gap']:.2f}, mean of seeds (target <= {GAP_TARGET:g}: {verdict})"
 
 
+def gap_limit(teacher: dict, student: dict, baseline: Optional[dict]) -> Optional[str]:
+    """What the cross-entropies on the distilled pairs say about a missed BLEU gap; None without them."""
+    nll, own = student.get("distilled_nll"), teacher.get("distilled_nll")
+    if nll is None or own is None:
+        return None
+    base = baseline.get("distilled_nll") if baseline else None
+    figures = (f"on the first distilled training pairs its cross-entropy of the teacher's outputs is {nll:.3f} "
+               f"nats per subword, the teacher's {own:.3f}" + (f", its baseline's {base:.3f}" if base is not None
+                                                                else ""))
+    if nll > IMITATION_FACTOR * own:
+        return (f"{figures}: it does not reproduce its teacher even on pairs it trained on, so the student's size "
+                f"(or its training) limits the gap, not the distilled data")
+    return (f"{figures}: it reproduces its teacher on the pairs it trained on, so the gap lies in what the "
+            f"teacher's outputs teach about new sentences (more or better distilled data: --nbest, an ensemble "
+            f"teacher)")
+
+
+def speed_limit(teacher: dict, student: dict) -> Optional[str]:
+    """What the output layers' shares of the parameters say about a missed speed target; None without them."""
+    share, own = student.get("output_layer_share"), teacher.get("output_layer_share")
+    if share is None or own is None:
+        return None
+    return (f"the output layer over the target vocabulary holds {share:.0%} of the student's parameters "
+            f"({own:.0%} of the teacher's); every search step pays for it, and for the choice among beam x vocabulary "
+            f"candidates, whatever the recurrent network's size: a narrower network gains less speed than its "
+            f"parameters suggest, a smaller target vocabulary more")
+
+
 def _row(label: str, e: dict) -> str:
     imitation = e.get("bleu_vs_teacher_output")
     return (f"| {label} | {_ci(e, 'bleu')} | {_ci(e, 'chrf')} | {'-' if imitation is None else f'{imitation:.2f}'} | "
@@ -171,8 +215,12 @@ def render_markdown(report: Dict[str, Any]) -> str:
                 lines.append(_row(f"{name} {role} seed {seed}", e))
     for name, s in report["students"].items():
         t = s["targets"]
-        lines += ["", f"## {name}", "",
-                  f"- speed: {speed_target(t)}", f"- BLEU: {gap_target(t)}"]
+        lines += ["", f"## {name}", "", f"- speed: {speed_target(t)}"]
+        limit = None if t["speedup_met"] else speed_limit(report["teacher"], s["student"])
+        lines += [f"  - what limits it: {limit}"] if limit else []
+        lines.append(f"- BLEU: {gap_target(t)}")
+        limit = None if t["bleu_gap_met"] else gap_limit(report["teacher"], s["student"], s["baseline"])
+        lines += [f"  - what limits it: {limit}"] if limit else []
         for seed, c in s["per_seed"].items():
             vs_b = c.get("bleu_vs_baseline")
             b_text = (f"student - baseline BLEU {vs_b['difference']:+.2f} {_interval(vs_b['interval'])}, "

@@ -156,6 +156,9 @@ def test_report_has_teacher_student_baseline_and_one_p_per_seed(setup, tmp_path)
             assert saved[key][figure] >= 0, (key, figure)
     assert len(saved["p_student_vs_baseline"]) == 2
     assert saved["student"]["parameters"] < saved["teacher"]["parameters"]
+    # what limits a student: cross-entropies of the teacher's outputs on the distilled pairs, output-layer shares
+    for key in ("teacher", "student", "baseline"):
+        assert saved[key]["distilled_nll"] > 0 and 0 < saved[key]["output_layer_share"] < 1, key
     # each run's precision as its plan recorded it (tiny models train in fp32)
     assert saved["teacher"]["training_precision"] == "fp32"
     assert {e["training_precision"] for e in saved["students"][student.stem]["baseline"]["seeds"].values()} == {"fp32"}

@@ -82,3 +82,33 @@ def test_imitation_of_the_teacher_is_bleu_against_its_outputs():
     assert 0 < baseline < student < 100
     assert gru["student"]["seeds"]["1"]["bleu_vs_teacher_output"] == student
     assert f"| {student:.2f} |" in render_markdown(report)
+
+
+def _with_limits(report, teacher_nll, student_nll, student_share=0.44, teacher_share=0.31):
+    report["teacher"].update(distilled_nll=teacher_nll, output_layer_share=teacher_share)
+    report["students"]["gru"]["student"].update(distilled_nll=student_nll, output_layer_share=student_share)
+    report["students"]["gru"]["baseline"].update(distilled_nll=1.1)
+    report["students"]["gru"]["targets"].update(speedup=2.9, speedup_met=False, bleu_gap=2.0, bleu_gap_met=False)
+    return render_markdown(report)
+
+
+def test_the_markdown_says_what_limits_a_missed_target():
+    report = _report(student_every=6, baseline_every=2)
+    text = _with_limits(report, teacher_nll=0.29, student_nll=0.9)
+    assert "its cross-entropy of the teacher's outputs is 0.900 nats per subword, the teacher's 0.290" in text
+    assert "does not reproduce its teacher even on pairs it trained on" in text and "baseline's 1.100" in text
+    assert "holds 44% of the student's parameters (31% of the teacher's)" in text
+    text = _with_limits(report, teacher_nll=0.29, student_nll=0.35)
+    assert "it reproduces its teacher on the pairs it trained on" in text
+    report["students"]["gru"]["targets"].update(speedup_met=True, bleu_gap_met=True)
+    assert "what limits it" not in render_markdown(report)  # only under a missed target
+
+
+def test_the_limits_figures_are_kept_per_system_and_averaged_over_seeds():
+    measured = {"teacher": {**_measured(REFS, 10.0), "distilled_nll": 0.3, "output_layer_share": 0.3}}
+    for seed, nll in ((1, 0.8), (2, 1.0)):
+        measured[f"gru.student.seed{seed}"] = {**_measured(REFS, 40.0), "distilled_nll": nll, "output_layer_share": 0.4}
+    report = build_report(["gru"], [1, 2], measured, REFS, 50, {"pairs": 1, "kept": 1, "dropped": {}}, {})
+    assert report["teacher"]["distilled_nll"] == 0.3
+    assert report["student"]["distilled_nll"] == 0.9 and report["student"]["seeds"]["2"]["distilled_nll"] == 1.0
+    assert report["student"]["output_layer_share"] == 0.4
