@@ -39,6 +39,7 @@ class SearchHypothesis:
 
 
 def _mask_specials(log_probs: Tensor, model: TranslationModel) -> Tensor:
+    """No search ever writes padding or begin-of-sentence (the fused step's ``specials``)."""
     log_probs[:, model.pad_id] = float("-inf")
     log_probs[:, model.bos_id] = float("-inf")
     return log_probs
@@ -330,7 +331,7 @@ def _step(model: TranslationModel, step: Optional[Callable], beams: BeamRows, sp
         k = min(2 * K, K * out.logits.size(-1))
         return (*fused_step.best_extensions(out, beams.scores, k, specials, model.eos_id, at_limit), out.extras)
     log_probs, beams.state, extras = step(beams.prev, beams.state, beams.memory)
-    log_probs.index_fill_(1, specials, float("-inf"))
+    _mask_specials(log_probs, model)
     if at_limit is not None:
         _force_eos(log_probs, at_limit, model.eos_id)
     return (*best_extensions(beams.scores, log_probs, min(2 * K, K * log_probs.size(-1))), extras)
