@@ -133,3 +133,17 @@ def resolve_plan(cfg: Config, device: torch.device, cpu_features: Optional[hardw
                 reason = choice.reason if choice.reason.startswith(RECORDED) else f"{RECORDED}: {choice.reason}"
                 choices[name] = Choice(choice.value, reason)
     return ExecutionPlan(**choices, device=device.type, cpu=cpu.to_dict())
+
+
+def slow_bf16_warning(plan: ExecutionPlan, cpu: hardware.CpuFeatures) -> Optional[str]:
+    """A warning when a CPU run trains in bf16 (recorded when a resumed run started elsewhere,
+    or forced by ``train.amp: bf16``) on a CPU whose bf16 products are not faster than fp32's
+    (`hardware.bf16_training`'s processor rules); None otherwise."""
+    if plan.device != "cpu" or not plan.bf16:
+        return None
+    fast, why = hardware.bf16_training(cpu, 1 << 20)  # the processor's rule alone, whatever the width
+    if fast:
+        return None
+    return (f"warning: training in bf16 ({plan.precision.reason}), but {why}: fp32 is likely faster on this "
+            f"CPU; --set train.amp=none trains in fp32 (with --resume, a different computation from the update "
+            f"it resumes at)")

@@ -38,6 +38,7 @@ from rnmt.models import build_model
 from rnmt.models.base import TranslationModel, uniform_init_
 from rnmt.plan import PLAN_FILE, Choice, ExecutionPlan, precision_choice, resolve_plan, write_plan
 from rnmt.plan.plan import choices_from_dict
+from rnmt.plan.resolve import slow_bf16_warning
 from rnmt.training import run_lock
 from rnmt.training.checkpoint import atomic_write_text, load_train_state
 from rnmt.training.distributed import DistContext, init_distributed
@@ -304,12 +305,16 @@ def _run_plan(cfg: Config, out: Path, resume: bool, device: torch.device, dist: 
     built: a resumed run keeps its recorded choices (but those whose config key ``changed``),
     every process takes rank 0's, and rank 0 logs it and writes it beside the checkpoints."""
     recorded, recorded_device, step = _recorded_plan(out, resume, cfg, device)
-    plan = resolve_plan(cfg, device, hardware.this_cpu(), recorded=recorded, overrides=set(changed),
+    cpu = hardware.this_cpu()
+    plan = resolve_plan(cfg, device, cpu, recorded=recorded, overrides=set(changed),
                         model=model, distributed=dist.enabled, recorded_device=recorded_device)
     if dist.enabled:
         plan = ExecutionPlan.from_dict(dist.broadcast_object(plan.to_dict()), "rank 0's plan")
     for line in plan.describe():
         log(line)
+    warning = slow_bf16_warning(plan, cpu)
+    if warning:
+        log(warning)
     if dist.is_main:
         write_plan(plan, out / PLAN_FILE)
         try:  # the log's first record of this sitting (rnmt.training.run_log skips it as history)

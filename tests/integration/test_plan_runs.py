@@ -36,8 +36,12 @@ def test_resume_keeps_the_plan_on_a_changed_machine_unless_a_key_is_set(tmp_path
     assert any(line.startswith("execution plan (cpu; CPU AuthenticAMD") for line in lines)
     started = read_plan(tmp_path / "run" / PLAN_FILE)
     assert (started.precision.value, started.fp32_products.value) == ("bf16", "onednn")
+    assert not any("warning" in line for line in lines)  # bf16 where its products are fast
     monkeypatch.setattr(hardware, "this_cpu", lambda: AVX2)  # the same run, a machine without AVX-512
-    rnmt.train(tree, ["train.max_steps=3"], out=tmp_path / "run", resume=True, log=lambda *_: None)
+    lines.clear()
+    rnmt.train(tree, ["train.max_steps=3"], out=tmp_path / "run", resume=True, log=lines.append)
+    warned = [line for line in lines if line.startswith("warning: training in bf16 (recorded when the run started")]
+    assert len(warned) == 1 and "no avx512_bf16 or amx_bf16" in warned[0] and "train.amp=none" in warned[0]
     resumed = ExecutionPlan.from_dict(load_train_state(tmp_path / "run" / "train_state.pt")["plan"])
     assert resumed.choices().keys() == started.choices().keys()
     assert all(c.value == started.choices()[n].value for n, c in resumed.choices().items())
