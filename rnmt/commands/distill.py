@@ -42,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="train students on the original corpus too, at this weight (0: distilled data only)")
     p.add_argument("--finetune-steps", type=int, default=d.finetune_steps,
                    help="then fine-tune each student on the original data for N updates (--init-from)")
+    p.add_argument("--finetune-lr", type=float, default=d.finetune_lr, metavar="LR",
+                   help="the fine-tuning's learning rate (default: the student config's train.lr)")
     p.add_argument("--no-baseline", dest="baseline", action="store_false",
                    help="do not train the students' configs on the original data for comparison")
     p.add_argument("--int8", action="store_true", help="export int8 students (where rnmt export exists)")
@@ -73,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
 
     options = {name: getattr(args, name) for name in
                ("beam", "nbest", "chunk_lines", "max_lines", "min_ratio", "max_ratio", "drop_worst", "mix_original",
-                "finetune_steps", "seeds", "baseline", "overrides", "int8", "threads", "jobs", "speed_threads",
-                "speed_rounds", "bootstrap", "device")}
+                "finetune_steps", "finetune_lr", "seeds", "baseline", "overrides", "int8", "threads", "jobs",
+                "speed_threads", "speed_rounds", "bootstrap", "device")}
     try:
         report = distill(args.teacher, args.student, args.out, command=shlex.join(["rnmt", *sys.argv[1:]]),
                          **options)

@@ -8,6 +8,7 @@ The rest (threads, jobs, device, speed rounds) may change between starts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -25,6 +26,7 @@ class DistillOptions:
     drop_worst: float = 5.0  # percent of pairs with the teacher's highest cross-entropy per subword dropped
     mix_original: float = 0.0  # weight of the original corpus beside the distilled one (0: distilled only)
     finetune_steps: int = 0  # > 0: fine-tune each student on the original data this many updates
+    finetune_lr: Optional[float] = None  # the fine-tuning's train.lr (None: the student config's)
     seeds: List[int] = field(default_factory=lambda: [1])
     baseline: bool = True  # train each student config on the original data too
     overrides: List[str] = field(default_factory=list)  # --set for every student and baseline run
@@ -54,14 +56,21 @@ class DistillOptions:
             raise UserError(f"--drop-worst is a percentage in [0, 100), got {self.drop_worst}")
         if not 0 <= self.mix_original <= 1000:
             raise UserError(f"--mix-original is a corpus weight in [0, 1000], got {self.mix_original}")
+        if self.finetune_lr is not None:
+            if isinstance(self.finetune_lr, bool) or not isinstance(self.finetune_lr, (int, float)) or \
+                    not 0 < self.finetune_lr < math.inf:
+                raise UserError(f"--finetune-lr must be a positive learning rate, got {self.finetune_lr!r}")
+            if not self.finetune_steps:
+                raise UserError("--finetune-lr sets the fine-tuning's learning rate: it needs --finetune-steps N")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
             raise UserError(f"--seeds must be distinct non-negative integers, got {self.seeds}")
 
     def identity(self) -> Dict[str, Any]:
         """The settings a resumed distillation must keep."""
         values = asdict(self)
-        return {key: values[key] for key in IDENTITY}
+        # finetune_lr came later: absent when unset, so distillations recorded before it resume
+        return {key: values[key] for key in IDENTITY if key != "finetune_lr" or values[key] is not None}
 
 
 IDENTITY = ("beam", "nbest", "chunk_lines", "max_lines", "min_ratio", "max_ratio", "drop_worst", "mix_original",
-            "finetune_steps", "seeds", "baseline", "overrides", "int8")
+            "finetune_steps", "finetune_lr", "seeds", "baseline", "overrides", "int8")

@@ -92,7 +92,8 @@ def planned_runs(student: Student, out: Path, options: DistillOptions, joint_voc
             runs.append(dict(key=f"{student.name}.finetuned.seed{seed}", role="finetuned", seed=seed,
                              dir=base / f"finetuned.seed{seed}",
                              tree=run_tree(student, out, original, seed, joint_vocab),
-                             overrides=[f"train.max_steps={options.finetune_steps}"],
+                             overrides=[f"train.max_steps={options.finetune_steps}"] + (
+                                 [] if options.finetune_lr is None else [f"train.lr={options.finetune_lr}"]),
                              init_from=first["dir"]))
         if options.baseline:
             runs.append(dict(key=f"{student.name}.baseline.seed{seed}", role="baseline", seed=seed,

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rnmt.distill.options import DistillOptions
 from rnmt.distill.setup import Student
 from rnmt.distill.students import final_student, planned_runs
+from rnmt.errors import UserError
 
 OUT = Path("runs/d")
 STUDENT = Student(name="gru", path=Path("gru.yaml"),
@@ -43,3 +46,24 @@ def test_mixing_and_fine_tuning():
     assert tuned["tree"]["data"]["train"] == str(OUT / "data" / "original")
     assert tuned["tree"]["data"]["vocab"]["src_model"] == str(OUT / "data" / "spm.src.model")
     assert final_student(runs, 3) is tuned  # the report measures the fine-tuned student
+
+
+def test_the_fine_tuning_may_have_its_own_learning_rate():
+    options = DistillOptions(seeds=[1], finetune_steps=40, finetune_lr=2e-4, baseline=False)
+    runs = planned_runs(STUDENT, OUT, options, joint_vocab=True)
+    assert runs[1]["overrides"] == ["train.max_steps=40", "train.lr=0.0002"]
+    assert runs[0]["overrides"] == []  # the student trains at its config's rate
+    assert options.identity()["finetune_lr"] == 2e-4
+    assert "finetune_lr" not in DistillOptions(finetune_steps=40).identity()  # as recorded before the option
+
+
+@pytest.mark.parametrize("options, needle", [
+    (dict(finetune_lr=1e-4), "needs --finetune-steps"),
+    (dict(finetune_steps=10, finetune_lr=0.0), "positive learning rate"),
+    (dict(finetune_steps=10, finetune_lr=float("nan")), "positive learning rate"),
+    (dict(finetune_steps=10, finetune_lr=float("inf")), "positive learning rate"),
+    (dict(finetune_steps=10, finetune_lr="0.1"), "positive learning rate"),
+])
+def test_a_bad_fine_tuning_rate_is_refused(options, needle):
+    with pytest.raises(UserError, match=needle):
+        DistillOptions(**options).check()
