@@ -74,6 +74,17 @@ def load_benchmark(name: str) -> ModuleType:
     return importlib.import_module(f"benchmarks.{name}")
 
 
+def load_results_script(name: str) -> ModuleType:
+    """The script ``results/<name>.py`` (results/ is no package), loaded as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "results" / f"{name}.py")
+    assert spec is not None and spec.loader is not None, name
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_rnmt(*args, stdin=None) -> subprocess.CompletedProcess:
     """``python -m rnmt ARGS`` in a separate process, from the repository root."""
     return subprocess.run([sys.executable, "-m", "rnmt", *map(str, args)], input=stdin, capture_output=True,

@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("cost", ROOT / "results" / "cost.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import load_results_script
 
 
 def test_records_and_logs_add_up(tmp_path):
-    cost = _script()
+    cost = load_results_script("cost")
     table = tmp_path / "t-converged"
     table.mkdir()
     (table / "a.seed1.json").write_text(json.dumps({"wall_minutes": 90, "train_minutes": 60}))

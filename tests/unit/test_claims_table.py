@@ -3,29 +3,19 @@ the committed results.json files, and that script words each verdict from its re
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("claims_table", ROOT / "results" / "claims_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import REPO, load_results_script
 
 
 def test_the_readme_holds_exactly_the_table_of_the_records():
-    table = _script()
-    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    table = load_results_script("claims_table")
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
     start = lines.index(table.HEADER[0])
     end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
     assert lines[start:end] == table.rows(), "README's claims table differs: run python results/claims_table.py"
 
 
 def test_a_verdict_says_why_from_its_record():
-    table = _script()
+    table = load_results_script("claims_table")
     labels = {"dtmt4": "DTMT#4", "seq2seq": "Seq2seq"}
     loops = {"status": "undecided: fails the sanity check (dtmt4 seed 1: loops: 6.81% repeated 4-grams; "
                        "seq2seq seed 2: BLEU 7.06 < 10)", "ci": [[-1, 1], [-1, 1]], "kind": "better"}
