@@ -72,6 +72,23 @@ class Model:
         self.plan: Any = None  # the execution plan it decodes under (rnmt.plan; set by `load`)
         self._translator = Translator(loaded.model, loaded.src_vocab, loaded.tgt_vocab, loaded.config.search, device)
 
+    def use_shortlist(self, path: Optional[PathLike], frequent: int = 100, best: int = 50) -> None:
+        """Search every batch over a lexical shortlist from now on (`rnmt.search.shortlist`;
+        ``rnmt shortlist`` builds the file): the ``frequent`` most frequent target subwords
+        and the ``best`` most probable translations of each source subword of the batch.
+        Faster, and an approximation (docs/translation.md, "Lexical shortlists"); sampling
+        still draws from the whole vocabulary. ``None`` goes back to the whole vocabulary.
+        A missing file or one built for other vocabularies is a `UserError`."""
+        from rnmt.search.shortlist import Shortlist
+
+        if path is None:
+            self._translator.shortlist = None
+            return
+        _count("frequent", frequent, 0)
+        _count("best", best, 0)
+        shortlist = Shortlist.load(path, self.loaded.src_vocab, self.loaded.tgt_vocab)
+        self._translator.shortlist = shortlist.with_sizes(frequent, best)
+
     @overload
     def translate(  # type: ignore[overload-overlap]  # a str is a Sequence[str] too
             self, lines: str, options: Optional[SearchOptions] = ...,

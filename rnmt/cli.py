@@ -37,6 +37,7 @@ COMMANDS = {
     "plot": ("plot", "training loss and dev BLEU of runs against updates and training minutes"),
     "distill": ("distill", "distil a teacher (or ensemble) into small students, with a report"),
     "export": ("export", "write a model as ONNX graphs with its vocabularies, to translate without PyTorch"),
+    "shortlist": ("shortlist", "build a lexical shortlist (IBM Model 1) that speeds up translate --shortlist"),
 }
 
 

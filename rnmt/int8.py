@@ -180,6 +180,25 @@ def quantize_for_decoding(model: nn.Module, keep_fp32: Optional[Callable[[str], 
     return model
 
 
+def is_int8_linear(module: nn.Module) -> bool:
+    """Whether ``module`` is a linear layer `quantize_for_decoding` made int8."""
+    return isinstance(module, torch.ao.nn.quantized.dynamic.Linear)
+
+
+def linear_rows(layer: nn.Module, rows: Tensor, kernels: Optional[str] = None) -> nn.Module:
+    """An int8 linear layer cut to its outputs ``rows`` (a lexical shortlist's words,
+    `rnmt.search.shortlist`): the same int8 weights and scales, packed again for ``kernels``
+    (default `engine`), so each kept output is computed exactly as before."""
+    weight, bias = layer.weight(), layer.bias()
+    with warnings.catch_warnings(), _packing_for(kernels or engine()):
+        warnings.simplefilter("ignore")  # the deprecation notices of the quantised API
+        q = torch.quantize_per_channel(weight.dequantize()[rows], weight.q_per_channel_scales()[rows],
+                                       weight.q_per_channel_zero_points()[rows], 0, torch.qint8)
+        cut = torch.ao.nn.quantized.dynamic.Linear(layer.in_features, len(rows), bias_=bias is not None)
+        cut.set_weight_bias(q, None if bias is None else bias[rows])
+    return cut
+
+
 def is_quantized(module: nn.Module) -> bool:
     """Whether any unit inside ``module`` multiplies with int8 twins."""
     return any(getattr(m, "int8_h", None) is not None for m in module.modules())

@@ -28,6 +28,7 @@ from rnmt.search.min_length import with_min_length
 from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
 from rnmt.search.repeats import with_repeats_blocked
 from rnmt.search.sampling import Sampling, sample_search
+from rnmt.search.shortlist import Shortlist, ShortlistModel
 
 
 def check_output_room(prefixes: Optional[Sequence[Sequence[int]]],
@@ -109,6 +110,8 @@ class Translator:
         self.tgt_vocab = tgt_vocab
         self.search = search or SearchConfig()
         self.device = torch.device(device)
+        # the searches' candidate words per batch (`rnmt.search.shortlist`); None: the whole vocabulary
+        self.shortlist: Optional[Shortlist] = None
         self._word_starts: Optional[np.ndarray] = None
         self._sentence_ends: Optional[np.ndarray] = None
 
@@ -206,9 +209,38 @@ class Translator:
                 constraints: List[List[List[int]]]) -> List[List[SearchHypothesis]]:
         """One batch's n-best hypotheses by the search the options choose: constrained beam
         search when a segment has constraints, sampling (draws keyed by ``keys``), greedy, or
-        beam search; the model wrapped for prefixes, a minimum length and blocked repeats."""
+        beam search; the model cut to the batch's shortlist when one is set (not for sampling),
+        and wrapped for prefixes, a minimum length and blocked repeats."""
         max_len = output_limits(mask.sum(1), opts.max_len_ratio, opts.max_len_offset, max_output)
-        model = self.model
+        model: TranslationModel = self.model
+        shortlisted = None
+        if self.shortlist is not None and sampling is None:  # sampling draws from the whole vocabulary
+            shortlisted, prefix_ids, constraints = self._shortlisted(src, prefix_ids, constraints)
+            model = shortlisted
+        hyps = self._run_search(model, opts, src, mask, max_len, greedy, return_attention, should_stop, sampling,
+                                keys, prefix_ids, constraints)
+        if shortlisted is not None:
+            for nbest in hyps:
+                for h in nbest:
+                    h.tokens = shortlisted.to_vocabulary(h.tokens)
+        return hyps
+
+    def _shortlisted(self, src: Tensor, prefix_ids: Optional[List[List[int]]], constraints: List[List[List[int]]]
+                     ) -> Tuple[ShortlistModel, Optional[List[List[int]]], List[List[List[int]]]]:
+        """The model over this batch's shortlist (its prefixes' and constraints' subwords
+        included), with the prefixes and constraints in the shortlist's ids."""
+        assert self.shortlist is not None
+        forced = [t for p in prefix_ids or [] for t in p] + [t for c in constraints for phrase in c for t in phrase]
+        model = ShortlistModel(self.model, self.shortlist.rows(src, forced), len(self.tgt_vocab))
+        if prefix_ids is not None:
+            prefix_ids = [model.to_shortlist(p) for p in prefix_ids]
+        constraints = [[model.to_shortlist(phrase) for phrase in c] for c in constraints]
+        return model, prefix_ids, constraints
+
+    def _run_search(self, model: TranslationModel, opts: SearchConfig, src: Tensor, mask: Tensor, max_len: Tensor,
+                    greedy: bool, return_attention: bool, should_stop: Optional[Callable[[], bool]],
+                    sampling: Optional[Sampling], keys: List[int], prefix_ids: Optional[List[List[int]]],
+                    constraints: List[List[List[int]]]) -> List[List[SearchHypothesis]]:
         if prefix_ids is not None:
             model, max_len = with_prefixes(model, prefix_ids, max_len, self.device)
         constrained = any(constraints)

@@ -20,6 +20,7 @@ from rnmt.models.base import reports_attention
 from rnmt.models.loading import LoadedModel, count_parameters
 from rnmt.search.beam import SearchStopped
 from rnmt.search.options import describe, server_fields
+from rnmt.search.shortlist import Shortlist
 from rnmt.search.translator import Translation, Translator
 from rnmt.serve.batcher import DynamicBatcher, SearchOptions
 from rnmt.serve.settings import ServeSettings
@@ -101,9 +102,12 @@ class TranslationService:
 
 
 def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
-               device: torch.device | str = "cpu") -> FastAPI:
+               device: torch.device | str = "cpu", shortlist: Optional[Shortlist] = None) -> FastAPI:
+    """The app serving ``loaded``; ``shortlist``: search every batch over it
+    (`rnmt.search.shortlist`; sampling requests draw from the whole vocabulary)."""
     settings = (settings or ServeSettings()).check()
     service = TranslationService(loaded, device)
+    service.translator.shortlist = shortlist
     service.threads = settings.threads
     return http.create_app(service, settings, server_fields(settings), rnmt.__version__, STATIC)
 

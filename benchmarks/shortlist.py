@@ -1,0 +1,128 @@
+"""Lexical shortlists: decoding speed and BLEU of a model with and without one.
+
+    python -m benchmarks.shortlist --model RUN [--model RUN2 ...] --shortlist FILE
+        [--sizes 100,50 50,10] [--src test.es --ref test.en] [--beam 5] [--rounds 3] [--json OUT]
+
+For each model, each round translates the whole source file with the whole vocabulary and
+then with the shortlist at each ``FREQUENT,BEST`` size, in that order, one thread, the
+model's own search settings except ``--beam``; a way's speed is its best round's
+sentences/s, and its ratio is against the whole vocabulary's best round of the same model.
+Prints and (``--json``) records BLEU and chrF against the references, the lines whose
+output equals the whole vocabulary's, and the mean shortlist size per batch (of the
+vocabulary's words). Stop every other job on the machine while it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=REPO, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def sizes(text: str) -> Tuple[int, int]:
+    frequent, best = text.split(",")
+    return int(frequent), int(best)
+
+
+def mean_rows(model: Any, src: List[str], shortlist: Any) -> float:
+    """The mean number of words a batch of this file searches over (the translator's batches)."""
+    from rnmt.data import make_translation_batches
+    from rnmt.search.limits import sentences_per_batch
+
+    translator = model._translator
+    ids = [translator.src_vocab.encode(line) for line in src if line.strip()]
+    width = max(translator.search.beam, translator.search.nbest)
+    per_batch = sentences_per_batch(width, len(translator.tgt_vocab))
+    counts = [len(shortlist.rows(batch)) for _, batch, _ in
+              make_translation_batches(ids, translator.search.batch_tokens, max_sentences=per_batch)]
+    return sum(counts) / len(counts)
+
+
+def measure(path: str, shortlist_path: str, ways: List[Optional[Tuple[int, int]]], src: List[str], ref: List[str],
+            beam: int, rounds: int) -> Dict[str, Any]:
+    from sacrebleu.metrics import BLEU, CHRF
+
+    import rnmt
+
+    model = rnmt.load(path, device="cpu")
+    model.translate(src[:8], beam=beam)  # kernels and first-call costs outside the timing
+    best: Dict[int, float] = {}
+    outputs: Dict[int, List[str]] = {}
+    for _ in range(rounds):
+        for k, way in enumerate(ways):
+            model.use_shortlist(None if way is None else shortlist_path, *(way or (0, 0)))
+            start = time.perf_counter()
+            outputs[k] = model.translate(src, beam=beam)
+            best[k] = min(best.get(k, float("inf")), time.perf_counter() - start)
+    rows = []
+    for k, way in enumerate(ways):
+        model.use_shortlist(None if way is None else shortlist_path, *(way or (0, 0)))
+        shortlist = model._translator.shortlist
+        rows.append({
+            "shortlist": None if way is None else {"frequent": way[0], "best": way[1]},
+            "mean_words_per_batch": (len(model.loaded.tgt_vocab) if shortlist is None
+                                     else round(mean_rows(model, src, shortlist), 1)),
+            "bleu": round(BLEU().corpus_score(outputs[k], [ref]).score, 2),
+            "chrf": round(CHRF().corpus_score(outputs[k], [ref]).score, 2),
+            "same_as_whole": sum(a == b for a, b in zip(outputs[k], outputs[0])),
+            "sentences_per_s": round(len(src) / best[k], 1),
+            "speedup": round(best[0] / best[k], 2),
+        })
+    return {"model": path, "vocabulary": len(model.loaded.tgt_vocab), "rows": rows}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", action="append", required=True, help="run directory or checkpoint (repeatable)")
+    ap.add_argument("--shortlist", required=True, help="the shortlist file (rnmt shortlist)")
+    ap.add_argument("--sizes", nargs="+", type=sizes, default=[(100, 50), (50, 10)], metavar="FREQUENT,BEST")
+    ap.add_argument("--src", default="../shared/data/bible-es-en/test.es")
+    ap.add_argument("--ref", default="../shared/data/bible-es-en/test.en")
+    ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json", help="write the results here too")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from rnmt.reproduce.machine import cpu_bf16, cpu_model
+
+    torch.set_num_threads(args.threads)
+    src = Path(args.src).read_text(encoding="utf-8").splitlines()
+    ref = Path(args.ref).read_text(encoding="utf-8").splitlines()
+    ways: List[Optional[Tuple[int, int]]] = [None, *args.sizes]
+    result = {"commit": commit(), "command": "python -m benchmarks.shortlist " + " ".join(argv or sys.argv[1:]),
+              "machine": f"{cpu_model()} ({cpu_bf16()}), {args.threads} thread(s), PyTorch {torch.__version__}",
+              "beam": args.beam, "rounds": args.rounds, "sentences": len(src),
+              "models": [measure(m, args.shortlist, ways, src, ref, args.beam, args.rounds) for m in args.model]}
+    for m in result["models"]:
+        print(f"{m['model']} (vocabulary {m['vocabulary']:,})")
+        print("  shortlist     words/batch  BLEU   chrF   same  sent/s  speedup")
+        for r in m["rows"]:
+            name = "whole" if r["shortlist"] is None else f"{r['shortlist']['frequent']},{r['shortlist']['best']}"
+            print(f"  {name:12s} {r['mean_words_per_batch']:>10,.0f}  {r['bleu']:5.2f}  {r['chrf']:5.2f}  "
+                  f"{r['same_as_whole']:4d}  {r['sentences_per_s']:6.1f}  {r['speedup']:5.2f}x")
+    print(result["machine"])
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
