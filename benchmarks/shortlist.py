@@ -57,6 +57,7 @@ def measure(path: str, shortlist_path: str, ways: List[Optional[Tuple[int, int]]
     from sacrebleu.metrics import BLEU, CHRF
 
     import rnmt
+    from rnmt.evaluation.significance import difference_interval
 
     model = rnmt.load(path, device="cpu")
     model.translate(src[:8], beam=beam)  # kernels and first-call costs outside the timing
@@ -72,12 +73,16 @@ def measure(path: str, shortlist_path: str, ways: List[Optional[Tuple[int, int]]
     for k, way in enumerate(ways):
         model.use_shortlist(None if way is None else shortlist_path, *(way or (0, 0)))
         shortlist = model._translator.shortlist
+        diff = difference_interval(outputs[k], outputs[0], ref)
         rows.append({
             "shortlist": None if way is None else {"frequent": way[0], "best": way[1]},
             "mean_words_per_batch": (len(model.loaded.tgt_vocab) if shortlist is None
                                      else round(mean_rows(model, src, shortlist), 1)),
             "bleu": round(BLEU().corpus_score(outputs[k], [ref]).score, 2),
             "chrf": round(CHRF().corpus_score(outputs[k], [ref]).score, 2),
+            # BLEU minus the whole vocabulary's, its paired bootstrap 95% interval and p (1,000 resamples)
+            "bleu_difference": [round(diff.observed, 2), round(diff.low, 2), round(diff.high, 2)],
+            "p": round(diff.p_value, 3),
             "same_as_whole": sum(a == b for a, b in zip(outputs[k], outputs[0])),
             "sentences_per_s": round(len(src) / best[k], 1),
             "speedup": round(best[0] / best[k], 2),
@@ -112,11 +117,13 @@ def main(argv: Optional[List[str]] = None) -> int:
               "models": [measure(m, args.shortlist, ways, src, ref, args.beam, args.rounds) for m in args.model]}
     for m in result["models"]:
         print(f"{m['model']} (vocabulary {m['vocabulary']:,})")
-        print("  shortlist     words/batch  BLEU   chrF   same  sent/s  speedup")
+        print("  shortlist     words/batch  BLEU   chrF   same  sent/s  speedup  BLEU difference [95%], p")
         for r in m["rows"]:
             name = "whole" if r["shortlist"] is None else f"{r['shortlist']['frequent']},{r['shortlist']['best']}"
             print(f"  {name:12s} {r['mean_words_per_batch']:>10,.0f}  {r['bleu']:5.2f}  {r['chrf']:5.2f}  "
-                  f"{r['same_as_whole']:4d}  {r['sentences_per_s']:6.1f}  {r['speedup']:5.2f}x")
+                  f"{r['same_as_whole']:4d}  {r['sentences_per_s']:6.1f}  {r['speedup']:5.2f}x  "
+                  f"{r['bleu_difference'][0]:+.2f} [{r['bleu_difference'][1]:+.2f}, {r['bleu_difference'][2]:+.2f}], "
+                  f"p {r['p']:.3f}")
     print(result["machine"])
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
