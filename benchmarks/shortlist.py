@@ -7,9 +7,10 @@ For each model, each round translates the whole source file with the whole vocab
 then with the shortlist at each ``FREQUENT,BEST`` size, in that order, one thread, the
 model's own search settings except ``--beam``; a way's speed is its best round's
 sentences/s, and its ratio is against the whole vocabulary's best round of the same model.
-Prints and (``--json``) records BLEU and chrF against the references, the lines whose
-output equals the whole vocabulary's, and the mean shortlist size per batch (of the
-vocabulary's words). Stop every other job on the machine while it runs.
+Prints and (``--json``) records BLEU and chrF against the references, the BLEU difference
+from the whole vocabulary (paired bootstrap), the lines whose output equals the whole
+vocabulary's, the changed lines that a word outside the list forced, and the mean size of
+a line's list (its batch's). Stop every other job on the machine while it runs.
 """
 
 from __future__ import annotations
@@ -38,18 +39,22 @@ def sizes(text: str) -> Tuple[int, int]:
     return int(frequent), int(best)
 
 
-def mean_rows(model: Any, src: List[str], shortlist: Any) -> float:
-    """The mean number of words a batch of this file searches over (the translator's batches)."""
+def batch_lists(model: Any, src: List[str], shortlist: Any) -> List[set]:
+    """Each line's candidate words: its batch's shortlist, batched as the translator batches."""
     from rnmt.data import make_translation_batches
     from rnmt.search.limits import sentences_per_batch
 
     translator = model._translator
-    ids = [translator.src_vocab.encode(line) for line in src if line.strip()]
+    todo = [i for i, line in enumerate(src) if line.strip()]  # blank lines are never searched
+    ids = [translator.src_vocab.encode(src[i]) for i in todo]
     width = max(translator.search.beam, translator.search.nbest)
     per_batch = sentences_per_batch(width, len(translator.tgt_vocab))
-    counts = [len(shortlist.rows(batch)) for _, batch, _ in
-              make_translation_batches(ids, translator.search.batch_tokens, max_sentences=per_batch)]
-    return sum(counts) / len(counts)
+    lists: List[set] = [set() for _ in src]
+    for idx, batch, _ in make_translation_batches(ids, translator.search.batch_tokens, max_sentences=per_batch):
+        words = set(shortlist.rows(batch).tolist())
+        for i in idx:
+            lists[todo[i]] = words
+    return lists
 
 
 def measure(path: str, shortlist_path: str, ways: List[Optional[Tuple[int, int]]], src: List[str], ref: List[str],
@@ -74,16 +79,24 @@ def measure(path: str, shortlist_path: str, ways: List[Optional[Tuple[int, int]]
         model.use_shortlist(None if way is None else shortlist_path, *(way or (0, 0)))
         shortlist = model._translator.shortlist
         diff = difference_interval(outputs[k], outputs[0], ref)
+        lists = None if shortlist is None else batch_lists(model, src, shortlist)
+        encode = model.loaded.tgt_vocab.encode
+        changed = [i for i in range(len(src)) if outputs[k][i] != outputs[0][i]]
         rows.append({
             "shortlist": None if way is None else {"frequent": way[0], "best": way[1]},
-            "mean_words_per_batch": (len(model.loaded.tgt_vocab) if shortlist is None
-                                     else round(mean_rows(model, src, shortlist), 1)),
+            # the words a line's search chose among (its batch's list), averaged over the lines
+            "mean_list_words": (len(model.loaded.tgt_vocab) if lists is None else
+                                     round(sum(len(w) for w in lists if w) / sum(1 for w in lists if w), 1)),
             "bleu": round(BLEU().corpus_score(outputs[k], [ref]).score, 2),
             "chrf": round(CHRF().corpus_score(outputs[k], [ref]).score, 2),
             # BLEU minus the whole vocabulary's, its paired bootstrap 95% interval and p (1,000 resamples)
             "bleu_difference": [round(diff.observed, 2), round(diff.low, 2), round(diff.high, 2)],
             "p": round(diff.p_value, 3),
-            "same_as_whole": sum(a == b for a, b in zip(outputs[k], outputs[0])),
+            "same_as_whole": len(src) - len(changed),
+            # changed lines whose whole-vocabulary output has a word outside the line's list (the
+            # others changed because the softmax over the listed words ranks the beam otherwise)
+            "changed_by_unlisted_words": 0 if lists is None else sum(
+                1 for i in changed if not set(encode(outputs[0][i])) <= lists[i]),
             "sentences_per_s": round(len(src) / best[k], 1),
             "speedup": round(best[0] / best[k], 2),
         })
@@ -117,10 +130,10 @@ def main(argv: Optional[List[str]] = None) -> int:
               "models": [measure(m, args.shortlist, ways, src, ref, args.beam, args.rounds) for m in args.model]}
     for m in result["models"]:
         print(f"{m['model']} (vocabulary {m['vocabulary']:,})")
-        print("  shortlist     words/batch  BLEU   chrF   same  sent/s  speedup  BLEU difference [95%], p")
+        print("  shortlist      list words  BLEU   chrF   same  sent/s  speedup  BLEU difference [95%], p")
         for r in m["rows"]:
             name = "whole" if r["shortlist"] is None else f"{r['shortlist']['frequent']},{r['shortlist']['best']}"
-            print(f"  {name:12s} {r['mean_words_per_batch']:>10,.0f}  {r['bleu']:5.2f}  {r['chrf']:5.2f}  "
+            print(f"  {name:12s} {r['mean_list_words']:>10,.0f}  {r['bleu']:5.2f}  {r['chrf']:5.2f}  "
                   f"{r['same_as_whole']:4d}  {r['sentences_per_s']:6.1f}  {r['speedup']:5.2f}x  "
                   f"{r['bleu_difference'][0]:+.2f} [{r['bleu_difference'][1]:+.2f}, {r['bleu_difference'][2]:+.2f}], "
                   f"p {r['p']:.3f}")
