@@ -11,7 +11,9 @@ needs nothing but the parallel corpus encoded with the model's own vocabularies:
 
 The sums run over every (s_i, t_j) of every sentence pair at once (tensor products, in
 chunks of sentences), over the pairs of subwords that co-occur in some sentence only, so
-memory grows with the corpus's co-occurring pairs, not with |V_src| x |V_tgt|.
+memory grows with the corpus's co-occurring pairs, not with |V_src| x |V_tgt|: each
+(s_i, t_j) of each sentence keeps its pair's index and its target position between the
+iterations (12 bytes; 0.4 GB for the 32.6 million of the 28,138 Bible training pairs).
 """
 
 from __future__ import annotations
