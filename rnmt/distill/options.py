@@ -44,7 +44,8 @@ class DistillOptions:
                           ("speed_threads", 1), ("speed_rounds", 1), ("bootstrap", 1), ("finetune_steps", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise UserError(f"option '{name}' must be an integer of at least {low}, got {value!r}")
+                flag = "--" + name.replace("_", "-")  # the command's spelling, as every message here
+                raise UserError(f"{flag} must be an integer of at least {low}, got {value!r}")
         if self.nbest > self.beam:
             raise UserError(f"--nbest {self.nbest} is more than the beam ({self.beam}) can give")
         if self.max_lines is not None and self.max_lines < 1:

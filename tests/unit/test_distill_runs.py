@@ -67,3 +67,14 @@ def test_the_fine_tuning_may_have_its_own_learning_rate():
 def test_a_bad_fine_tuning_rate_is_refused(options, needle):
     with pytest.raises(UserError, match=needle):
         DistillOptions(**options).check()
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(chunk_lines=0), "--chunk-lines must be an integer of at least 1, got 0"),
+    (dict(speed_rounds=True), "--speed-rounds must be an integer of at least 1, got True"),
+    (dict(finetune_steps=-1), "--finetune-steps must be an integer of at least 0, got -1"),
+])
+def test_every_refusal_names_the_option_as_the_command_spells_it(options, message):
+    with pytest.raises(UserError) as caught:
+        DistillOptions(**options).check()
+    assert str(caught.value) == message
