@@ -167,6 +167,8 @@ class ModelInfo(BaseModel):
     step: Optional[int] = None
     dev_bleu: Optional[float] = None
     search: Dict[str, Any] = Field(description="default search options")
+    shortlist: Optional[Dict[str, int]] = Field(
+        None, description="the lexical shortlist searches run over (frequent, best per source subword); null: none")
     options: List[OptionInfo] = Field(description="the search options a request may give, with their bounds")
     device: str
     threads: int

@@ -155,5 +155,6 @@ def test_a_server_searches_over_its_shortlist(shortlist_file, tiny_run):
     lines = [line for line in GENESIS_LINES if line]
     with TestClient(create_app(loaded, ServeSettings(threads=1), "cpu", shortlist)) as client:
         r = client.post("/translate", json={"texts": lines, "beam": 2})
+        assert client.get("/model").json()["shortlist"] == {"frequent": 5, "best": 3}
     assert r.status_code == 200
     assert [t["text"] for t in r.json()["translations"]] == model.translate(lines, beam=2)
