@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--min-prob must be in [0, 1), got {args.min_prob}")
     checks.use_threads(args.threads)
     checks.output_apart("--out", args.out, [("--src", args.src), ("--tgt", args.tgt), ("--model", [args.model])])
+    if Path(args.out).is_dir():  # before the estimation, not after it
+        raise UserError(f"--out {args.out}: is a directory, not a file to write")
     src_lines, tgt_lines, n_blank = read_parallel(args.src, args.tgt)
     if not src_lines:
         raise UserError(f"{args.src}: no line pair with both sides non-blank to estimate a shortlist from")
@@ -65,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     listed = sum(1 for b in best if b)
     blank = f" ({n_blank:,} pairs with a blank side skipped)" if n_blank else ""
     print(f"shortlist: {args.out}: {listed:,} source subwords with translations (mean "
-          f"{sum(len(b) for b in best) / max(listed, 1):.1f} each), from {len(pairs):,} sentence pairs{blank} "
+          f"{sum(len(b) for b in best) / max(listed, 1):.1f} each), from {len(pairs):,} sentence "
+          f"pair{'' if len(pairs) == 1 else 's'}{blank} "
           f"in {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0

@@ -137,6 +137,9 @@ def test_the_build_command_refuses_bad_input(tiny_run, tmp_path, capsys):
     assert_one_line(capsys.readouterr().err, "--keep")
     assert main([*base, "--min-prob", "1.5"]) == 2
     assert_one_line(capsys.readouterr().err, "--min-prob")
+    (tmp_path / "dir").mkdir()
+    assert main([*base[:-1], str(tmp_path / "dir")]) == 2
+    assert_one_line(capsys.readouterr().err, "is a directory")  # refused before any estimation
     assert not (tmp_path / "o").exists()
 
 
