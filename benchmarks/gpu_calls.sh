@@ -67,7 +67,7 @@ run_tests() {  # the GPU tests; the image has pytest, the wheels of docs/gpu.md 
     RNMT_KERNELS=0 timeout 300 python3 -m pytest -p no:cacheprovider --device "$device" -m on_device \
         tests/unit/test_on_device.py tests/unit/test_models_zoo.py tests/integration/test_train.py \
         tests/integration/test_compile_step.py tests/integration/test_graphed_update.py \
-        tests/integration/test_update_graphs.py 2>&1 \
+        tests/integration/test_update_graphs.py tests/unit/test_shortlist.py 2>&1 \
         | tee "$OUT/tests-$1.log" | tail -15
 }
 

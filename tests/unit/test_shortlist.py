@@ -66,28 +66,29 @@ def test_rows_hold_the_specials_the_frequent_words_and_each_sources_best():
         shortlist.with_sizes(-1, 2)
 
 
-def _step_logits(model, rows=None):
-    src, mask, tgt_in = batch()
+def _step_logits(model, rows=None, device="cpu"):
+    src, mask, tgt_in = batch(device=device)
     prev = tgt_in[:, 1]
     if rows is not None:
-        prev = torch.searchsorted(rows, prev.contiguous())
+        prev = torch.searchsorted(rows.to(device), prev.contiguous())
     memory = model.encode(src, mask)
     with torch.no_grad():
         return model.step_logits(prev, model.init_state(memory), memory).logits
 
 
+@pytest.mark.on_device
 @pytest.mark.parametrize("path", PAPER_CONFIGS, ids=_name)
-def test_a_cut_output_layer_gives_the_full_logits_at_its_rows(path):
-    model = tiny_model(path)
+def test_a_cut_output_layer_gives_the_full_logits_at_its_rows(path, device):
+    model = tiny_model(path).to(device)
     if not model.offers_step_logits:
         pytest.skip("no step_logits")
-    src, _, tgt_in = batch()
-    full = _step_logits(model)
+    _, _, tgt_in = batch()
+    full = _step_logits(model, device=device)
     vocab = full.size(1)  # the transformer that ties every embedding has the source's
     rows = torch.unique(torch.cat([torch.tensor(SPECIALS), tgt_in[:, 1], torch.tensor([vocab - 1, 7])]))
-    cut = _step_logits(ShortlistModel(model, rows, vocab), rows)
+    cut = _step_logits(ShortlistModel(model, rows, vocab), rows, device)
     assert cut.shape == (full.size(0), len(rows))
-    torch.testing.assert_close(cut, full[:, rows], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(cut, full[:, rows.to(device)], rtol=1e-5, atol=1e-5)
 
 
 def test_the_model_itself_keeps_its_whole_output_layer():
