@@ -58,13 +58,13 @@ def batch_lists(model: Any, src: List[str], shortlist: Any) -> List[set]:
 
 
 def measure(path: str, shortlist_path: str, ways: List[Optional[Tuple[int, int]]], src: List[str], ref: List[str],
-            beam: int, rounds: int) -> Dict[str, Any]:
+            beam: int, rounds: int, int8: bool = False) -> Dict[str, Any]:
     from sacrebleu.metrics import BLEU, CHRF
 
     import rnmt
     from rnmt.evaluation.significance import difference_interval
 
-    model = rnmt.load(path, device="cpu")
+    model = rnmt.load(path, device="cpu", int8=int8)
     model.translate(src[:8], beam=beam)  # kernels and first-call costs outside the timing
     best: Dict[int, float] = {}
     outputs: Dict[int, List[str]] = {}
@@ -113,6 +113,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--int8", action="store_true", help="decode with int8 products, with and without the shortlist")
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args(argv)
 
@@ -126,8 +127,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ways: List[Optional[Tuple[int, int]]] = [None, *args.sizes]
     result = {"commit": commit(), "command": "python -m benchmarks.shortlist " + " ".join(argv or sys.argv[1:]),
               "machine": f"{cpu_model()} ({cpu_bf16()}), {args.threads} thread(s), PyTorch {torch.__version__}",
-              "beam": args.beam, "rounds": args.rounds, "sentences": len(src),
-              "models": [measure(m, args.shortlist, ways, src, ref, args.beam, args.rounds) for m in args.model]}
+              "beam": args.beam, "rounds": args.rounds, "sentences": len(src), "int8": args.int8,
+              "models": [measure(m, args.shortlist, ways, src, ref, args.beam, args.rounds, args.int8)
+                         for m in args.model]}
     for m in result["models"]:
         print(f"{m['model']} (vocabulary {m['vocabulary']:,})")
         print("  shortlist      list words  BLEU   chrF   same  sent/s  speedup  BLEU difference [95%], p")
