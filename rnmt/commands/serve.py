@@ -12,9 +12,8 @@ import socket
 
 import torch
 
-from rnmt.commands import checks
+from rnmt.commands import checks, shortlist
 from rnmt.errors import UserError
-from rnmt.search.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT
 from rnmt.serve.settings import ServeSettings
 from rnmt_runtime.errors import ExportError
 from rnmt_runtime.serving import command
@@ -29,13 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--int8", action="store_true",
                    help="decode with int8 matrix products (CPU; rnmt/int8.py, docs/performance.md)")
     p.add_argument("--threads", type=int, help="CPU threads of the model (default: torch's)")
-    p.add_argument("--shortlist", metavar="FILE",
-                   help="search each request's batch over a lexical shortlist (rnmt shortlist; sampling requests "
-                        "draw from the whole vocabulary; docs/translation.md \"Lexical shortlists\")")
-    p.add_argument("--shortlist-sizes", type=int, nargs=2, metavar=("FREQUENT", "BEST"),
-                   default=(DEFAULT_FREQUENT, DEFAULT_BEST),
-                   help=f"the shortlist's most frequent target subwords and translations per source subword "
-                        f"(default {DEFAULT_FREQUENT} {DEFAULT_BEST})")
+    shortlist.add_use_arguments(p, "sampling requests draw from the whole vocabulary")
     command.add_server_arguments(p)
 
 
@@ -64,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.plan.decoding import decoding_plan
 
     settings = settings_from_args(args)
+    shortlist.check_use_arguments(args)
     if settings.threads:
         torch.set_num_threads(settings.threads)
     device = decoding_device(args.device) if args.int8 else pick_device(args.device)
@@ -73,16 +67,17 @@ def run(args: argparse.Namespace) -> int:
     loaded.model = accelerate(loaded.model, plan)
     if args.int8:
         quantize_for_decoding(loaded.model)
-    shortlist = None
+    candidates = None  # the lexical shortlist, if any
     if args.shortlist:
         from rnmt.search.shortlist import Shortlist
 
-        shortlist = Shortlist.load(args.shortlist, loaded.src_vocab, loaded.tgt_vocab).with_sizes(*args.shortlist_sizes)
+        candidates = Shortlist.load(args.shortlist, loaded.src_vocab, loaded.tgt_vocab)
+        candidates = candidates.with_sizes(*args.shortlist_sizes)
     if device.type == "cpu" and plan.kernels.value:  # build or load the C++ kernels now, not during the first request
         from rnmt import kernels
 
         kernels.extension()
-    app = create_app(loaded, settings, device, shortlist)
+    app = create_app(loaded, settings, device, candidates)
     try:
         return command.serve(app, settings, args, args.model, settings.threads or torch.get_num_threads())
     except ExportError as exc:

@@ -17,8 +17,28 @@ from pathlib import Path
 
 from rnmt.commands import checks
 from rnmt.errors import UserError
+from rnmt.search.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT
 
 KEPT_FREQUENT = 1000  # frequent target subwords stored; translate takes the first --shortlist-sizes F
+
+
+def add_use_arguments(p: argparse.ArgumentParser, sampling: str) -> None:
+    """``--shortlist FILE`` and ``--shortlist-sizes FREQUENT BEST`` for a command that
+    searches (translate, serve); ``sampling`` says what becomes of sampling there."""
+    p.add_argument("--shortlist", metavar="FILE",
+                   help=f"search each batch over a lexical shortlist of target subwords (rnmt shortlist builds it; "
+                        f"faster, approximate; {sampling}; docs/translation.md \"Lexical shortlists\")")
+    p.add_argument("--shortlist-sizes", type=int, nargs=2, metavar=("FREQUENT", "BEST"),
+                   default=(DEFAULT_FREQUENT, DEFAULT_BEST),
+                   help=f"the shortlist's most frequent target subwords and translations per source subword "
+                        f"(default {DEFAULT_FREQUENT} {DEFAULT_BEST})")
+
+
+def check_use_arguments(args: argparse.Namespace) -> None:
+    """`add_use_arguments`' values, before any file or model is read."""
+    frequent, best = args.shortlist_sizes
+    if min(frequent, best) < 0:
+        raise UserError(f"--shortlist-sizes must be at least 0, got {frequent} {best}")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -25,10 +25,9 @@ from typing import Any, Iterator
 
 import torch
 
-from rnmt.commands import checks
+from rnmt.commands import checks, shortlist
 from rnmt.errors import UserError
 from rnmt.search import options as search_options
-from rnmt.search.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT
 
 DEFAULT_CHUNK_LINES = 5000
 
@@ -46,13 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                    help="on a GPU, replay each search step from a CUDA graph instead of launching its kernels one "
                         "by one (default on; fp32; rnmt/search/step_graphs.py, docs/performance.md \"On a GPU\")")
-    p.add_argument("--shortlist", metavar="FILE",
-                   help="search each batch over a lexical shortlist of target subwords (rnmt shortlist builds it; "
-                        "faster, approximate; not for --sample; docs/translation.md \"Lexical shortlists\")")
-    p.add_argument("--shortlist-sizes", type=int, nargs=2, metavar=("FREQUENT", "BEST"),
-                   default=(DEFAULT_FREQUENT, DEFAULT_BEST),
-                   help=f"the shortlist's most frequent target subwords and translations per source subword "
-                        f"(default {DEFAULT_FREQUENT} {DEFAULT_BEST})")
+    shortlist.add_use_arguments(p, "not for --sample")
     p.add_argument("--threads", type=int, help="CPU threads")
     p.add_argument("--speed", action="store_true", help="report sentences/s and words/s on stderr")
     p.add_argument("--chunk-lines", type=int, default=DEFAULT_CHUNK_LINES,
@@ -124,9 +117,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError("--constraints need a search: they do not combine with --sample")
     if args.shortlist and args.sample:
         raise UserError("--shortlist restricts a search; --sample draws from the whole vocabulary: use one")
-    if min(args.shortlist_sizes) < 0:
-        frequent, best = args.shortlist_sizes
-        raise UserError(f"--shortlist-sizes must be at least 0, got {frequent} {best}")
+    shortlist.check_use_arguments(args)
     checks.use_threads(args.threads)
     checks.output_apart("--output", args.output, [("--input", args.input), ("--prefix", args.prefix),
                                                   ("--constraints", args.constraints), ("--model", args.model)])

@@ -121,6 +121,11 @@ def test_the_command_translates_with_a_shortlist(shortlist_file, tiny_run, src_f
     assert_one_line(capsys.readouterr().err, "--shortlist-sizes")
     assert translate("--model", tiny_run, "--input", src_file, "--shortlist", tmp_path / "none.json") == 2
     assert_one_line(capsys.readouterr().err, "none.json")
+    from rnmt.cli import main
+
+    assert main(["serve", "--model", str(tiny_run), "--shortlist", str(tmp_path / "none.json"),
+                 "--shortlist-sizes", "3", "-1"]) == 2
+    assert_one_line(capsys.readouterr().err, "--shortlist-sizes")  # before the model loads
 
 
 def test_the_build_command_refuses_bad_input(tiny_run, tmp_path, capsys):
