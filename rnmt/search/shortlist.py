@@ -50,8 +50,8 @@ DEFAULT_BEST = 50
 @dataclass
 class Shortlist:
     """Candidate target ids: ``frequent`` (most frequent first) and, per source id, its
-    most probable translations (``best[s]``, most probable first); ``sizes`` how many of
-    each a batch takes."""
+    most probable translations (``best[s]``, most probable first); a batch takes the first
+    ``n_frequent`` of the one and the first ``n_best`` of each of its sources' others."""
 
     frequent: np.ndarray  # [F] target ids
     best: List[np.ndarray]  # per source id: target ids
@@ -59,6 +59,7 @@ class Shortlist:
     n_best: int = DEFAULT_BEST
 
     def with_sizes(self, n_frequent: int, n_best: int) -> Shortlist:
+        """The same lists taken at other sizes (``--shortlist-sizes``)."""
         if n_frequent < 0 or n_best < 0:
             raise UserError(f"shortlist sizes must be at least 0, got {n_frequent} frequent and {n_best} best")
         return Shortlist(self.frequent, self.best, n_frequent, n_best)
