@@ -2,6 +2,8 @@
 
     python -m benchmarks.shortlist --model RUN [--model RUN2 ...] --shortlist FILE
         [--sizes 100,50 50,10] [--src test.es --ref test.en] [--beam 5] [--rounds 3] [--json OUT]
+    python -m benchmarks.shortlist --runtime --model EXPORT_DIR ... (an export written with
+        rnmt export --shortlists, translated by rnmt_runtime on one thread)
 
 For each model, each round translates the whole source file with the whole vocabulary and
 then with the shortlist at each ``FREQUENT,BEST`` size, in that order, one thread, the
@@ -30,18 +32,59 @@ def sizes(text: str) -> Tuple[int, int]:
     return int(frequent), int(best)
 
 
-def batch_lists(model: Any, src: List[str], shortlist: Any) -> List[set]:
-    """Each line's candidate words: its batch's shortlist, batched as the translator batches."""
-    from rnmt.data import make_translation_batches
-    from rnmt.search.limits import sentences_per_batch
+class Decoder:
+    """One model as the benchmark drives it: rnmt's PyTorch model, or an export in the runtime."""
 
-    translator = model._translator
+    def __init__(self, path: str, runtime: bool, int8: bool) -> None:
+        self.runtime = runtime
+        if runtime:
+            import rnmt_runtime
+
+            self.model: Any = rnmt_runtime.load(path, threads=1)
+            self.src_vocab, self.tgt_vocab = self.model.src_vocab, self.model.tgt_vocab
+        else:
+            import rnmt
+
+            self.model = rnmt.load(path, device="cpu", int8=int8)
+            self.src_vocab, self.tgt_vocab = self.model.loaded.src_vocab, self.model.loaded.tgt_vocab
+
+    def use(self, path: Optional[str], way: Optional[Tuple[int, int]]) -> Any:
+        """Switch to the shortlist at ``way``'s sizes (None: the whole vocabulary); returns it."""
+        self.model.use_shortlist(None if way is None else path, *(way or (0, 0)))
+        return self.model.shortlist if self.runtime else self.model._translator.shortlist
+
+    def translate(self, lines: List[str], beam: int) -> List[str]:
+        if self.runtime:
+            import rnmt_runtime
+
+            return [hyps[0].text for hyps in self.model.translate(lines, rnmt_runtime.Options(beam=beam))]
+        return self.model.translate(lines, beam=beam)
+
+    def batches(self, ids: List[List[int]], beam: int) -> Any:
+        """(indices, source batch) as the translator batches ``ids``."""
+        if self.runtime:
+            import rnmt_runtime
+            from rnmt_runtime.limits import sentences_per_batch, token_batches
+
+            plan = self.model.plan(rnmt_runtime.Options(beam=beam))
+            per_batch = sentences_per_batch(beam, len(self.tgt_vocab))
+            return ((idx, src) for idx, src, _ in token_batches(ids, plan.batch_tokens, per_batch,
+                                                                  self.model.model.eos_id, self.model.model.pad_id))
+        from rnmt.data import make_translation_batches
+        from rnmt.search.limits import sentences_per_batch as per_batch_torch
+
+        translator = self.model._translator
+        per_batch = per_batch_torch(max(beam, translator.search.nbest), len(self.tgt_vocab))
+        return ((idx, src) for idx, src, _ in make_translation_batches(ids, translator.search.batch_tokens,
+                                                                       max_sentences=per_batch))
+
+
+def batch_lists(decoder: Decoder, src: List[str], shortlist: Any, beam: int) -> List[set]:
+    """Each line's candidate words: its batch's shortlist, batched as the translator batches."""
     todo = [i for i, line in enumerate(src) if line.strip()]  # blank lines are never searched
-    ids = [translator.src_vocab.encode(src[i]) for i in todo]
-    width = max(translator.search.beam, translator.search.nbest)
-    per_batch = sentences_per_batch(width, len(translator.tgt_vocab))
+    ids = [decoder.src_vocab.encode(src[i]) for i in todo]
     lists: List[set] = [set() for _ in src]
-    for idx, batch, _ in make_translation_batches(ids, translator.search.batch_tokens, max_sentences=per_batch):
+    for idx, batch in decoder.batches(ids, beam):
         words = set(shortlist.rows(batch).tolist())
         for i in idx:
             lists[todo[i]] = words
@@ -49,35 +92,33 @@ def batch_lists(model: Any, src: List[str], shortlist: Any) -> List[set]:
 
 
 def measure(path: str, shortlist_path: str, ways: List[Optional[Tuple[int, int]]], src: List[str], ref: List[str],
-            beam: int, rounds: int, int8: bool = False) -> Dict[str, Any]:
+            beam: int, rounds: int, int8: bool = False, runtime: bool = False) -> Dict[str, Any]:
     from sacrebleu.metrics import BLEU, CHRF
 
-    import rnmt
     from rnmt.evaluation.significance import difference_interval
 
-    model = rnmt.load(path, device="cpu", int8=int8)
-    model.translate(src[:8], beam=beam)  # kernels and first-call costs outside the timing
+    decoder = Decoder(path, runtime, int8)
+    decoder.translate(src[:8], beam)  # kernels and first-call costs outside the timing
     best: Dict[int, float] = {}
     outputs: Dict[int, List[str]] = {}
     for _ in range(rounds):
         for k, way in enumerate(ways):
-            model.use_shortlist(None if way is None else shortlist_path, *(way or (0, 0)))
+            decoder.use(shortlist_path, way)
             start = time.perf_counter()
-            outputs[k] = model.translate(src, beam=beam)
+            outputs[k] = decoder.translate(src, beam)
             best[k] = min(best.get(k, float("inf")), time.perf_counter() - start)
     rows = []
     for k, way in enumerate(ways):
-        model.use_shortlist(None if way is None else shortlist_path, *(way or (0, 0)))
-        shortlist = model._translator.shortlist
+        shortlist = decoder.use(shortlist_path, way)
         diff = difference_interval(outputs[k], outputs[0], ref)
-        lists = None if shortlist is None else batch_lists(model, src, shortlist)
-        encode = model.loaded.tgt_vocab.encode
+        lists = None if shortlist is None else batch_lists(decoder, src, shortlist, beam)
+        encode = decoder.tgt_vocab.encode
         changed = [i for i in range(len(src)) if outputs[k][i] != outputs[0][i]]
         rows.append({
             "shortlist": None if way is None else {"frequent": way[0], "best": way[1]},
             # the words a line's search chose among (its batch's list), averaged over the lines
-            "mean_list_words": (len(model.loaded.tgt_vocab) if lists is None else
-                                     round(sum(len(w) for w in lists if w) / sum(1 for w in lists if w), 1)),
+            "mean_list_words": (len(decoder.tgt_vocab) if lists is None else
+                                round(sum(len(w) for w in lists if w) / sum(1 for w in lists if w), 1)),
             "bleu": round(BLEU().corpus_score(outputs[k], [ref]).score, 2),
             "chrf": round(CHRF().corpus_score(outputs[k], [ref]).score, 2),
             # BLEU minus the whole vocabulary's, its paired bootstrap 95% interval and p (1,000 resamples)
@@ -91,7 +132,7 @@ def measure(path: str, shortlist_path: str, ways: List[Optional[Tuple[int, int]]
             "sentences_per_s": round(len(src) / best[k], 1),
             "speedup": round(best[0] / best[k], 2),
         })
-    return {"model": path, "vocabulary": len(model.loaded.tgt_vocab), "rows": rows}
+    return {"model": path, "vocabulary": len(decoder.tgt_vocab), "rows": rows}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -105,6 +146,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--int8", action="store_true", help="decode with int8 products, with and without the shortlist")
+    ap.add_argument("--runtime", action="store_true", help="the models are export directories: rnmt_runtime decodes")
     ap.add_argument("--json", help="write the results here too")
     args = ap.parse_args(argv)
 
@@ -119,7 +161,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     result = {"commit": commit(), "command": "python -m benchmarks.shortlist " + " ".join(argv or sys.argv[1:]),
               "machine": f"{cpu_model()} ({cpu_bf16()}), {args.threads} thread(s), PyTorch {torch.__version__}",
               "beam": args.beam, "rounds": args.rounds, "sentences": len(src), "int8": args.int8,
-              "models": [measure(m, args.shortlist, ways, src, ref, args.beam, args.rounds, args.int8)
+              "runtime": args.runtime,
+              "models": [measure(m, args.shortlist, ways, src, ref, args.beam, args.rounds, args.int8, args.runtime)
                          for m in args.model]}
     for m in result["models"]:
         print(f"{m['model']} (vocabulary {m['vocabulary']:,})")

@@ -79,14 +79,14 @@ class Model:
         Faster, and an approximation (docs/translation.md, "Lexical shortlists"); sampling
         still draws from the whole vocabulary. ``None`` goes back to the whole vocabulary.
         A missing file or one built for other vocabularies is a `UserError`."""
-        from rnmt.search.shortlist import Shortlist
+        from rnmt.search.shortlist import load_shortlist
 
         if path is None:
             self._translator.shortlist = None
             return
         _count("frequent", frequent, 0)
         _count("best", best, 0)
-        shortlist = Shortlist.load(path, self.loaded.src_vocab, self.loaded.tgt_vocab)
+        shortlist = load_shortlist(path, self.loaded.src_vocab, self.loaded.tgt_vocab)
         self._translator.shortlist = shortlist.with_sizes(frequent, best)
 
     @overload

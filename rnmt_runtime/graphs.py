@@ -83,6 +83,51 @@ class ExportedModel:
             if unknown:
                 raise ExportError(f"{graph.path}: input {unknown[0]!r} is none the manifest names")
         self.reports_attention = "attention" in self.stepper.outputs
+        self.threads = threads
+        self._readout: Optional[Graph] = None  # opened by the first shortlisted step (`readout_step`)
+        self._output_layer: Optional[Tuple[np.ndarray, np.ndarray]] = None
+
+    def output_layer(self) -> Tuple[np.ndarray, np.ndarray]:
+        """The output layer's weight [V, d] and bias [V] (fp32), for a lexical shortlist; an
+        `ExportError` for an export written without them."""
+        if self._output_layer is None:
+            files = self.manifest.output_layer
+            if files is None or self.manifest.readout is None:
+                raise ExportError(f"{self.manifest.path}: this export has no readout step and output layer, which a "
+                                  f"shortlist needs: write them with rnmt export --shortlists")
+            arrays = []
+            for key in ("weight", "bias"):
+                try:
+                    arrays.append(np.load(files[key], allow_pickle=False))  # plain arrays only: nothing runs
+                except (OSError, ValueError) as exc:
+                    raise ExportError(f"{files[key]}: cannot read the output layer ({exc})") from None
+            weight, bias = arrays
+            if weight.ndim != 2 or bias.shape != (weight.shape[0],) or weight.dtype != np.float32 \
+                    or bias.dtype != np.float32:
+                raise ExportError(f"{files['weight']}: the output layer must be fp32 [V, d] with a bias [V], got "
+                                  f"{weight.dtype} {weight.shape} and {bias.dtype} {bias.shape}")
+            self._output_layer = (weight, bias)
+        return self._output_layer
+
+    def open_readout(self) -> Graph:
+        """The readout graph's session, opened once (before searches run side by side)."""
+        if self._readout is None:
+            self.output_layer()  # an export without a readout step says so here
+            assert self.manifest.readout is not None
+            readout = Graph(self.manifest.readout, self.threads)
+            readout.need_outputs(["readout"] + [f"next_state.{n}" for n in self.state_names])
+            self._readout = readout
+        return self._readout
+
+    def readout_step(self, prev: np.ndarray, state: Arrays, memory: Arrays) -> Tuple[np.ndarray, Arrays, Arrays]:
+        """`step` without the output layer: (the readout [N, d], the next state, extras)."""
+        readout = self.open_readout()
+        feeds = {"prev_tokens": prev.astype(np.int64, copy=False)}
+        feeds.update({f"state.{n}": state[n] for n in self.state_names})
+        feeds.update({f"memory.{n}": memory[n] for n in self.memory_names})
+        out = readout.run(feeds)
+        extras = {"attention": out["attention"]} if "attention" in out else {}
+        return out["readout"], {n: out[f"next_state.{n}"] for n in self.state_names}, extras
 
     def encode(self, src: np.ndarray, src_mask: np.ndarray) -> Arrays:
         out = self.encoder.run({"src": src.astype(np.int64, copy=False), "src_mask": src_mask.astype(bool, copy=False)})

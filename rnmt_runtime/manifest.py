@@ -64,6 +64,10 @@ class Manifest:
     precision: str
     fingerprint: str
     raw: Dict[str, Any] = field(repr=False, default_factory=dict)
+    # the step without its output layer and that layer's weight and bias (.npy), for a lexical
+    # shortlist; None in an export written before them
+    readout: Optional[Path] = None
+    output_layer: Optional[Dict[str, Path]] = None
 
     @property
     def path(self) -> Path:
@@ -103,9 +107,15 @@ def load_manifest(directory: str | os.PathLike, verify: bool = True) -> Manifest
         if key not in graphs:
             raise ExportError(f"{path}: graphs has no '{key}' graph")
     named = {**{f"vocab.{k}": v for k, v in vocab.items()}, **{f"graphs.{k}": v for k, v in graphs.items()}}
+    output_layer = reader.mapping("output_layer", str) if "output_layer" in data else {}
+    for key, name in output_layer.items():
+        if key not in ("weight", "bias"):
+            raise ExportError(f"{path}: output_layer has {key!r}; it names a 'weight' and a 'bias' file")
+        named[f"output_layer.{key}"] = name
     for what, name in named.items():
         if name not in files:
             raise ExportError(f"{path}: {what} names {name!r}, which 'files' does not list")
+    shortlist_ready = "readout" in graphs and set(output_layer) == {"weight", "bias"}
     precision = reader.text("precision", "fp32")
     if precision not in PRECISIONS:
         raise ExportError(f"{path}: precision {precision!r} is not one of {', '.join(PRECISIONS)}")
@@ -116,7 +126,9 @@ def load_manifest(directory: str | os.PathLike, verify: bool = True) -> Manifest
         memory=reader.names("memory"), state=reader.names("state"),
         beam_shares_memory=reader.boolean("beam_shares_memory"),
         search=_search_defaults(data.get("search_defaults", {}), path), precision=precision,
-        fingerprint=reader.text("fingerprint", ""), raw=data)
+        fingerprint=reader.text("fingerprint", ""), raw=data,
+        readout=root.resolve() / graphs["readout"] if shortlist_ready else None,
+        output_layer={k: root.resolve() / v for k, v in output_layer.items()} if shortlist_ready else None)
     if verify:
         verify_files(root, files)
     return manifest

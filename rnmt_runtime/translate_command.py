@@ -32,6 +32,8 @@ def check(args: argparse.Namespace) -> Optional[Sampling]:
         raise ExportError(f"--device {args.device}: the runtime decodes on the CPU (auto | cpu)")
     if args.greedy and args.nbest > 1:
         raise ExportError(f"--nbest {args.nbest} needs beam search: --greedy gives one hypothesis")
+    if args.shortlist and args.sample:
+        raise ExportError("--shortlist restricts a search; --sample draws from the whole vocabulary: use one")
     given = [f"--{n}" for n in ("topk", "topp", "temperature", "seed") if getattr(args, n) is not None]
     if not args.sample:
         if given:
@@ -62,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         if args.int8 and translator.manifest.precision != "int8":
             raise ExportError(f"--int8: {translator.manifest.path} is an fp32 export; write int8 graphs with "
                               f"rnmt export --int8 and translate with that directory")
+        if args.shortlist:
+            translator.use_shortlist(args.shortlist, *args.shortlist_sizes)
         out = OutputFile(args.output)
         try:
             lines, words, seconds = _loop(translator, args, sampling, source, prefixes, out)

@@ -32,6 +32,7 @@ from rnmt_runtime.limits import (
 from rnmt_runtime.manifest import Manifest, load_manifest
 from rnmt_runtime.sampling import Sampling, sample_search
 from rnmt_runtime.search import Hypothesis, beam_search, greedy_search
+from rnmt_runtime.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT, Shortlist, ShortlistedModel
 from rnmt_runtime.vocab import Vocab
 
 
@@ -100,8 +101,21 @@ class Translator:
                           else Vocab(self.manifest.tgt_vocab, self.manifest.special_ids))
         self.model = ExportedModel(self.manifest, threads)
         self.parallel_batches = max(1, parallel_batches)
+        self.shortlist: Optional[Shortlist] = None  # the searches' candidate words (`use_shortlist`)
         self._word_starts: Optional[np.ndarray] = None
         self._sentence_ends: Optional[np.ndarray] = None
+
+    def use_shortlist(self, path: Optional[str | os.PathLike], frequent: int = DEFAULT_FREQUENT,
+                      best: int = DEFAULT_BEST) -> None:
+        """Search every batch over a lexical shortlist from now on (`rnmt_runtime.shortlist`;
+        ``rnmt shortlist`` writes the file); ``None``: the whole vocabulary again. An export
+        written before shortlists, or a file of other vocabularies, is an `ExportError`."""
+        if path is None:
+            self.shortlist = None
+            return
+        shortlist = Shortlist.load(path, self.src_vocab, self.tgt_vocab).with_sizes(frequent, best)
+        self.model.open_readout()  # now, not in searches running side by side
+        self.shortlist = shortlist
 
     @property
     def defaults(self):
@@ -209,7 +223,21 @@ class Translator:
     def _search(self, plan: _Plan, options: Options, src: np.ndarray, mask: np.ndarray,
                 prefixes: List[List[int]], keys: List[int]) -> List[List[Hypothesis]]:
         max_len = output_limits(mask.sum(1), plan.ratio, plan.offset, plan.max_output)
-        model, max_len = with_prefixes(self.model, prefixes, max_len)
+        shortlisted = None
+        if self.shortlist is not None and options.sampling is None:  # sampling draws from the whole vocabulary
+            rows = self.shortlist.rows(src, [t for p in prefixes for t in p])
+            shortlisted = ShortlistedModel(self.model, rows)
+            prefixes = [shortlisted.to_shortlist(p) for p in prefixes]
+        hyps = self._run_search(shortlisted or self.model, plan, options, src, mask, max_len, prefixes, keys)
+        if shortlisted is not None:
+            for nbest in hyps:
+                for h in nbest:
+                    h.tokens = shortlisted.to_vocabulary(h.tokens)
+        return hyps
+
+    def _run_search(self, model: Any, plan: _Plan, options: Options, src: np.ndarray, mask: np.ndarray,
+                    max_len: np.ndarray, prefixes: List[List[int]], keys: List[int]) -> List[List[Hypothesis]]:
+        model, max_len = with_prefixes(model, prefixes, max_len)
         model = with_min_length(model, plan.min_output, max_len)
         stop = options.should_stop
         if options.sampling is not None:

@@ -4,6 +4,7 @@ the first end of sentence and leaving out padding and begin-of-sentence."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Dict, Iterable, List
 
@@ -20,7 +21,8 @@ class Vocab:
         self._sp = spm.SentencePieceProcessor()
         try:
             # From bytes: sentencepiece parses a protocol buffer; nothing in it runs.
-            self._sp.LoadFromSerializedProto(path.read_bytes())
+            model_bytes = path.read_bytes()
+            self._sp.LoadFromSerializedProto(model_bytes)
         except OSError as exc:
             raise ExportError(f"{path}: cannot read the vocabulary: {exc.strerror}") from None
         except RuntimeError:
@@ -31,6 +33,8 @@ class Vocab:
             raise ExportError(f"{path}: its special ids {found} differ from the manifest's special_ids {special}")
         self.pad_id, self.unk_id, self.bos_id, self.eos_id = (special[k] for k in ("pad", "unk", "bos", "eos"))
         self._pieces: List[str] = []
+        # SHA-256 of the model's bytes, as rnmt's Vocab.fingerprint (a shortlist names its vocabularies so)
+        self.fingerprint = hashlib.sha256(model_bytes).hexdigest()
 
     def __len__(self) -> int:
         return self._sp.GetPieceSize()
@@ -46,6 +50,9 @@ class Vocab:
 
     def id_to_piece(self, idx: int) -> str:
         return self._sp.IdToPiece(int(idx))
+
+    def piece_to_id(self, piece: str) -> int:
+        return self._sp.PieceToId(piece)
 
     def decode(self, ids: Iterable[int]) -> str:
         kept: List[int] = []

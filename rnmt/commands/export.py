@@ -1,4 +1,4 @@
-"""rnmt export RUN_OR_CHECKPOINT --out DIR [--int8] [--force] [--opset N] [--web DIR]
+"""rnmt export RUN_OR_CHECKPOINT --out DIR [--int8] [--shortlists] [--force] [--opset N] [--web DIR]
 
 Writes the model as ONNX graphs (encoder, decoder initial state, one decoder step) with its
 sentencepiece models and a manifest, for translation without PyTorch (docs/deploy.md,
@@ -23,6 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", help="the export directory to write")
     p.add_argument("--int8", action="store_true",
                    help="quantise the graphs' weight matrices to int8 (onnxruntime's dynamic quantisation)")
+    p.add_argument("--shortlists", action="store_true",
+                   help="also write the step without its output layer and that layer (step_readout.onnx, "
+                        "output_*.npy), so that the runtime can search over lexical shortlists (--shortlist)")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out")
     p.add_argument("--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (default {DEFAULT_OPSET})")
     add_web_arguments(p)
@@ -44,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     from rnmt.export.exporter import export
 
     start = time.perf_counter()
-    manifest = export(plan.model, plan.out, int8=args.int8, force=args.force, opset=args.opset)
+    manifest = export(plan.model, plan.out, int8=args.int8, force=args.force, opset=args.opset,
+                      shortlists=args.shortlists)
     worst = max(manifest["parity"].values())
     print(f"exported {manifest['architecture']} ({manifest['precision']}) to {plan.out} in "
           f"{time.perf_counter() - start:.1f} s; largest difference from PyTorch {worst:.2g}", file=sys.stderr)

@@ -69,9 +69,9 @@ def run(args: argparse.Namespace) -> int:
         quantize_for_decoding(loaded.model)
     candidates = None  # the lexical shortlist, if any
     if args.shortlist:
-        from rnmt.search.shortlist import Shortlist
+        from rnmt.search.shortlist import load_shortlist
 
-        candidates = Shortlist.load(args.shortlist, loaded.src_vocab, loaded.tgt_vocab)
+        candidates = load_shortlist(args.shortlist, loaded.src_vocab, loaded.tgt_vocab)
         candidates = candidates.with_sizes(*args.shortlist_sizes)
     if device.type == "cpu" and plan.kernels.value:  # build or load the C++ kernels now, not during the first request
         from rnmt import kernels

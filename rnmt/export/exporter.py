@@ -26,7 +26,7 @@ from rnmt.export.onnx_writer import DEFAULT_OPSET
 from rnmt.export.parity import max_differences
 from rnmt.export.quantize import quantize_graph
 from rnmt.export.source import load_plain
-from rnmt.export.writing import GRAPH_FILES, write_graphs
+from rnmt.export.writing import graph_files, write_graphs, write_output_layer
 from rnmt_runtime.manifest import file_sha256  # the checkpoint's fingerprint: the SHA-256 of its bytes
 
 TOLERANCE = 1e-4  # fp32 graphs: largest |onnxruntime - PyTorch| accepted (measured: below 1e-5)
@@ -34,9 +34,10 @@ MIN_OPSET, MAX_OPSET = 17, 21  # the opsets the export is tested at and onnxrunt
 
 
 def export(path: str | Path, out: str | Path, int8: bool = False, force: bool = False,
-           opset: int = DEFAULT_OPSET) -> Dict[str, Any]:
+           opset: int = DEFAULT_OPSET, shortlists: bool = False) -> Dict[str, Any]:
     """Export the model of ``path`` (a run directory or a checkpoint) into ``out``; returns
-    the manifest. A `UserError` leaves ``out`` as it was."""
+    the manifest. ``shortlists``: also the readout step and the output layer, which a
+    runtime searching over lexical shortlists needs. A `UserError` leaves ``out`` as it was."""
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise UserError(f"--opset {opset}: the export supports opsets {MIN_OPSET} to {MAX_OPSET}")
     out = Path(out)
@@ -46,7 +47,7 @@ def export(path: str | Path, out: str | Path, int8: bool = False, force: bool = 
         with tempfile.TemporaryDirectory(dir=tmp.parent, prefix=f".{out.name}.fp32.") as fp32_dir:
             fp32 = Path(fp32_dir)
             torch.manual_seed(0)
-            sig = _traced(loaded, fp32, opset)
+            sig = _traced(loaded, fp32, opset, shortlists)
             parity = _compared(loaded, sig, fp32)
             worst = max(parity, key=lambda name: parity[name])
             if parity[worst] > TOLERANCE:
@@ -54,30 +55,33 @@ def export(path: str | Path, out: str | Path, int8: bool = False, force: bool = 
                                 f"{worst} graph differs from the model by {parity[worst]:.3g} on shapes other than "
                                 f"the traced ones (a branch or loop on values or sizes in Python, which tracing "
                                 f"freezes)")
-            for file in GRAPH_FILES.values():
+            for file in graph_files(shortlists).values():
                 if int8:
                     _quantized(loaded, fp32 / file, tmp / file)
                 else:
                     (fp32 / file).replace(tmp / file)
         if int8:
             parity = _compared(loaded, sig, tmp)
+        if shortlists:
+            write_output_layer(loaded.model, tmp, loaded.tgt_vocab.size)
         names = vocab_files(loaded)
         loaded.src_vocab.save(tmp / names["src"])
         loaded.tgt_vocab.save(tmp / names["tgt"])
         manifest = build_manifest(loaded, sig, file_sha256(loaded.path), opset, "int8" if int8 else "fp32",
-                                  file_hashes(tmp), {k: float(v) for k, v in parity.items()})
+                                  file_hashes(tmp), {k: float(v) for k, v in parity.items()}, shortlists)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
 
 
-def _traced(loaded, directory: Path, opset: int):
+def _traced(loaded, directory: Path, opset: int, readout: bool):
     """`write_graphs`, whose failure (an operation the exporter or the opset does not take)
     is a one-line error naming the checkpoint, not PyTorch's traceback."""
     from rnmt.io.checkpoint_files import first_line
 
     try:
         with torch.no_grad():
-            return write_graphs(loaded.model, directory, loaded.src_vocab.size, loaded.tgt_vocab.size, opset)
+            return write_graphs(loaded.model, directory, loaded.src_vocab.size, loaded.tgt_vocab.size, opset,
+                                readout)
     except UserError:
         raise
     except Exception as exc:  # the tracer and the exporter raise many types

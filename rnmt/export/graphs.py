@@ -8,6 +8,10 @@ it is given, which become the graph's names (docs/export-format.md):
 * `InitGraph`: ``memory.<name>``... -> ``state.<name>``...
 * `StepGraph`: ``prev_tokens``, ``state.<name>``..., ``memory.<name>``... -> ``log_probs``,
   ``next_state.<name>``..., and ``attention`` when the model reports one.
+* `ReadoutGraph`: the step's inputs -> ``readout`` (what the output layer multiplies, [N, d]),
+  ``next_state.<name>``..., ``attention``: the step without its output layer, for a runtime
+  that multiplies by a lexical shortlist's rows itself (onnxruntime runs every node of a graph
+  whatever outputs are asked of it, so the step graph cannot serve).
 """
 
 from __future__ import annotations
@@ -40,10 +44,13 @@ class Signature:
     def init_io(self) -> Tuple[List[str], List[str]]:
         return [f"memory.{n}" for n in self.memory], [f"state.{n}" for n in self.state]
 
-    def step_io(self) -> Tuple[List[str], List[str]]:
+    def step_io(self, first: str = "log_probs") -> Tuple[List[str], List[str]]:
         inputs = ["prev_tokens", *(f"state.{n}" for n in self.state), *(f"memory.{n}" for n in self.memory)]
-        outputs = ["log_probs", *(f"next_state.{n}" for n in self.state)]
+        outputs = [first, *(f"next_state.{n}" for n in self.state)]
         return inputs, outputs + (["attention"] if self.attention else [])
+
+    def readout_io(self) -> Tuple[List[str], List[str]]:
+        return self.step_io("readout")
 
 
 def signature(model: TranslationModel, src: Tensor, src_mask: Tensor) -> Signature:
@@ -96,4 +103,16 @@ class StepGraph(_Graph):
         memory = dict(zip(self.sig.memory, tensors[n:]))
         log_probs, next_state, extras = self.model.step(prev_tokens, state, memory)
         outputs = (log_probs, *(next_state[k] for k in self.sig.state))
+        return outputs + ((extras["attention"],) if self.sig.attention else ())
+
+
+class ReadoutGraph(_Graph):
+    """The step up to its output layer; ``model`` is a `rnmt.search.shortlist.readout_view`."""
+
+    def forward(self, prev_tokens: Tensor, *tensors: Tensor) -> Tuple[Tensor, ...]:
+        n = len(self.sig.state)
+        state = dict(zip(self.sig.state, tensors[:n]))
+        memory = dict(zip(self.sig.memory, tensors[n:]))
+        readout, next_state, extras, _ = self.model.step_logits(prev_tokens, state, memory)
+        outputs = (readout, *(next_state[k] for k in self.sig.state))
         return outputs + ((extras["attention"],) if self.sig.attention else ())

@@ -17,7 +17,7 @@ from typing import Any, Dict
 import rnmt
 from rnmt.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from rnmt.export.graphs import Signature
-from rnmt.export.writing import GRAPH_FILES
+from rnmt.export.writing import OUTPUT_LAYER_FILES, graph_files
 from rnmt.models.loading import LoadedModel
 from rnmt.models.options import options_dict
 from rnmt.models.registry import check_model_config
@@ -67,8 +67,10 @@ def vocab_files(loaded: LoadedModel) -> Dict[str, str]:
 
 
 def build_manifest(loaded: LoadedModel, sig: Signature, fingerprint: str, opset: int, precision: str,
-                   files: Dict[str, str], parity: Dict[str, float]) -> Dict[str, Any]:
+                   files: Dict[str, str], parity: Dict[str, float], shortlists: bool = False) -> Dict[str, Any]:
     cfg = loaded.config.model
+    # with shortlists: the output layer beside graphs.readout (the step without it), a shortlist's rows taken from it
+    extra = {"output_layer": dict(OUTPUT_LAYER_FILES)} if shortlists else {}
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -80,7 +82,8 @@ def build_manifest(loaded: LoadedModel, sig: Signature, fingerprint: str, opset:
         "special_ids": {"pad": PAD_ID, "unk": UNK_ID, "bos": BOS_ID, "eos": EOS_ID},
         "vocab": vocab_files(loaded),
         "text": TEXT,
-        "graphs": dict(GRAPH_FILES),
+        "graphs": graph_files(shortlists),
+        **extra,
         "memory": list(sig.memory),
         "state": list(sig.state),
         "attention": sig.attention,

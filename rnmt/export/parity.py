@@ -17,9 +17,10 @@ import numpy as np
 import torch
 
 from rnmt.export.examples import Shapes, previous_tokens, source_batch
-from rnmt.export.graphs import Signature, StepGraph
-from rnmt.export.writing import GRAPH_FILES, decoder_rows
+from rnmt.export.graphs import ReadoutGraph, Signature, StepGraph
+from rnmt.export.writing import GRAPH_FILES, READOUT_FILE, decoder_rows
 from rnmt.models.base import TranslationModel
+from rnmt.search.shortlist import readout_view
 
 # (B, S, K) of the checks: one source row, a long batch, a wide beam; none is the trace's
 CHECK_SHAPES = (Shapes(1, 1, 1), Shapes(2, 17, 3), Shapes(5, 6, 4))
@@ -27,13 +28,15 @@ CHECK_STEPS = 3  # decoder steps before the compared one
 
 
 def sessions(directory: Path) -> Dict[str, Any]:
+    """A session per graph the directory holds (the readout step only where written)."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 4  # errors come back as exceptions; the log would repeat them unasked
+    files = {**GRAPH_FILES, **({"readout": READOUT_FILE} if (directory / READOUT_FILE).exists() else {})}
     return {name: ort.InferenceSession(str(directory / file), options, providers=["CPUExecutionProvider"])
-            for name, file in GRAPH_FILES.items()}
+            for name, file in files.items()}
 
 
 def _diff(got: np.ndarray, want: torch.Tensor) -> float:
@@ -53,7 +56,8 @@ def max_differences(model: TranslationModel, sig: Signature, directory: Path, sr
     """The largest absolute difference between onnxruntime and PyTorch per graph over
     ``shapes`` (inf where a shape or an integer output differs)."""
     run = sessions(directory)
-    worst = {"encoder": 0.0, "init": 0.0, "step": 0.0}
+    worst = {name: 0.0 for name in run}
+    view = readout_view(model, tgt_vocab) if "readout" in run else None
     for k, shape in enumerate(shapes):
         src, src_mask = source_batch(shape, src_vocab, seed=100 + k)
         with torch.no_grad():
@@ -73,5 +77,9 @@ def max_differences(model: TranslationModel, sig: Signature, directory: Path, sr
                         **{f"memory.{n}": t.numpy() for n, t in step_memory.items()}}
                 got = run["step"].run(None, feed)
                 worst["step"] = max([worst["step"]] + [_diff(g, w) for g, w in zip(got, want)])
+                if view is not None:
+                    got = run["readout"].run(None, feed)
+                    readout = ReadoutGraph(view, sig)(prev, *state.values(), *step_memory.values())
+                    worst["readout"] = max([worst["readout"]] + [_diff(g, w) for g, w in zip(got, readout)])
                 state = dict(zip(sig.state, want[1:1 + len(sig.state)]))
     return worst

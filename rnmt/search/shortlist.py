@@ -19,112 +19,38 @@ a model whose ids are positions in the batch's sorted shortlist. The special wor
 every search's masks and end-of-sentence rules apply unchanged; the wrapper maps each fed
 back position to its vocabulary id, and the translator maps the outputs back.
 
-The file is JSON (no code runs when it loads), keyed by pieces, with the fingerprints of
-the vocabularies it was built with, so a shortlist of another model is refused by name.
+The lists and their file are `rnmt_runtime.shortlist`'s (numpy and JSON only, shared with
+the runtime).
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, cast
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, cast
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
 from rnmt import int8, products
-from rnmt.data.vocab import EOS_ID, PAD_ID, Vocab
+from rnmt.data.vocab import Vocab
 from rnmt.errors import UserError
 from rnmt.models.base import StepLogits, TensorDict, TranslationModel
-
-FORMAT = "rnmt-shortlist"
-VERSION = 1
-SPECIALS = tuple(range(PAD_ID, EOS_ID + 1))  # pad, unk, bos, eos: listed in every shortlist
-DEFAULT_FREQUENT = 100
-DEFAULT_BEST = 50
+from rnmt_runtime.errors import ExportError
+from rnmt_runtime.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT, SPECIALS, Shortlist  # noqa: F401 (re-exported)
 
 
-@dataclass
-class Shortlist:
-    """Candidate target ids: ``frequent`` (most frequent first) and, per source id, its
-    most probable translations (``best[s]``, most probable first); a batch takes the first
-    ``n_frequent`` of the one and the first ``n_best`` of each of its sources' others."""
-
-    frequent: np.ndarray  # [F] target ids
-    best: List[np.ndarray]  # per source id: target ids
-    n_frequent: int = DEFAULT_FREQUENT
-    n_best: int = DEFAULT_BEST
-
-    def with_sizes(self, n_frequent: int, n_best: int) -> Shortlist:
-        """The same lists taken at other sizes (``--shortlist-sizes``)."""
-        if n_frequent < 0 or n_best < 0:
-            raise UserError(f"shortlist sizes must be at least 0, got {n_frequent} frequent and {n_best} best")
-        return Shortlist(self.frequent, self.best, n_frequent, n_best)
-
-    def rows(self, src: Tensor, also: Iterable[int] = ()) -> Tensor:
-        """The sorted target ids a batch of source ids ``src`` ([B, S], padding included)
-        searches over, plus ``also`` (prefix and constraint subwords)."""
-        ids = [np.asarray(SPECIALS), self.frequent[:self.n_frequent], np.fromiter(also, dtype=np.int64)]
-        if self.n_best:
-            for s in np.unique(src.cpu().numpy()):
-                if 0 <= s < len(self.best):
-                    ids.append(self.best[s][:self.n_best])
-        return torch.from_numpy(np.unique(np.concatenate(ids).astype(np.int64)))
-
-    # -- the file ----------------------------------------------------------------------
-    @staticmethod
-    def document(frequent: Sequence[int], best: Sequence[Sequence[Tuple[int, float]]], src_vocab: Vocab,
-                 tgt_vocab: Vocab, about: Dict[str, Any]) -> str:
-        """The shortlist file's text: the frequent target pieces, each source piece's
-        translations with p(t | s), the vocabularies' fingerprints and ``about`` (how it was
-        built)."""
-        piece = tgt_vocab.id_to_piece
-        doc = {"format": FORMAT, "version": VERSION,
-               "source_vocabulary": src_vocab.fingerprint, "target_vocabulary": tgt_vocab.fingerprint,
-               **about,
-               "frequent": [piece(t) for t in frequent],
-               "translations": {src_vocab.id_to_piece(s): [[piece(t), round(p, 6)] for t, p in pairs]
-                                for s, pairs in enumerate(best) if pairs}}
-        return json.dumps(doc, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-    @classmethod
-    def load(cls, path: str | Path, src_vocab: Vocab, tgt_vocab: Vocab) -> Shortlist:
-        """Read a shortlist file for a model with these vocabularies; a missing, foreign or
-        malformed file is a `UserError` naming it."""
-        try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UserError(f"{path}: no such shortlist file") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UserError(f"{path}: not a shortlist file ({type(exc).__name__}: {exc})") from None
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            raise UserError(f"{path}: not a shortlist file (no \"format\": \"{FORMAT}\"; rnmt shortlist writes one)")
-        if doc.get("version") != VERSION:
-            raise UserError(f"{path}: shortlist version {doc.get('version')!r}; this rnmt reads version {VERSION}")
-        for side, vocab in (("source", src_vocab), ("target", tgt_vocab)):
-            if doc.get(f"{side}_vocabulary") != vocab.fingerprint:
-                raise UserError(f"{path}: built for another {side} vocabulary than this model's "
-                                f"(rnmt shortlist --model MODEL builds one for it)")
-        try:
-            frequent = np.array([_id(tgt_vocab, p) for p in doc["frequent"]], dtype=np.int64)
-            best = [np.zeros(0, dtype=np.int64) for _ in range(len(src_vocab))]
-            for s, pairs in doc["translations"].items():
-                best[_id(src_vocab, s)] = np.array([_id(tgt_vocab, t) for t, _ in pairs], dtype=np.int64)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UserError(f"{path}: malformed shortlist ({type(exc).__name__}: {exc})") from None
-        return cls(frequent, best)
+def load_shortlist(path: str | Path, src_vocab: Vocab, tgt_vocab: Vocab) -> Shortlist:
+    """`Shortlist.load` with rnmt's one-line `UserError` for a missing, foreign or malformed file."""
+    try:
+        return Shortlist.load(path, src_vocab, tgt_vocab)
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
 
 
-def _id(vocab: Vocab, piece: Any) -> int:
-    if not isinstance(piece, str):
-        raise ValueError(f"a piece must be a string, got {piece!r}")
-    i = vocab.piece_to_id(piece)
-    if i == vocab.unk_id and piece != vocab.id_to_piece(vocab.unk_id):
-        raise ValueError(f"piece {piece!r} is not in the vocabulary")
-    return i
+def batch_rows(shortlist: Shortlist, src: Tensor, also: Iterable[int] = ()) -> Tensor:
+    """`Shortlist.rows` of a batch held as a tensor (on any device)."""
+    return torch.from_numpy(shortlist.rows(src.cpu().numpy(), also))
 
 
 # -- the model over a shortlist -----------------------------------------------------------
@@ -161,23 +87,41 @@ def _view(module: nn.Module, **children: nn.Module) -> nn.Module:
     return view
 
 
+def output_layer(model: nn.Module, vocab_size: int) -> nn.Module:
+    """``model``'s output layer: its ``output`` child, or ``readout.output`` in the models
+    with a deep output, over ``vocab_size`` words."""
+    return _with_output(model, vocab_size, lambda layer: layer)[1]
+
+
+def _with_output(model: nn.Module, vocab_size: int,
+                 replace: Callable[[nn.Module], nn.Module]) -> Tuple[nn.Module, nn.Module]:
+    """(a view of ``model`` whose output layer is ``replace(layer)``, the layer)."""
+    output = model._modules.get("output")
+    if output is not None and getattr(output, "out_features", None) == vocab_size:
+        return _view(model, output=replace(output)), output
+    readout = model._modules.get("readout")
+    inner = None if readout is None else readout._modules.get("output")
+    if readout is not None and inner is not None and getattr(inner, "out_features", None) == vocab_size:
+        return _view(model, readout=_view(readout, output=replace(inner))), inner
+    raise UserError(f"a shortlist needs the model's output layer ('output' or 'readout.output' over "
+                    f"{vocab_size:,} words); {type(model).__name__} has neither")
+
+
 def restrict_output(model: nn.Module, rows: Tensor, vocab_size: int) -> nn.Module:
-    """``model`` with its output layer (``output``, or ``readout.output`` in the models with
-    a deep output) cut to ``rows``; ``model`` itself is unchanged. An ensemble's members are
-    each cut the same way."""
+    """``model`` with its output layer cut to ``rows``; ``model`` itself is unchanged. An
+    ensemble's members are each cut the same way."""
     from rnmt.search.ensemble import Ensemble
 
     if isinstance(model, Ensemble):
         return Ensemble([cast(TranslationModel, restrict_output(m, rows, vocab_size)) for m in model.models])
-    output = model._modules.get("output")
-    if output is not None and getattr(output, "out_features", None) == vocab_size:
-        return _view(model, output=OutputRows(output, rows))
-    readout = model._modules.get("readout")
-    inner = None if readout is None else readout._modules.get("output")
-    if readout is not None and inner is not None and getattr(inner, "out_features", None) == vocab_size:
-        return _view(model, readout=_view(readout, output=OutputRows(inner, rows)))
-    raise UserError(f"a shortlist needs the model's output layer ('output' or 'readout.output' over "
-                    f"{vocab_size:,} words); {type(model).__name__} has neither")
+    return _with_output(model, vocab_size, lambda layer: OutputRows(layer, rows))[0]
+
+
+def readout_view(model: TranslationModel, vocab_size: int) -> TranslationModel:
+    """``model`` without its output layer: its ``step_logits`` gives what the output layer
+    multiplies (the readout, [R, d]) instead of the logits. What an export's readout step
+    computes for a runtime that multiplies by a shortlist's rows itself (`rnmt.export`)."""
+    return cast(TranslationModel, _with_output(model, vocab_size, lambda layer: nn.Identity())[0])
 
 
 class ShortlistModel(TranslationModel):

@@ -28,7 +28,7 @@ from rnmt.search.min_length import with_min_length
 from rnmt.search.prefix import encode_prefixes, restore_prefix, with_prefixes
 from rnmt.search.repeats import with_repeats_blocked
 from rnmt.search.sampling import Sampling, sample_search
-from rnmt.search.shortlist import Shortlist, ShortlistModel
+from rnmt.search.shortlist import Shortlist, ShortlistModel, batch_rows
 
 
 def check_output_room(prefixes: Optional[Sequence[Sequence[int]]],
@@ -231,7 +231,7 @@ class Translator:
         included), with the prefixes and constraints in the shortlist's ids."""
         assert self.shortlist is not None
         forced = [t for p in prefix_ids or [] for t in p] + [t for c in constraints for phrase in c for t in phrase]
-        model = ShortlistModel(self.model, self.shortlist.rows(src, forced), len(self.tgt_vocab))
+        model = ShortlistModel(self.model, batch_rows(self.shortlist, src, forced), len(self.tgt_vocab))
         if prefix_ids is not None:
             prefix_ids = [model.to_shortlist(p) for p in prefix_ids]
         constraints = [[model.to_shortlist(phrase) for phrase in c] for c in constraints]

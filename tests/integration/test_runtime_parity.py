@@ -132,3 +132,54 @@ def test_a_batch_that_fails_starts_no_further_batch(base, tmp_path):
     with pytest.raises(SearchStopped):
         two.translate(text, rnmt_runtime.Options(beam=3, batch_tokens=12))
     assert 1 <= len(searched) <= 3
+
+
+@pytest.fixture(scope="module")
+def shortlist_file(base):
+    """A lexical shortlist of the base run's vocabulary, from its training pairs."""
+    from rnmt.data import lexicon
+    from rnmt.models.loading import load_model
+    from rnmt.search.shortlist import SPECIALS, Shortlist
+
+    ref = load_model(base / "run")
+    src = (base / "train.es").read_text(encoding="utf-8").splitlines()
+    tgt = (base / "train.en").read_text(encoding="utf-8").splitlines()
+    pairs = list(zip(ref.src_vocab.encode_batch(src), ref.tgt_vocab.encode_batch(tgt)))
+    lex = lexicon.model1(pairs, len(ref.src_vocab), len(ref.tgt_vocab), iterations=3)
+    path = base / "shortlist.json"
+    path.write_text(Shortlist.document(lex.frequent(1000, SPECIALS), lex.best(20), ref.src_vocab, ref.tgt_vocab,
+                                       {}), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("arch", exportable())
+def test_runtime_shortlist_equals_pytorch_shortlist(base, shortlist_file, tmp_path, arch):
+    """The export's readout step and output layer, multiplied by a shortlist's rows in numpy,
+    give rnmt's PyTorch shortlisted search: the same n-best lists, one batch of every line."""
+    import rnmt
+    import rnmt_runtime
+    from rnmt.export.exporter import export
+
+    checkpoint = _checkpoint(base, arch)
+    export(checkpoint, tmp_path / "export", shortlists=True)
+    reference, runtime = rnmt.load(checkpoint), rnmt_runtime.load(tmp_path / "export")
+    batch = lines()
+    for sizes in ((30, 5), (8, 2)):
+        reference.use_shortlist(shortlist_file, *sizes)
+        runtime.use_shortlist(shortlist_file, *sizes)
+        theirs = reference.translate(batch, beam=3, nbest=3, batch_tokens=1000)
+        ours = runtime.translate(batch, rnmt_runtime.Options(beam=3, nbest=3, batch_tokens=1000))
+        for i, (t, o) in enumerate(zip(theirs, ours)):
+            assert_same_nbest(t, o, f"{arch} line {i} sizes {sizes}")
+
+
+def test_an_export_without_a_readout_step_refuses_a_shortlist(base, shortlist_file, tmp_path):
+    import rnmt_runtime
+    from rnmt.export.exporter import export
+    from rnmt_runtime.errors import ExportError
+
+    export(_checkpoint(base, "rnnsearch"), tmp_path / "export")  # without --shortlists
+    assert not (tmp_path / "export" / "step_readout.onnx").exists()
+    runtime = rnmt_runtime.load(tmp_path / "export")
+    with pytest.raises(ExportError, match="export --shortlists"):
+        runtime.use_shortlist(shortlist_file)

@@ -10,6 +10,7 @@ import pytest
 import rnmt
 from rnmt.errors import UserError
 from rnmt.search.shortlist import Shortlist
+from rnmt.search.shortlist import load_shortlist as load
 from tests.support import GENESIS_LINES, assert_one_line, translate
 
 
@@ -37,7 +38,7 @@ def test_a_file_comes_back_as_written(vocabs, tmp_path):
     path = tmp_path / "list.json"
     path.write_text(Shortlist.document([9, 8], [[(10, 0.5), (11, 0.25)]] + [[] for _ in range(len(vocab) - 1)],
                                        vocab, vocab, {"iterations": 5}), encoding="utf-8")
-    loaded = Shortlist.load(path, vocab, vocab)
+    loaded = load(path, vocab, vocab)
     assert loaded.frequent.tolist() == [9, 8]
     assert loaded.best[0].tolist() == [10, 11] and all(len(b) == 0 for b in loaded.best[1:])
 
@@ -53,7 +54,7 @@ def test_a_file_that_is_no_shortlist_is_refused(vocabs, tmp_path, text, message)
     path = tmp_path / "bad.json"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(UserError, match=message):
-        Shortlist.load(path, vocab, vocab)
+        load(path, vocab, vocab)
 
 
 def test_a_shortlist_of_other_vocabularies_or_pieces_is_refused(vocabs, tmp_path):
@@ -61,18 +62,18 @@ def test_a_shortlist_of_other_vocabularies_or_pieces_is_refused(vocabs, tmp_path
     path = tmp_path / "list.json"
     path.write_text(Shortlist.document([9], [[] for _ in range(len(vocab))], vocab, vocab, {}), encoding="utf-8")
     with pytest.raises(UserError, match="another target vocabulary"):
-        Shortlist.load(path, vocab, other)
+        load(path, vocab, other)
     doc = path.read_text(encoding="utf-8").replace('"frequent":[', '"frequent":["no such piece",')
     path.write_text(doc, encoding="utf-8")
     with pytest.raises(UserError, match="no such piece"):
-        Shortlist.load(path, vocab, vocab)
+        load(path, vocab, vocab)
     with pytest.raises(UserError, match="no such shortlist file"):
-        Shortlist.load(tmp_path / "missing.json", vocab, vocab)
+        load(tmp_path / "missing.json", vocab, vocab)
 
 
 def test_the_built_file_lists_translations_for_the_corpus_words(shortlist_file, tiny_run):
     model = rnmt.load(tiny_run, device="cpu")
-    shortlist = Shortlist.load(shortlist_file, model.loaded.src_vocab, model.loaded.tgt_vocab)
+    shortlist = load(shortlist_file, model.loaded.src_vocab, model.loaded.tgt_vocab)
     listed = [s for s, b in enumerate(shortlist.best) if len(b)]
     assert len(listed) > 20 and all(len(shortlist.best[s]) <= 20 for s in listed)
     assert len(shortlist.frequent) > 20
@@ -157,7 +158,7 @@ def test_a_server_searches_over_its_shortlist(shortlist_file, tiny_run):
     from tests.serve_support import loaded_model
 
     loaded = loaded_model(tiny_run)
-    shortlist = Shortlist.load(shortlist_file, loaded.src_vocab, loaded.tgt_vocab).with_sizes(5, 3)
+    shortlist = load(shortlist_file, loaded.src_vocab, loaded.tgt_vocab).with_sizes(5, 3)
     model = rnmt.load(tiny_run, device="cpu")
     model.use_shortlist(shortlist_file, frequent=5, best=3)
     lines = [line for line in GENESIS_LINES if line]
@@ -166,3 +167,28 @@ def test_a_server_searches_over_its_shortlist(shortlist_file, tiny_run):
         assert client.get("/model").json()["shortlist"] == {"frequent": 5, "best": 3}
     assert r.status_code == 200
     assert [t["text"] for t in r.json()["translations"]] == model.translate(lines, beam=2)
+
+
+def test_an_export_translates_with_a_shortlist(shortlist_file, tiny_run, src_file, tmp_path, capsys):
+    """`rnmt translate --model EXPORT --shortlist` (the runtime, no torch in the search) gives
+    the PyTorch model's shortlisted translations; an export written without --shortlists,
+    and --sample, are refused in one line."""
+    from rnmt.cli import main
+    from rnmt.export.exporter import export
+
+    export(tiny_run, tmp_path / "export", shortlists=True)
+    export(tiny_run, tmp_path / "plain")
+    sizes = ["--shortlist-sizes", "1000", "0"]  # the frequent words only: the same list in any batch
+    runtime, torch_out = tmp_path / "runtime.txt", tmp_path / "torch.txt"
+    assert main(["translate", "--model", str(tmp_path / "export"), "--input", str(src_file), "--output",
+                 str(runtime), "--shortlist", str(shortlist_file), *sizes]) == 0
+    assert translate("--model", tiny_run, "--input", src_file, "--output", torch_out, "--shortlist", shortlist_file,
+                     *sizes) == 0
+    assert runtime.read_text(encoding="utf-8") == torch_out.read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["translate", "--model", str(tmp_path / "plain"), "--input", str(src_file), "--shortlist",
+                 str(shortlist_file)]) == 2
+    assert_one_line(capsys.readouterr().err, "rnmt export --shortlists")
+    assert main(["translate", "--model", str(tmp_path / "export"), "--input", str(src_file), "--shortlist",
+                 str(shortlist_file), "--sample"]) == 2
+    assert_one_line(capsys.readouterr().err, "--sample")

@@ -11,11 +11,11 @@ import torch
 from test_models_zoo import PAPER_CONFIGS, TGT_V, _name, batch, tiny_model
 
 from rnmt.data import lexicon
-from rnmt.errors import UserError
 from rnmt.int8 import quantize_for_decoding
 from rnmt.search.beam import beam_search
 from rnmt.search.ensemble import Ensemble
 from rnmt.search.shortlist import SPECIALS, Shortlist, ShortlistModel, restrict_output
+from rnmt_runtime.errors import ExportError
 
 CONFIG = next(p for p in PAPER_CONFIGS if p.stem == "rnnsearch-gru")
 
@@ -62,7 +62,7 @@ def test_rows_hold_the_specials_the_frequent_words_and_each_sources_best():
     assert shortlist.rows(src).tolist() == [0, 1, 2, 3, 11, 12, 14, 15, 17]
     assert shortlist.rows(src, also=[16]).tolist() == [0, 1, 2, 3, 11, 12, 14, 15, 16, 17]
     assert shortlist.with_sizes(0, 0).rows(src).tolist() == list(SPECIALS)
-    with pytest.raises(UserError, match="at least 0"):
+    with pytest.raises(ExportError, match="at least 0"):  # the runtime's one-line error (rnmt_runtime.shortlist)
         shortlist.with_sizes(-1, 2)
 
 
