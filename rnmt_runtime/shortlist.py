@@ -136,6 +136,9 @@ class ShortlistedModel:
     def step(self, prev: np.ndarray, state: Dict[str, np.ndarray],
              memory: Dict[str, np.ndarray]) -> Tuple[np.ndarray, Dict[str, np.ndarray], Dict[str, np.ndarray]]:
         readout, next_state, extras = self.model.readout_step(self.rows[prev], state, memory)
+        if readout.ndim != 2 or readout.shape[1] != self.weight_t.shape[0]:
+            raise ExportError(f"the readout step gives {readout.shape}, the output layer takes "
+                              f"{self.weight_t.shape[0]} values a row: the export's files do not belong together")
         logits = readout @ self.weight_t + self.bias
         top = logits.max(axis=1, keepdims=True)
         log_probs = logits - (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True)))

@@ -115,6 +115,10 @@ class Translator:
             return
         shortlist = Shortlist.load(path, self.src_vocab, self.tgt_vocab).with_sizes(frequent, best)
         self.model.open_readout()  # now, not in searches running side by side
+        weight, _ = self.model.output_layer()
+        if weight.shape[0] != len(self.tgt_vocab):
+            raise ExportError(f"{self.manifest.output_layer['weight']}: the output layer has {weight.shape[0]:,} rows "
+                              f"for a target vocabulary of {len(self.tgt_vocab):,}")
         self.shortlist = shortlist
 
     @property

@@ -183,3 +183,37 @@ def test_an_export_without_a_readout_step_refuses_a_shortlist(base, shortlist_fi
     runtime = rnmt_runtime.load(tmp_path / "export")
     with pytest.raises(ExportError, match="export --shortlists"):
         runtime.use_shortlist(shortlist_file)
+
+
+def test_an_output_layer_that_does_not_fit_is_one_line(base, shortlist_file, tmp_path):
+    """A crafted export whose output layer has the wrong number of rows, or of columns for
+    the readout step, is refused with an `ExportError`, not a numpy traceback."""
+    import json
+
+    import numpy as np
+
+    import rnmt_runtime
+    from rnmt.export.exporter import export
+    from rnmt_runtime.errors import ExportError
+    from rnmt_runtime.manifest import file_sha256
+
+    export(_checkpoint(base, "rnnsearch"), tmp_path / "export", shortlists=True)
+    directory = tmp_path / "export"
+    weight, bias = np.load(directory / "output_weight.npy"), np.load(directory / "output_bias.npy")
+
+    def replaced(**arrays):
+        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+        for key, array in arrays.items():
+            np.save(directory / f"output_{key}.npy", np.ascontiguousarray(array), allow_pickle=False)
+            manifest["files"][f"output_{key}.npy"] = file_sha256(directory / f"output_{key}.npy")
+        (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        return rnmt_runtime.load(directory)
+
+    with pytest.raises(ExportError, match="must be fp32 \\[V, d\\] with a bias \\[V\\]"):
+        replaced(weight=weight[:-1]).use_shortlist(shortlist_file)
+    with pytest.raises(ExportError, match="rows for a target vocabulary"):
+        replaced(weight=weight[:-1], bias=bias[:-1]).use_shortlist(shortlist_file)
+    runtime = replaced(weight=weight[:, :-1], bias=bias)
+    runtime.use_shortlist(shortlist_file)
+    with pytest.raises(ExportError, match="do not belong together"):
+        runtime.translate(lines(), rnmt_runtime.Options(beam=2))
