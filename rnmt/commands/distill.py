@@ -47,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-baseline", dest="baseline", action="store_false",
                    help="do not train the students' configs on the original data for comparison")
     p.add_argument("--int8", action="store_true", help="export int8 students (where rnmt export exists)")
+    p.add_argument("--shortlist", action="store_true",
+                   help="build DIR/shortlist.json (rnmt shortlist) from the distilled pairs and export the students "
+                        "with --shortlists, so that they translate with it in rnmt and in the runtime")
     p.add_argument("--threads", type=int, default=d.threads, help="CPU threads of the teacher's decoding")
     p.add_argument("--jobs", type=int, default=d.jobs,
                    help="train up to N student and baseline runs side by side, each in its own process (its "
@@ -75,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
 
     options = {name: getattr(args, name) for name in
                ("beam", "nbest", "chunk_lines", "max_lines", "min_ratio", "max_ratio", "drop_worst", "mix_original",
-                "finetune_steps", "finetune_lr", "seeds", "baseline", "overrides", "int8", "threads", "jobs",
+                "finetune_steps", "finetune_lr", "seeds", "baseline", "overrides", "int8", "shortlist", "threads",
+                "jobs",
                 "speed_threads", "speed_rounds", "bootstrap", "device")}
     try:
         report = distill(args.teacher, args.student, args.out, command=shlex.join(["rnmt", *sys.argv[1:]]),

@@ -17,8 +17,10 @@ from typing import Callable, List
 from rnmt.training.checkpoint import atomic_write_text
 
 
-def export_students(out: Path, runs: List[dict], int8: bool, log: Callable[[str], None]) -> List[str]:
-    """Export each run; the notes for the report."""
+def export_students(out: Path, runs: List[dict], int8: bool, log: Callable[[str], None],
+                    shortlists: bool = False) -> List[str]:
+    """Export each run (with the readout step and output layer a shortlist needs where
+    ``shortlists``); the notes for the report."""
     if importlib.util.find_spec("rnmt.export") is None:
         note = "export: skipped: this rnmt has no rnmt.export package (the students are runs under runs/)"
         log(note)
@@ -32,6 +34,7 @@ def export_students(out: Path, runs: List[dict], int8: bool, log: Callable[[str]
         target.parent.mkdir(parents=True, exist_ok=True)  # rnmt export wants the parent of --out
         command = [sys.executable, "-m", "rnmt", "export", str(run["dir"]), "--out", str(target)]
         command += ["--int8"] if int8 else []
+        command += ["--shortlists"] if shortlists else []
         result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["no message"])[-1]

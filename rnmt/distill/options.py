@@ -31,6 +31,8 @@ class DistillOptions:
     baseline: bool = True  # train each student config on the original data too
     overrides: List[str] = field(default_factory=list)  # --set for every student and baseline run
     int8: bool = False  # export int8 weights (where rnmt.export exists)
+    # build DIR/shortlist.json from the distilled pairs and export the students with --shortlists
+    shortlist: bool = False
     # not part of the identity:
     threads: int = 1  # decoding threads (the report's speeds are always timed on `speed_threads`)
     jobs: int = 1  # training runs side by side, each in its own process
@@ -69,9 +71,10 @@ class DistillOptions:
     def identity(self) -> Dict[str, Any]:
         """The settings a resumed distillation must keep."""
         values = asdict(self)
-        # finetune_lr came later: absent when unset, so distillations recorded before it resume
-        return {key: values[key] for key in IDENTITY if key != "finetune_lr" or values[key] is not None}
+        # finetune_lr and shortlist came later: absent when unset, so distillations recorded before them resume
+        later = {"finetune_lr": None, "shortlist": False}
+        return {key: values[key] for key in IDENTITY if key not in later or values[key] != later[key]}
 
 
 IDENTITY = ("beam", "nbest", "chunk_lines", "max_lines", "min_ratio", "max_ratio", "drop_worst", "mix_original",
-            "finetune_steps", "finetune_lr", "seeds", "baseline", "overrides", "int8")
+            "finetune_steps", "finetune_lr", "seeds", "baseline", "overrides", "int8", "shortlist")

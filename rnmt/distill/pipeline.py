@@ -7,6 +7,7 @@ Layout of the output directory::
     data/spm*.model         the teacher's vocabulary, which every run uses
     decode/chunk-K.jsonl    the teacher's translations, chunk by chunk (`rnmt.distill.decode`)
     data/distilled.SRC|TGT  the pairs the filters keep; filter.json their counts
+    shortlist.json          with --shortlist: a lexical shortlist of the distilled pairs
     runs/NAME/ROLE.seedK    the students', fine-tunings' and baselines' runs
     export/                 the exported students, where `rnmt.export` exists
     report.json, report.md  the comparison (`rnmt.distill.report`)
@@ -27,6 +28,9 @@ from rnmt.distill.setup import MANIFEST, Student, Teacher, check_students, check
 from rnmt.distill.students import DATA_DIR, STAGES_DIR, final_student, planned_runs, train_runs
 from rnmt.errors import UserError
 from rnmt.training.checkpoint import atomic_write_text
+
+SHORTLIST = "shortlist.json"  # with --shortlist: the lexical shortlist of the distilled pairs
+SHORTLIST_KEEP, SHORTLIST_MIN_PROB = 100, 0.001  # rnmt shortlist's defaults
 
 Log = Callable[[str], None]
 
@@ -61,6 +65,8 @@ def distill(teachers: Sequence[str], students: Sequence[str], out: str, options:
         sources, references = _data_stage(out_dir, teacher, corpus, options, log)
         _decode_stage(out_dir, teacher, sources, references, options, log)
         counts = _filter_stage(out_dir, teacher, sources, options, log)
+        if options.shortlist:
+            _shortlist_stage(out_dir, teacher, log)
         runs = {s.name: planned_runs(s, out_dir, options, _joint(teacher)) for s in chosen}
         train_runs(runs, out_dir, options.jobs, log)
         notes = _export_stage(out_dir, runs, options, log)
@@ -172,11 +178,32 @@ def _filter_stage(out: Path, teacher: Teacher, sources: List[str], options: Dist
     return counts
 
 
+def _shortlist_stage(out: Path, teacher: Teacher, log: Log) -> None:
+    """DIR/shortlist.json: IBM Model 1 over the distilled pairs with the teacher's vocabularies,
+    which every student shares (`rnmt shortlist`'s defaults)."""
+    from rnmt.data import lexicon, read_lines
+    from rnmt.search.shortlist import SPECIALS, Shortlist
+
+    if _done(out, "shortlist").is_file():
+        return
+    data = out / DATA_DIR
+    src, tgt = read_lines(data / f"distilled.{teacher.src}"), read_lines(data / f"distilled.{teacher.tgt}")
+    pairs = list(zip(teacher.src_vocab.encode_batch(src), teacher.tgt_vocab.encode_batch(tgt)))
+    lex = lexicon.model1(pairs, len(teacher.src_vocab), len(teacher.tgt_vocab))
+    about = {"built_from": [f"distilled.{teacher.src}", f"distilled.{teacher.tgt}"], "sentence_pairs": len(pairs),
+             "iterations": 5, "keep": SHORTLIST_KEEP, "min_prob": SHORTLIST_MIN_PROB}
+    atomic_write_text(out / SHORTLIST, Shortlist.document(lex.frequent(1000, SPECIALS),
+                                                          lex.best(SHORTLIST_KEEP, SHORTLIST_MIN_PROB),
+                                                          teacher.src_vocab, teacher.tgt_vocab, about))
+    _mark(out, "shortlist", {"shortlist": SHORTLIST, "pairs": len(pairs)})
+    log(f"shortlist: {out / SHORTLIST} from {len(pairs):,} distilled pairs")
+
+
 def _export_stage(out: Path, runs: Dict[str, List[dict]], options: DistillOptions, log: Log) -> List[str]:
     from rnmt.distill.export import export_students
 
     return export_students(out, [final_student(planned, seed) for planned in runs.values() for seed in options.seeds],
-                           options.int8, log)
+                           options.int8, log, options.shortlist)
 
 
 def _report_stage(out: Path, teacher: Teacher, students: Sequence[Student], runs: Dict[str, List[dict]],

@@ -312,3 +312,27 @@ def test_a_signal_stops_side_by_side_runs_and_says_how_to_resume(setup, tmp_path
     assert sum("started in its own process" in line for line in log) == 2  # the other two never started
     assert sum("stopped (exit" in line for line in log) == 2
     assert not list((tmp_path / "d" / "stages").glob("*.seed*.done"))
+
+
+def test_a_shortlist_is_built_and_the_students_exported_for_it(setup, tmp_path):
+    """--shortlist: DIR/shortlist.json from the distilled pairs, and students exported with
+    the readout step, which the runtime translates with that shortlist."""
+    import rnmt_runtime
+    from rnmt.distill.setup import check_teachers
+    from rnmt.search.shortlist import load_shortlist
+
+    teacher, student, corpus = setup
+    out = tmp_path / "d"
+    log: list = []
+    _api(teacher, student, out, log=log.append, baseline=False, shortlist=True)
+    assert any(line.startswith("shortlist: ") for line in log)
+    vocab = check_teachers([str(teacher)])
+    shortlist = load_shortlist(out / "shortlist.json", vocab.src_vocab, vocab.tgt_vocab)
+    assert sum(1 for b in shortlist.best if len(b)) > 10
+    export = out / "export" / "student.student.seed1"
+    assert (export / "step_readout.onnx").is_file()
+    runtime = rnmt_runtime.load(export)
+    runtime.use_shortlist(out / "shortlist.json")
+    lines = (corpus / "test.es").read_text(encoding="utf-8").splitlines()[:5]
+    assert len(runtime.translate(lines, rnmt_runtime.Options(beam=2))) == 5
+    assert json.loads((out / "distill.json").read_text(encoding="utf-8"))["options"]["shortlist"] is True
