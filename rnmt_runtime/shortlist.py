@@ -75,13 +75,13 @@ class Shortlist:
     @classmethod
     def load(cls, path: str | Path, src_vocab: Any, tgt_vocab: Any) -> Shortlist:
         """Read a shortlist file for a model with these vocabularies; a missing, foreign or
-        malformed file is a `ExportError` naming it."""
+        malformed file is an `ExportError` naming it."""
         try:
             doc = json.loads(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ExportError(f"{path}: no such shortlist file") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ExportError(f"{path}: not a shortlist file ({type(exc).__name__}: {exc})") from None
+        except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON; nesting too deep
+            raise ExportError(f"{path}: not a shortlist file ({type(exc).__name__}: {str(exc)[:200]})") from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise ExportError(f"{path}: not a shortlist file (no \"format\": \"{FORMAT}\"; rnmt shortlist writes one)")
         if doc.get("version") != VERSION:

@@ -48,6 +48,9 @@ def test_a_file_comes_back_as_written(vocabs, tmp_path):
     ('{"format": "something"}', "not a shortlist file"),
     ('{"format": "rnmt-shortlist", "version": 7}', "version 7"),
     ('[1, 2]', "not a shortlist file"),
+    ("[" * 100_000 + "]" * 100_000, "not a shortlist file"),  # nesting deeper than the parser's recursion
+    ('{"format": "rnmt-shortlist", "version": 1, "source_vocabulary": "x", "frequent": 1e999999}',
+     "another source vocabulary"),
 ])
 def test_a_file_that_is_no_shortlist_is_refused(vocabs, tmp_path, text, message):
     vocab, _ = vocabs
@@ -55,6 +58,9 @@ def test_a_file_that_is_no_shortlist_is_refused(vocabs, tmp_path, text, message)
     path.write_text(text, encoding="utf-8")
     with pytest.raises(UserError, match=message):
         load(path, vocab, vocab)
+    (tmp_path / "latin1.json").write_bytes(b'{"format": "\xe9"}')  # not UTF-8
+    with pytest.raises(UserError, match="not a shortlist file"):
+        load(tmp_path / "latin1.json", vocab, vocab)
 
 
 def test_a_shortlist_of_other_vocabularies_or_pieces_is_refused(vocabs, tmp_path):
