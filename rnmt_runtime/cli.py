@@ -66,8 +66,6 @@ def _positive(kind: type, least: float = 1, most: Optional[float] = None, above:
 
 
 def add_translate_arguments(p: argparse.ArgumentParser) -> None:
-    from rnmt_runtime.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT  # numpy: only once an export is translated
-
     p.add_argument("--model", required=True, action="append", help="an export directory (rnmt export)")
     p.add_argument("--input", help="source text, one segment per line (default: stdin)")
     p.add_argument("--output", help="where to write translations (default: stdout)")
@@ -96,12 +94,9 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"lines of a file translated per chunk (default {DEFAULT_CHUNK_LINES})")
     p.add_argument("--device", default="auto", help="auto | cpu (the runtime decodes on the CPU)")
     p.add_argument("--int8", action="store_true", help="an int8 export decodes in int8 (rnmt export --int8)")
-    p.add_argument("--shortlist", metavar="FILE",
-                   help="search each batch over a lexical shortlist (rnmt shortlist builds it; not for --sample)")
-    p.add_argument("--shortlist-sizes", type=_positive(int, 0), nargs=2, metavar=("FREQUENT", "BEST"),
-                   default=(DEFAULT_FREQUENT, DEFAULT_BEST),
-                   help=f"the shortlist's frequent target subwords and translations per source subword "
-                        f"(default {DEFAULT_FREQUENT} {DEFAULT_BEST})")
+    from rnmt_runtime import shortlist  # numpy: only once an export is translated
+
+    shortlist.add_arguments(p, "not for --sample; the export needs rnmt export --shortlists", _positive(int, 0))
     for flag in UNSUPPORTED:
         p.add_argument(flag, dest="unsupported_" + flag[2:].replace("-", "_"), nargs="?", const=True,
                        default=None, help=argparse.SUPPRESS)

@@ -13,15 +13,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int,
                    help="CPU threads: this many batches translated at once, one thread each (default: every core)")
     p.add_argument("--device", default="auto", help="auto | cpu (the runtime decodes on the CPU)")
-    from rnmt_runtime.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT
+    from rnmt_runtime import shortlist
 
-    p.add_argument("--shortlist", metavar="FILE",
-                   help="search each batch over a lexical shortlist (rnmt shortlist builds it; the export needs "
-                        "rnmt export --shortlists; sampling requests draw from the whole vocabulary)")
-    p.add_argument("--shortlist-sizes", type=int, nargs=2, metavar=("FREQUENT", "BEST"),
-                   default=(DEFAULT_FREQUENT, DEFAULT_BEST),
-                   help=f"the shortlist's frequent target subwords and translations per source subword "
-                        f"(default {DEFAULT_FREQUENT} {DEFAULT_BEST})")
+    shortlist.add_arguments(p, "the export needs rnmt export --shortlists; sampling requests draw from the whole "
+                               "vocabulary")
     from rnmt_runtime.serving.command import add_server_arguments  # the flags need nothing of FastAPI
 
     add_server_arguments(p)

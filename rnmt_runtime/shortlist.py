@@ -13,10 +13,11 @@ source words, sorted.
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -27,6 +28,19 @@ VERSION = 1
 SPECIALS = (0, 1, 2, 3)  # pad, unk, bos, eos (rnmt.data.vocab): listed in every shortlist
 DEFAULT_FREQUENT = 100
 DEFAULT_BEST = 50
+
+
+def add_arguments(p: argparse.ArgumentParser, sampling: str, size: Callable[[str], int] = int) -> None:
+    """``--shortlist FILE`` and ``--shortlist-sizes FREQUENT BEST`` for a command that searches
+    (rnmt's and the runtime's translate and serve); ``sampling`` says what becomes of sampling
+    there, ``size`` parses a size."""
+    p.add_argument("--shortlist", metavar="FILE",
+                   help=f"search each batch over a lexical shortlist of target subwords (rnmt shortlist builds it; "
+                        f"faster, approximate; {sampling}; docs/translation.md \"Lexical shortlists\")")
+    p.add_argument("--shortlist-sizes", type=size, nargs=2, metavar=("FREQUENT", "BEST"),
+                   default=(DEFAULT_FREQUENT, DEFAULT_BEST),
+                   help=f"the shortlist's most frequent target subwords and translations per source subword "
+                        f"(default {DEFAULT_FREQUENT} {DEFAULT_BEST})")
 
 
 @dataclass
@@ -45,6 +59,10 @@ class Shortlist:
         if n_frequent < 0 or n_best < 0:
             raise ExportError(f"shortlist sizes must be at least 0, got {n_frequent} frequent and {n_best} best")
         return Shortlist(self.frequent, self.best, n_frequent, n_best)
+
+    def sizes(self) -> Dict[str, int]:
+        """What a server's ``GET /model`` reports of it."""
+        return {"frequent": self.n_frequent, "best": self.n_best}
 
     def rows(self, src: np.ndarray, also: Iterable[int] = ()) -> np.ndarray:
         """The sorted target ids a batch of source ids ``src`` ([B, S], padding included)

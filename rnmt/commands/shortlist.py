@@ -17,21 +17,14 @@ from pathlib import Path
 
 from rnmt.commands import checks
 from rnmt.errors import UserError
-from rnmt.search.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT
-
-KEPT_FREQUENT = 1000  # frequent target subwords stored; translate takes the first --shortlist-sizes F
+from rnmt.search.shortlist import BUILD_ITERATIONS, BUILD_KEEP, BUILD_MIN_PROB
+from rnmt_runtime.shortlist import add_arguments as add_shortlist_arguments
 
 
 def add_use_arguments(p: argparse.ArgumentParser, sampling: str) -> None:
     """``--shortlist FILE`` and ``--shortlist-sizes FREQUENT BEST`` for a command that
     searches (translate, serve); ``sampling`` says what becomes of sampling there."""
-    p.add_argument("--shortlist", metavar="FILE",
-                   help=f"search each batch over a lexical shortlist of target subwords (rnmt shortlist builds it; "
-                        f"faster, approximate; {sampling}; docs/translation.md \"Lexical shortlists\")")
-    p.add_argument("--shortlist-sizes", type=int, nargs=2, metavar=("FREQUENT", "BEST"),
-                   default=(DEFAULT_FREQUENT, DEFAULT_BEST),
-                   help=f"the shortlist's most frequent target subwords and translations per source subword "
-                        f"(default {DEFAULT_FREQUENT} {DEFAULT_BEST})")
+    add_shortlist_arguments(p, sampling)
 
 
 def check_use_arguments(args: argparse.Namespace) -> None:
@@ -47,19 +40,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--src", required=True, action=checks.Once, help="source side of a parallel corpus")
     p.add_argument("--tgt", required=True, action=checks.Once, help="target side, line i translating line i")
     p.add_argument("--out", required=True, action=checks.Once, help="the shortlist file to write (JSON)")
-    p.add_argument("--iterations", type=int, default=5, help="EM iterations of IBM Model 1 (default 5)")
-    p.add_argument("--keep", type=int, default=100,
-                   help="translations kept per source subword, most probable first (default 100)")
-    p.add_argument("--min-prob", type=float, default=0.001,
-                   help="drop translations less probable than this (default 0.001)")
+    p.add_argument("--iterations", type=int, default=BUILD_ITERATIONS,
+                   help=f"EM iterations of IBM Model 1 (default {BUILD_ITERATIONS})")
+    p.add_argument("--keep", type=int, default=BUILD_KEEP,
+                   help=f"translations kept per source subword, most probable first (default {BUILD_KEEP})")
+    p.add_argument("--min-prob", type=float, default=BUILD_MIN_PROB,
+                   help=f"drop translations less probable than this (default {BUILD_MIN_PROB})")
     p.add_argument("--threads", type=int, help="CPU threads")
 
 
 def run(args: argparse.Namespace) -> int:
     from rnmt.api import load
-    from rnmt.data import lexicon
     from rnmt.data.reading import read_parallel
-    from rnmt.search.shortlist import SPECIALS, Shortlist
+    from rnmt.search.shortlist import build_shortlist
     from rnmt.training.checkpoint import atomic_write_text
 
     checks.given_once(args)
@@ -77,13 +70,10 @@ def run(args: argparse.Namespace) -> int:
     src_vocab, tgt_vocab = loaded.src_vocab, loaded.tgt_vocab
     start = time.perf_counter()
     pairs = list(zip(src_vocab.encode_batch(src_lines), tgt_vocab.encode_batch(tgt_lines)))
-    lex = lexicon.model1(pairs, len(src_vocab), len(tgt_vocab), args.iterations,
-                         progress=lambda line: print(line, file=sys.stderr, flush=True))
-    best = lex.best(args.keep, args.min_prob)
-    about = {"built_from": [Path(args.src).name, Path(args.tgt).name], "sentence_pairs": len(pairs),
-             "iterations": args.iterations, "keep": args.keep, "min_prob": args.min_prob}
-    atomic_write_text(Path(args.out), Shortlist.document(lex.frequent(KEPT_FREQUENT, SPECIALS), best,
-                                                         src_vocab, tgt_vocab, about))
+    built_from = {"built_from": [Path(args.src).name, Path(args.tgt).name]}
+    text, best = build_shortlist(pairs, src_vocab, tgt_vocab, built_from, args.iterations, args.keep, args.min_prob,
+                                 progress=lambda line: print(line, file=sys.stderr, flush=True))
+    atomic_write_text(Path(args.out), text)
     listed = sum(1 for b in best if b)
     blank = f" ({n_blank:,} pairs with a blank side skipped)" if n_blank else ""
     print(f"shortlist: {args.out}: {listed:,} source subwords with translations (mean "

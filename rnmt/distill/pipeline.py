@@ -30,7 +30,6 @@ from rnmt.errors import UserError
 from rnmt.training.checkpoint import atomic_write_text
 
 SHORTLIST = "shortlist.json"  # with --shortlist: the lexical shortlist of the distilled pairs
-SHORTLIST_KEEP, SHORTLIST_MIN_PROB = 100, 0.001  # rnmt shortlist's defaults
 
 Log = Callable[[str], None]
 
@@ -181,20 +180,17 @@ def _filter_stage(out: Path, teacher: Teacher, sources: List[str], options: Dist
 def _shortlist_stage(out: Path, teacher: Teacher, log: Log) -> None:
     """DIR/shortlist.json: IBM Model 1 over the distilled pairs with the teacher's vocabularies,
     which every student shares (`rnmt shortlist`'s defaults)."""
-    from rnmt.data import lexicon, read_lines
-    from rnmt.search.shortlist import SPECIALS, Shortlist
+    from rnmt.data import read_lines
+    from rnmt.search.shortlist import build_shortlist
 
     if _done(out, "shortlist").is_file():
         return
     data = out / DATA_DIR
     src, tgt = read_lines(data / f"distilled.{teacher.src}"), read_lines(data / f"distilled.{teacher.tgt}")
     pairs = list(zip(teacher.src_vocab.encode_batch(src), teacher.tgt_vocab.encode_batch(tgt)))
-    lex = lexicon.model1(pairs, len(teacher.src_vocab), len(teacher.tgt_vocab))
-    about = {"built_from": [f"distilled.{teacher.src}", f"distilled.{teacher.tgt}"], "sentence_pairs": len(pairs),
-             "iterations": 5, "keep": SHORTLIST_KEEP, "min_prob": SHORTLIST_MIN_PROB}
-    atomic_write_text(out / SHORTLIST, Shortlist.document(lex.frequent(1000, SPECIALS),
-                                                          lex.best(SHORTLIST_KEEP, SHORTLIST_MIN_PROB),
-                                                          teacher.src_vocab, teacher.tgt_vocab, about))
+    text, _ = build_shortlist(pairs, teacher.src_vocab, teacher.tgt_vocab,
+                              {"built_from": [f"distilled.{teacher.src}", f"distilled.{teacher.tgt}"]})
+    atomic_write_text(out / SHORTLIST, text)
     _mark(out, "shortlist", {"shortlist": SHORTLIST, "pairs": len(pairs)})
     log(f"shortlist: {out / SHORTLIST} from {len(pairs):,} distilled pairs")
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, cast
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, cast
 
 import torch
 from torch import Tensor, nn
@@ -38,6 +38,23 @@ from rnmt.errors import UserError
 from rnmt.models.base import StepLogits, TensorDict, TranslationModel
 from rnmt_runtime.errors import ExportError
 from rnmt_runtime.shortlist import DEFAULT_BEST, DEFAULT_FREQUENT, SPECIALS, Shortlist  # noqa: F401 (re-exported)
+
+BUILD_ITERATIONS, BUILD_KEEP, BUILD_MIN_PROB = 5, 100, 0.001  # `rnmt shortlist`'s defaults
+KEPT_FREQUENT = 1000  # frequent target subwords a file stores; a search takes the first n_frequent
+
+
+def build_shortlist(pairs: Sequence[Tuple[Sequence[int], Sequence[int]]], src_vocab: Vocab, tgt_vocab: Vocab,
+                    about: Dict[str, Any], iterations: int = BUILD_ITERATIONS, keep: int = BUILD_KEEP,
+                    min_prob: float = BUILD_MIN_PROB,
+                    progress: Optional[Callable[[str], None]] = None) -> Tuple[str, List[List[Tuple[int, float]]]]:
+    """A shortlist file's text from subword id pairs (IBM Model 1, `rnmt.data.lexicon`), with
+    how it was built (``about``, the settings added), and each source id's kept translations."""
+    from rnmt.data import lexicon
+
+    lex = lexicon.model1(pairs, len(src_vocab), len(tgt_vocab), iterations, progress=progress)
+    best = lex.best(keep, min_prob)
+    about = {**about, "sentence_pairs": len(pairs), "iterations": iterations, "keep": keep, "min_prob": min_prob}
+    return Shortlist.document(lex.frequent(KEPT_FREQUENT, SPECIALS), best, src_vocab, tgt_vocab, about), best
 
 
 def load_shortlist(path: str | Path, src_vocab: Vocab, tgt_vocab: Vocab) -> Shortlist:

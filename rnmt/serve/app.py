@@ -101,10 +101,6 @@ class TranslationService:
         return [_result(line, nbest, options) for line, nbest in zip(lines, results)]
 
 
-def _shortlist_sizes(shortlist: Optional[Shortlist]) -> Optional[Dict[str, int]]:
-    return None if shortlist is None else {"frequent": shortlist.n_frequent, "best": shortlist.n_best}
-
-
 def create_app(loaded: LoadedModel, settings: Optional[ServeSettings] = None,
                device: torch.device | str = "cpu", shortlist: Optional[Shortlist] = None) -> FastAPI:
     """The app serving ``loaded``; ``shortlist``: search every batch over it
@@ -130,7 +126,7 @@ def _model_info(loaded: LoadedModel, service: TranslationService, settings: Serv
         "step": loaded.meta.get("step"), "dev_bleu": loaded.meta.get("dev_bleu"),
         # each option's value when a request leaves it out (the same as "options"' defaults)
         "search": {item["name"]: item["default"] for item in options if item["name"] != "return_alignment"},
-        "shortlist": _shortlist_sizes(service.translator.shortlist),
+        "shortlist": None if service.translator.shortlist is None else service.translator.shortlist.sizes(),
         "options": options,
         "device": str(service.device), "threads": settings.threads or torch.get_num_threads(),
         **http.served_limits(settings, batcher),

@@ -87,8 +87,7 @@ class RuntimeService:
             "tgt_vocab_size": len(self.translator.tgt_vocab), "emb_size": int(params.get("emb_size", 0)),
             "hidden_size": int(params.get("hidden_size", 0)), "step": None, "dev_bleu": None,
             "search": {o["name"]: o["default"] for o in options if o["name"] != "return_alignment"},
-            "shortlist": (None if self.translator.shortlist is None else
-                          {"frequent": self.translator.shortlist.n_frequent, "best": self.translator.shortlist.n_best}),
+            "shortlist": None if self.translator.shortlist is None else self.translator.shortlist.sizes(),
             "options": options, "device": f"cpu (onnxruntime, {m.precision}; rnmt-runtime {__version__})",
             "threads": settings.threads or 0,
             **http.served_limits(settings, batcher),

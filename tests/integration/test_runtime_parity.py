@@ -137,18 +137,16 @@ def test_a_batch_that_fails_starts_no_further_batch(base, tmp_path):
 @pytest.fixture(scope="module")
 def shortlist_file(base):
     """A lexical shortlist of the base run's vocabulary, from its training pairs."""
-    from rnmt.data import lexicon
     from rnmt.models.loading import load_model
-    from rnmt.search.shortlist import SPECIALS, Shortlist
+    from rnmt.search.shortlist import build_shortlist
 
     ref = load_model(base / "run")
     src = (base / "train.es").read_text(encoding="utf-8").splitlines()
     tgt = (base / "train.en").read_text(encoding="utf-8").splitlines()
     pairs = list(zip(ref.src_vocab.encode_batch(src), ref.tgt_vocab.encode_batch(tgt)))
-    lex = lexicon.model1(pairs, len(ref.src_vocab), len(ref.tgt_vocab), iterations=3)
+    text, _ = build_shortlist(pairs, ref.src_vocab, ref.tgt_vocab, {}, iterations=3, keep=20, min_prob=0.0)
     path = base / "shortlist.json"
-    path.write_text(Shortlist.document(lex.frequent(1000, SPECIALS), lex.best(20), ref.src_vocab, ref.tgt_vocab,
-                                       {}), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return path
 
 
