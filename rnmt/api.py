@@ -109,7 +109,9 @@ class Model:
         with their bounds, and a value out of its bound is a `UserError` before any work.
 
         ``nbest=1`` gives strings; ``nbest > 1`` gives, per line, the best ``nbest``
-        `Hypothesis` objects, best first. ``beam`` and ``alpha`` (GNMT length penalty)
+        `Hypothesis` objects, best first; with ``mbr`` (``"chrf"`` or ``"bleu"``) the
+        ``nbest`` hypotheses (or samples) are candidates, and each line gives the one string
+        of highest expected ``mbr`` against the others (`rnmt.search.mbr`). ``beam`` and ``alpha`` (GNMT length penalty)
         default to the model's config; ``beam=1`` is greedy search. Further options:
         ``greedy``, ``normalize`` (gnmt | length | none), ``max_len_ratio``,
         ``batch_tokens``, ``max_output_tokens`` (every output's length cap in subwords,
@@ -123,7 +125,8 @@ class Model:
         translations.
 
         ``sample=True`` draws each word instead of searching (``nbest`` samples per line),
-        with ``topk``, ``topp``, ``temperature`` (``inf``: a uniform draw) and ``seed`` (0 to
+        with ``topk``, ``topp``, ``temperature`` (``inf``: a uniform draw), ``epsilon`` (no
+        word of probability below it) and ``seed`` (0 to
         2**32 - 1; the same seed gives the same samples, different seeds different ones;
         line i's draws are keyed by ``line_offset + i``, so a text translated in pieces
         samples as in one call). ``prefix``: one target prefix per line (``""`` for none),
@@ -145,9 +148,9 @@ class Model:
         if opts.token_scores:
             self._translator.add_token_scores(batch, results, plan.get("batch_tokens"))
             out: list = [[_hypothesis(t) for t in hyps] for hyps in results]
-            if opts.nbest == 1:
+            if opts.nbest == 1 or opts.mbr:
                 out = [hyps[0] for hyps in out]
-        elif opts.nbest > 1:
+        elif opts.nbest > 1 and not opts.mbr:
             out = [[Hypothesis(t.text, float(t.score)) for t in hyps] for hyps in results]
         else:
             out = [hyps[0].text for hyps in results]
@@ -176,7 +179,11 @@ class Model:
             raise UserError(f"option 'min_output_tokens' ({least}) must be below max_output_tokens ({max_output}), "
                             f"which counts the end of sentence")
         max_input = opts.max_input_tokens or default_input_limit(ratio, self.config.search.max_len_offset, max_output)
-        sampling = sampling_options(opts.sample, opts.topk, opts.topp, opts.temperature, opts.seed, opts.beam, greedy)
+        if opts.mbr and opts.nbest < 2:
+            raise UserError(f"mbr={opts.mbr!r} chooses among the nbest candidates of each line: nbest must be at least "
+                            f"2, got {opts.nbest}")
+        sampling = sampling_options(opts.sample, opts.topk, opts.topp, opts.temperature, opts.seed, opts.beam, greedy,
+                                    epsilon=opts.epsilon)
         constraints = _constraint_list(opts.constraints, batch, single)
         if constraints is not None and sampling is not None:
             raise UserError("constraints need a search: they do not combine with sample=True")
@@ -186,7 +193,7 @@ class Model:
 
         return dict(greedy=greedy, max_output=max_output, max_input=max_input, on_split=warn_long, sampling=sampling,
                     prefixes=_prefix_list(opts.prefix, batch, single), first_line=opts.line_offset,
-                    constraints=constraints, **search)
+                    constraints=constraints, mbr=opts.mbr, **search)
 
     def _pair_ids(self, src: Sequence[str], tgt: Sequence[str], batch_tokens: int,
                   numbers: Sequence[int]) -> Tuple[List[List[int]], List[List[int]]]:

@@ -111,8 +111,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.coverage and (args.greedy or args.sample or args.beam == 1):
         raise UserError("--coverage ranks the finished hypotheses of beam search: not with greedy search or "
                         "--sample")
+    if args.mbr and opts.nbest < 2:
+        raise UserError(f"--mbr {args.mbr} chooses among each line's --nbest N candidates: give --nbest 2 or more")
     sampling_options(args.sample, args.topk, args.topp, args.temperature, args.seed, args.beam, args.greedy,
-                     dash="--")  # checked here for the option names; the API checks again
+                     dash="--", epsilon=args.epsilon)  # checked here for the option names; the API checks again
     if args.constraints and args.sample:
         raise UserError("--constraints need a search: they do not combine with --sample")
     if args.shortlist and args.sample:

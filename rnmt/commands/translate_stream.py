@@ -7,7 +7,8 @@ written into an open pipe is answered at once (`rnmt.data.streaming`).
 
 Output formats, one entry per input line (blank lines give empty entries):
 
-* ``TEXT``; with ``--nbest N``: N lines ``i ||| TEXT ||| SCORE`` (i counts from 0);
+* ``TEXT``; with ``--nbest N``: N lines ``i ||| TEXT ||| SCORE`` (i counts from 0), unless
+  ``--mbr`` chooses one of the N (then ``TEXT``);
 * with ``--scores``: ``TEXT<TAB>LOGPROBS<TAB>PIECES``, or ``i ||| TEXT ||| SCORE ||| LOGPROBS
   ||| PIECES``: the target subwords (``</s>`` last, space-separated; a subword never holds a
   space) and the natural-log probability of each.
@@ -201,7 +202,8 @@ def _translate_chunks(model: Any, inputs: Inputs, args: argparse.Namespace, opti
             warnings.showwarning = show
             results = model.translate(chunk, dataclasses.replace(options, **per_line))
         seconds += time.perf_counter() - start
-        write_chunk(out.stream, "".join(format_result(lines + k, r, options.nbest, options.token_scores)
+        shown = 1 if options.mbr else options.nbest  # minimum Bayes risk keeps one of the nbest candidates
+        write_chunk(out.stream, "".join(format_result(lines + k, r, shown, options.token_scores)
                                         for k, r in enumerate(results)), args.output, "translations")
         lines += len(chunk)
         words += sum(len(_best_text(r).split()) for r in results)

@@ -31,6 +31,7 @@ from typing_extensions import TypedDict
 from rnmt.config import SEED, Range, SearchConfig
 from rnmt.errors import UserError
 from rnmt.search.limits import MAX_OUTPUT_TOKENS
+from rnmt.search.mbr import UTILITIES
 
 CLI, API, SERVER = "cli", "api", "server"
 EVERYWHERE = frozenset({CLI, API, SERVER})
@@ -41,6 +42,7 @@ MOST_OUTPUT_TOKENS = 65536
 TOPK = Range(1, 1048576)  # at most the largest vocabulary a config may ask for (rnmt.config.VOCAB)
 TOPP = Range(0, 1, low_open=True)
 TEMPERATURE = Range(0, low_open=True)  # inf included: a uniform draw among the allowed words
+EPSILON = Range(0, 1, high_open=True)
 COUNT = Range(0, 2 ** 63 - 1)
 
 
@@ -103,8 +105,14 @@ class SearchOptions:
                                    bound=TOPP, metavar="P")
     temperature: Optional[float] = option("with --sample: divide log-probabilities by T first (inf: a uniform "
                                           "draw)", where=LOCAL, bound=TEMPERATURE, allow_inf=True, metavar="T")
+    epsilon: Optional[float] = option("with --sample: never draw a word of probability below EPS (epsilon "
+                                      "sampling; 0: off)", where=LOCAL, bound=EPSILON, metavar="EPS")
     seed: Optional[int] = option(f"with --sample: seed of the draws, {SEED.low:.0f} to {SEED.high:.0f} (default 1; "
                                  f"same seed, same output)", where=LOCAL, bound=SEED)
+    mbr: Optional[str] = option("choose each line's output among its --nbest N candidates (beam search's N best, or N "
+                                "samples with --sample) by minimum Bayes risk: the one with the highest expected "
+                                "METRIC against the others as references; one output per line", where=LOCAL,
+                                choices=UTILITIES, metavar="METRIC")
     line_offset: int = option("with sample: the first line's key for the draws (a text translated in pieces "
                               "samples as in one call)", 0, where=frozenset({API}), bound=COUNT)
     prefix: Any = option("target prefixes, one per input line (empty: none); each output starts with its prefix",
@@ -143,7 +151,9 @@ class TranslateKeywords(TypedDict, total=False):
     topk: Optional[int]
     topp: Optional[float]
     temperature: Optional[float]
+    epsilon: Optional[float]
     seed: Optional[int]
+    mbr: Optional[str]
     line_offset: int
     prefix: Union[str, Sequence[str], None]
     constraints: Union[Sequence[str], Sequence[Sequence[str]], None]

@@ -3,9 +3,10 @@
 Sampled outputs are what back-translation wants (Edunov et al. 2018: sampled synthetic
 sources train better models than beam-search ones): ``n`` samples per sentence run as
 ``B * n`` rows of one batch, like a beam, sharing the sentence's memory when the model
-allows it. The distribution may be sharpened or flattened (``temperature``) and cut to its
-``topk`` most probable words or to the smallest set of them whose mass reaches ``topp``
-(nucleus sampling).
+allows it. The distribution may be sharpened or flattened (``temperature``), rid of every
+word less probable than ``epsilon`` (epsilon sampling, Hewitt et al. 2022: the tail a model
+smooths over, whatever the shape of the head) and cut to its ``topk`` most probable words or
+to the smallest set of them whose mass reaches ``topp`` (nucleus sampling).
 
 Draws are reproducible per line: the uniform number behind each draw is a hash of (seed,
 line key, sample number, step), not the next value of a shared generator, so a line gets
@@ -31,20 +32,23 @@ SEED_LOW, SEED_HIGH = 0, 2 ** 32 - 1  # rnmt.config.SEED: the seeds whose draws 
 @dataclass(frozen=True)
 class Sampling:
     """How to draw: ``topk`` (0: every word), ``topp`` (1: no nucleus cut), ``temperature``
-    (log-probabilities divided by it before the cuts) and the ``seed`` of the draws."""
+    (log-probabilities divided by it before the cuts), ``epsilon`` (0: no cut; else words
+    of probability below it, after the temperature, are never drawn) and the ``seed`` of
+    the draws."""
 
     topk: int = 0
     topp: float = 1.0
     temperature: float = 1.0
     seed: int = 1
+    epsilon: float = 0.0
 
 
 def sampling_options(sample: bool, topk: Optional[int] = None, topp: Optional[float] = None,
                      temperature: Optional[float] = None, seed: Optional[int] = None, beam: Optional[int] = None,
-                     greedy: bool = False, dash: str = "") -> Optional[Sampling]:
+                     greedy: bool = False, dash: str = "", epsilon: Optional[float] = None) -> Optional[Sampling]:
     """Check the sampling options as given (``dash="--"`` names them as command-line
     options in the messages); None when not sampling. Every mistake is a `UserError`."""
-    given = {"topk": topk, "topp": topp, "temperature": temperature, "seed": seed}
+    given = {"topk": topk, "topp": topp, "temperature": temperature, "seed": seed, "epsilon": epsilon}
     for name, value in given.items():  # Python callers may pass anything
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if value is not None and (not number or name in ("topk", "seed") and not isinstance(value, int)):
@@ -65,11 +69,14 @@ def sampling_options(sample: bool, topk: Optional[int] = None, topp: Optional[fl
         raise UserError(f"{dash}topp must be in (0, 1], got {topp}")
     if temperature is not None and not temperature > 0.0:  # NaN fails too; inf: a uniform draw (see draw)
         raise UserError(f"{dash}temperature must be a number above 0 (inf included), got {temperature}")
+    if epsilon is not None and not 0.0 <= epsilon < 1.0:  # NaN fails too
+        raise UserError(f"{dash}epsilon must be in [0, 1), got {epsilon}")
     if seed is not None and not SEED_LOW <= seed <= SEED_HIGH:
         # the draws hash the seed's 32 bits: a seed outside them would repeat another's samples
         raise UserError(f"{dash}seed must be an integer from {SEED_LOW} to {SEED_HIGH}, got {seed}")
     return Sampling(topk=topk or 0, topp=1.0 if topp is None else topp,
-                    temperature=1.0 if temperature is None else temperature, seed=1 if seed is None else seed)
+                    temperature=1.0 if temperature is None else temperature, seed=1 if seed is None else seed,
+                    epsilon=epsilon or 0.0)
 
 
 # -- counter-based uniform numbers ---------------------------------------------------
@@ -111,9 +118,10 @@ def uniforms(streams: Tensor, step: int) -> Tensor:
 def draw(log_probs: Tensor, sampling: Sampling, u: Tensor) -> Tensor:
     """The word of each row, by inverting the cumulative distribution at ``u`` [R].
 
-    Temperature, then top-k, then top-p; the kept words are renormalised. Top-k and top-p
-    work on the candidates sorted by probability, so the inversion runs over k words (or the
-    sorted vocabulary) rather than the whole unsorted row when they are given."""
+    Temperature, then epsilon, then top-k, then top-p; the kept words are renormalised
+    (the most probable word is always kept). Top-k and top-p work on the candidates sorted
+    by probability, so the inversion runs over k words (or the sorted vocabulary) rather
+    than the whole unsorted row when they are given."""
     x = log_probs.float()
     if sampling.temperature != 1.0:
         # Relative to each row's best word, which stays at 0, so that no temperature sends
@@ -123,6 +131,10 @@ def draw(log_probs: Tensor, sampling: Sampling, u: Tensor) -> Tensor:
         top = x.max(dim=1, keepdim=True).values
         scaled = ((x - top) / sampling.temperature).masked_fill(x == top, 0.0)
         x = torch.where(torch.isfinite(x), scaled, x)
+    if sampling.epsilon > 0.0:
+        # the cut reads the whole distribution's probabilities (after the temperature)
+        p = torch.softmax(x, dim=1)
+        x = x.masked_fill((p < sampling.epsilon) & (p < p.max(dim=1, keepdim=True).values), float("-inf"))
     ids: Optional[Tensor] = None
     if 0 < sampling.topk < x.size(1):
         x, ids = x.topk(sampling.topk, dim=1)

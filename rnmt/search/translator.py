@@ -68,6 +68,8 @@ class Translation:
     tgt_pieces: List[str]
     attention: Optional[torch.Tensor] = None  # [len(tgt_pieces) + 1, len(src_pieces) + 1] (EOS rows/cols)
     token_log_probs: Optional[List[float]] = None  # per target piece and </s>, from `add_token_scores`
+    log_prob: float = 0.0  # the model's log-probability of the output, </s> included (a split line's: the sum)
+    expected_utility: Optional[float] = None  # set when chosen by minimum Bayes risk (`rnmt.search.mbr`)
 
 
 @dataclass
@@ -120,7 +122,7 @@ class Translator:
                   max_input: Optional[int] = None, on_split: Optional[Callable[[int, int, int], None]] = None,
                   sampling: Optional[Sampling] = None, prefixes: Optional[Sequence[str]] = None,
                   first_line: int = 0, constraints: Optional[Sequence[Sequence[str]]] = None,
-                  **overrides) -> List[List[Translation]]:
+                  mbr: Optional[str] = None, **overrides) -> List[List[Translation]]:
         """N-best translations of every line (one empty translation for a blank line).
 
         ``overrides`` replace fields of the search config (beam, alpha, nbest, ...).
@@ -137,7 +139,9 @@ class Translator:
         (one list of target phrases per line, empty for none) must each appear in the
         line's outputs (`rnmt.search.constraints`; a split line's constraints go to its first
         piece); greedy search with constraints is the constrained search with a beam of one,
-        and sampling does not take constraints (a `UserError`).
+        and sampling does not take constraints (a `UserError`). ``mbr`` (a utility of
+        `rnmt.search.mbr.UTILITIES`) keeps, of each line's ``nbest`` candidates, the one of
+        highest expected utility against the others (`rnmt.search.mbr.choose`).
         """
         opts = replace(self.search, **{k: v for k, v in overrides.items() if v is not None})
         # the hypotheses a sentence holds: its samples, one (greedy) or the beam
@@ -167,7 +171,8 @@ class Translator:
             per_segment = self._translate_segments(segs, search, opts.batch_tokens, width, first_line)
         finally:
             self.model.train(was_training)
-        return segs.per_line(len(lines), per_segment)
+        results = segs.per_line(len(lines), per_segment)
+        return results if mbr is None else [_by_mbr(hyps, sampling is not None, mbr) for hyps in results]
 
     def _translate_segments(self, segs: _Segments, search: Callable[..., List[List[SearchHypothesis]]],
                             batch_tokens: int, width: int, first_line: int) -> List[List[Translation]]:
@@ -307,6 +312,7 @@ class Translator:
         return Translation(
             text=text,
             score=hyp.score,
+            log_prob=hyp.logprob,
             tokens=hyp.tokens,
             src_pieces=[self.src_vocab.id_to_piece(i) for i in src_ids],
             tgt_pieces=[self.tgt_vocab.id_to_piece(i) for i in hyp.tokens],
@@ -322,8 +328,20 @@ def _join(parts: List[List[Translation]]) -> List[Translation]:
         joined.append(Translation(
             text=" ".join(t.text for t in chosen if t.text),
             score=sum(t.score for t in chosen) / len(chosen),
+            log_prob=sum(t.log_prob for t in chosen),
             tokens=[tok for t in chosen for tok in t.tokens],
             src_pieces=[p for t in chosen for p in t.src_pieces],
             tgt_pieces=[p for t in chosen for p in t.tgt_pieces],
         ))
     return joined
+
+
+def _by_mbr(hyps: List[Translation], sampled: bool, utility: str) -> List[Translation]:
+    """The one translation minimum Bayes risk chooses among ``hyps`` (a blank line's empty
+    one stays as it is)."""
+    from rnmt.search.mbr import choose
+
+    if len(hyps) == 1 and not hyps[0].tokens:
+        return hyps
+    best, expected = choose([h.text for h in hyps], [h.log_prob for h in hyps], sampled, utility)
+    return [replace(hyps[best], expected_utility=expected)]

@@ -36,6 +36,23 @@ def test_draws_follow_the_distribution_and_its_cuts():
     assert cold[0] > 0.8  # a low temperature sharpens towards the mode
 
 
+def test_epsilon_drops_the_words_below_it_and_keeps_the_best_word():
+    rows = 20000
+    u = uniforms(row_streams(4, range(rows), 1, torch.device("cpu")), 0)
+    log_probs = torch.tensor([0.5, 0.3, 0.15, 0.05]).log().expand(rows, -1)
+    freq = torch.bincount(draw(log_probs, Sampling(epsilon=0.1), u), minlength=4).float() / rows
+    assert torch.allclose(freq, torch.tensor([0.5, 0.3, 0.15, 0.0]) / 0.95, atol=0.015)  # 0.05 < 0.1: cut
+    assert torch.equal(draw(log_probs, Sampling(epsilon=0.0), u), draw(log_probs, Sampling(), u))  # 0: off
+    # every word below epsilon: the best one still stands, never an empty distribution
+    assert set(draw(log_probs, Sampling(epsilon=0.9), u).tolist()) == {0}
+    # the cut reads the whole distribution (after the temperature), before top-k renormalises
+    flat = torch.tensor([0.26, 0.25, 0.25, 0.24]).log().expand(rows, -1)
+    kept = draw(flat, Sampling(epsilon=0.245, topk=3), u)
+    assert set(kept.tolist()) == {0, 1, 2}
+    hot = draw(log_probs, Sampling(epsilon=0.1, temperature=100.0), u)  # flattened: every word above 0.1
+    assert set(hot.tolist()) == {0, 1, 2, 3}
+
+
 @pytest.mark.parametrize("temperature, expected", [
     (float("inf"), [1 / 3, 1 / 3, 1 / 3, 0.0]), (1e300, [1 / 3, 1 / 3, 1 / 3, 0.0]),  # uniform over allowed words
     (1e-46, [1.0, 0.0, 0.0, 0.0]), (1e-300, [1.0, 0.0, 0.0, 0.0]),  # the best word
@@ -81,6 +98,9 @@ def test_topk_of_one_is_greedy_search():
     ({"sample": True, "temperature": 0.0}, "temperature must be a number above 0 (inf included), got 0.0"),
     ({"sample": True, "temperature": float("nan")}, "temperature must be a number above 0 (inf included), got nan"),
     ({"sample": True, "seed": -1}, "seed must be an integer from 0 to 4294967295, got -1"),
+    ({"sample": False, "epsilon": 0.02}, "epsilon applies only with sample"),
+    ({"sample": True, "epsilon": 1.0}, "epsilon must be in [0, 1), got 1.0"),
+    ({"sample": True, "epsilon": float("nan")}, "epsilon must be in [0, 1), got nan"),
     ({"sample": True, "seed": 2 ** 32}, "seed must be an integer from 0 to 4294967295, got 4294967296"),
 ])
 def test_sampling_options_are_checked(kwargs, message):

@@ -115,7 +115,7 @@ def test_the_model_description_matches_the_schema():
 def test_options_in_the_config_take_its_bounds():
     hints = typing.get_type_hints(SearchConfig, include_extras=True)
     for name in so.names(API):
-        if so.kind(name) is str:  # a choice: the config's Literal names the same values
+        if so.kind(name) is str and so.in_config(name):  # a choice: the config's Literal names the same values
             assert so.spec(name).choices == typing.get_args(hints[name]), name
         elif so.in_config(name) and so.spec(name).bound is None:
             assert so.bound(name) in typing.get_args(hints[name])[1:], name
@@ -133,6 +133,9 @@ def test_options_in_the_config_take_its_bounds():
     ("seed", 2 ** 70, "option 'seed' must be in [0, 4294967295]"),
     ("temperature", math.nan, "option 'temperature' must be a number, got nan"),
     ("temperature", -1.0, "option 'temperature' must be greater than 0"),
+    ("epsilon", 1.0, "option 'epsilon' must be in [0, 1), got 1.0"),
+    ("epsilon", -0.1, "option 'epsilon' must be in [0, 1)"),
+    ("mbr", "ter", "option 'mbr' must be one of chrf, bleu, got 'ter'"),
     ("alpha", math.inf, "option 'alpha' must be a finite number, got inf"),
     ("normalize", "gnmtt", "option 'normalize' must be one of gnmt, length, none"),
     ("greedy", "false", "option 'greedy' must be True or False"),
