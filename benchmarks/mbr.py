@@ -1,13 +1,14 @@
 """Minimum Bayes risk decoding against beam search: BLEU, chrF and time on one test set.
 
     python -m benchmarks.mbr --model RUN [--src test.es --ref test.en] [--beam 5]
-        [--candidates 16] [--epsilon 0.02] [--lines N] [--json OUT]
+        [--candidates 16] [--epsilon 0.02] [--lines N] [--json OUT] [--hyp-dir DIR]
 
 Decodes the source file, one thread, in these ways:
 
 * ``beam``: beam search (``--beam``), the baseline every other way is compared with;
-* ``beam nbest, mbr chrf``: the ``--candidates`` best of a beam of that width, chosen among
-  by expected chrF, each weighed by its model probability;
+* ``beam nbest, mbr chrf`` and ``beam nbest, mbr bleu``: the ``--candidates`` best of a beam
+  of that width, chosen among by expected chrF or BLEU, each weighed by its model
+  probability;
 * ``samples, best score``: ``--candidates`` epsilon samples, the one of best model score
   (the same candidates as the next two ways, without MBR: what sampling alone gives);
 * ``samples, mbr chrf`` and ``samples, mbr bleu``: the same samples chosen among by
@@ -34,6 +35,7 @@ from benchmarks.constraints import commit  # the checkout's short commit
 WAYS: List[Dict[str, Any]] = [
     {"name": "beam"},
     {"name": "beam nbest, mbr chrf", "nbest": True, "mbr": "chrf"},
+    {"name": "beam nbest, mbr bleu", "nbest": True, "mbr": "bleu"},
     {"name": "samples, best score", "sample": True},
     {"name": "samples, mbr chrf", "sample": True, "mbr": "chrf"},
     {"name": "samples, mbr bleu", "sample": True, "mbr": "bleu"},
@@ -54,7 +56,7 @@ def best_text(result: Any) -> str:
 
 
 def measure(path: str, src: List[str], ref: List[str], beam: int, candidates: int, epsilon: float,
-            seed: int) -> List[Dict[str, Any]]:
+            seed: int, hyp_dir: Optional[Path] = None) -> List[Dict[str, Any]]:
     from sacrebleu.metrics import BLEU, CHRF
 
     import rnmt
@@ -67,6 +69,11 @@ def measure(path: str, src: List[str], ref: List[str], beam: int, candidates: in
         start = time.perf_counter()
         outputs.append([best_text(r) for r in model.translate(src, **options(way, beam, candidates, epsilon, seed))])
         seconds.append(time.perf_counter() - start)
+    if hyp_dir is not None:  # every figure recomputes from these
+        hyp_dir.mkdir(parents=True, exist_ok=True)
+        for way, out in zip(WAYS, outputs):
+            name = way["name"].replace(", ", "-").replace(" ", "-")
+            (hyp_dir / f"{name}.txt").write_text("".join(line + "\n" for line in out), encoding="utf-8")
     rows = []
     for way, out, took in zip(WAYS, outputs, seconds):
         bleu = difference_interval(out, outputs[0], ref)
@@ -75,6 +82,8 @@ def measure(path: str, src: List[str], ref: List[str], beam: int, candidates: in
             "way": way["name"],
             "options": options(way, beam, candidates, epsilon, seed),
             "bleu": round(BLEU().corpus_score(out, [ref]).score, 2),
+            # output length over the references' (sacrebleu's 13a tokens), BLEU's brevity side
+            "length_ratio": round(BLEU().corpus_score(out, [ref]).ratio, 3),
             "chrf": round(CHRF().corpus_score(out, [ref]).score, 2),
             # minus beam search's, with the paired bootstrap's 95% interval, and p
             "bleu_difference": [round(bleu.observed, 2), round(bleu.low, 2), round(bleu.high, 2)],
@@ -100,6 +109,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--lines", type=int, help="only the first N lines")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", help="write the results here too")
+    ap.add_argument("--hyp-dir", type=Path, help="write each way's translations here, one file per way")
     args = ap.parse_args(argv)
 
     import torch
@@ -109,17 +119,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     torch.set_num_threads(args.threads)
     src = Path(args.src).read_text(encoding="utf-8").splitlines()[:args.lines]
     ref = Path(args.ref).read_text(encoding="utf-8").splitlines()[:args.lines]
-    rows = measure(args.model, src, ref, args.beam, args.candidates, args.epsilon, args.seed)
+    rows = measure(args.model, src, ref, args.beam, args.candidates, args.epsilon, args.seed, args.hyp_dir)
     result = {"commit": commit(), "command": "python -m benchmarks.mbr " + " ".join(argv or sys.argv[1:]),
               "machine": f"{cpu_model()} ({cpu_bf16()}), {args.threads} thread(s), PyTorch {torch.__version__}",
               "model": args.model, "sentences": len(src), "beam": args.beam, "candidates": args.candidates,
               "epsilon": args.epsilon, "seed": args.seed, "rows": rows}
     print(f"{args.model}: {len(src)} lines, beam {args.beam}, {args.candidates} candidates, epsilon {args.epsilon}")
-    print("  way                    BLEU   chrF   BLEU - beam [95%], p         chrF - beam [95%], p        "
+    print("  way                    BLEU   chrF   len   BLEU - beam [95%], p         chrF - beam [95%], p        "
           "same   s     x beam")
     for r in rows:
         b, c = r["bleu_difference"], r["chrf_difference"]
-        print(f"  {r['way']:21s}  {r['bleu']:5.2f}  {r['chrf']:5.2f}  {b[0]:+.2f} [{b[1]:+.2f}, {b[2]:+.2f}], "
+        print(f"  {r['way']:21s}  {r['bleu']:5.2f}  {r['chrf']:5.2f}  {r['length_ratio']:.2f}  "
+              f"{b[0]:+.2f} [{b[1]:+.2f}, {b[2]:+.2f}], "
               f"p {r['bleu_p']:.3f}  {c[0]:+.2f} [{c[1]:+.2f}, {c[2]:+.2f}], p {r['chrf_p']:.3f}  "
               f"{r['same_as_beam']:4d}  {r['seconds']:6.1f}  {r['time_ratio']:5.2f}")
     print(result["machine"])
