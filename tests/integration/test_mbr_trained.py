@@ -67,3 +67,12 @@ def test_translate_command_writes_one_mbr_choice_per_line(tiny_run, tmp_path):
                            (["--mbr", "ter", "--nbest", "3"], "invalid choice: 'ter'")]:
         failed = run_rnmt("translate", "--model", tiny_run, "--input", src, *flags)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr
+
+
+def test_mbr_chooses_among_what_prefixes_and_constraints_allow(tiny_run):
+    model = rnmt.load(tiny_run, device="cpu")
+    prefixes = ["And God", "", "And", ""]
+    chosen = model.translate(LINES, beam=4, nbest=4, mbr="chrf", prefix=prefixes, no_repeat_ngram=3)
+    assert all(out.startswith(p) for out, p in zip(chosen, prefixes))
+    constrained = model.translate(LINES, beam=4, nbest=4, mbr="bleu", constraints=[["light"], [], [], ["day"]])
+    assert "light" in constrained[0] and "day" in constrained[3]
