@@ -79,3 +79,12 @@ def test_ties_go_to_the_first_candidate_and_one_candidate_is_its_own_choice():
         choose([], [], True, "chrf")
     with pytest.raises(ValueError):
         expected_utilities(["a"], [1.0], "ter")
+
+
+def test_match_counts_are_the_clipped_matches_of_every_pair():
+    from rnmt.search.mbr import _match_counts
+
+    counts = np.random.default_rng(0).integers(0, 12, size=(7, 40)) * (np.random.default_rng(1).random((7, 40)) < .3)
+    direct = np.minimum(counts[:, None, :], counts[None, :, :]).sum(-1)
+    assert np.array_equal(_match_counts(counts), direct)
+    assert _match_counts(np.zeros((3, 1), dtype=np.int64)).tolist() == [[0.0] * 3] * 3
