@@ -24,6 +24,7 @@ UNSUPPORTED = {
     "--coverage": "the coverage penalty is not part of the runtime's search",
     "--no-repeat-ngram": "blocking repeated n-grams is not part of the runtime's search",
     "--scores": "per-subword scores need forced decoding",
+    "--mbr": "minimum Bayes risk is not part of the runtime",
     "--cuda-graphs": "the runtime decodes on the CPU",
     "--set": "the execution plan is PyTorch's",
 }
@@ -85,6 +86,7 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topk", type=_positive(int), help="with --sample: among the K most probable words")
     p.add_argument("--topp", type=_positive(float, 0, 1, above=True), help="with --sample: nucleus mass P")
     p.add_argument("--temperature", type=_positive(float, 0, above=True), help="with --sample: temperature")
+    p.add_argument("--epsilon", type=_fraction, help="with --sample: no word of probability below EPS")
     p.add_argument("--seed", type=_positive(int, 0, 2 ** 32 - 1), help="with --sample: seed of the draws")
     p.add_argument("--prefix", metavar="FILE", help="target prefixes, one per input line (empty: none)")
     p.add_argument("--threads", type=_positive(int),
@@ -100,6 +102,17 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
     for flag in UNSUPPORTED:
         p.add_argument(flag, dest="unsupported_" + flag[2:].replace("-", "_"), nargs="?", const=True,
                        default=None, help=argparse.SUPPRESS)
+
+
+def _fraction(text: str) -> float:
+    """A number in [0, 1) (``--epsilon``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not 0.0 <= value < 1.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

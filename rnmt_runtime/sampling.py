@@ -2,8 +2,8 @@
 
 The uniform number behind each draw is the same counter-based hash of (seed, line key,
 sample number, step) as rnmt's, so a line's draws do not depend on its batch; the draw
-inverts the cumulative distribution at that number after the temperature, top-k and top-p
-cuts. The distribution itself is computed by onnxruntime rather than PyTorch, so a number
+inverts the cumulative distribution at that number after the temperature, epsilon, top-k and
+top-p cuts. The distribution itself is computed by onnxruntime rather than PyTorch, so a number
 that falls within rounding of a boundary between two words may pick the other one: the
 runtime samples from the same distribution, not always the very same words as rnmt.
 """
@@ -35,6 +35,7 @@ class Sampling:
     topp: float = 1.0  # 1: no nucleus cut
     temperature: float = 1.0
     seed: int = 1
+    epsilon: float = 0.0  # 0: no cut; else no word of probability below it (after the temperature)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -67,6 +68,10 @@ def draw(log_probs: np.ndarray, sampling: Sampling, u: np.ndarray) -> np.ndarray
         with np.errstate(invalid="ignore", over="ignore"):
             scaled = np.where(x == top, np.float32(0.0), (x - top) / np.float32(sampling.temperature))
         x = np.where(np.isfinite(x), scaled, x).astype(np.float32)
+    if sampling.epsilon > 0.0:  # epsilon sampling: the whole distribution's tail, the best word kept
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        p = e / e.sum(axis=1, keepdims=True)
+        x = np.where((p < sampling.epsilon) & (p < p.max(axis=1, keepdims=True)), np.float32(-np.inf), x)
     ids: Optional[np.ndarray] = None
     if 0 < sampling.topk < x.shape[1] or sampling.topp < 1.0:
         ids = np.argsort(-x, axis=1, kind="stable")

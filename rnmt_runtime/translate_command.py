@@ -34,7 +34,7 @@ def check(args: argparse.Namespace) -> Optional[Sampling]:
         raise ExportError(f"--nbest {args.nbest} needs beam search: --greedy gives one hypothesis")
     if args.shortlist and args.sample:
         raise ExportError("--shortlist restricts a search; --sample draws from the whole vocabulary: use one")
-    given = [f"--{n}" for n in ("topk", "topp", "temperature", "seed") if getattr(args, n) is not None]
+    given = [f"--{n}" for n in ("topk", "topp", "temperature", "epsilon", "seed") if getattr(args, n) is not None]
     if not args.sample:
         if given:
             raise ExportError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --sample "
@@ -45,7 +45,7 @@ def check(args: argparse.Namespace) -> Optional[Sampling]:
                           f"--{'beam' if args.beam is not None else 'greedy'}")
     return Sampling(topk=args.topk or 0, topp=1.0 if args.topp is None else args.topp,
                     temperature=1.0 if args.temperature is None else args.temperature,
-                    seed=1 if args.seed is None else args.seed)
+                    seed=1 if args.seed is None else args.seed, epsilon=args.epsilon or 0.0)
 
 
 def format_result(i: int, hyps: List[Translation], nbest: int) -> str:

@@ -144,6 +144,12 @@ def test_input_the_runtime_refuses_is_one_line(capsys, copy, tmp_path):
     code, out = translate(capsys, copy, "--min-output-tokens", "5", "--max-output-tokens", "5", tmp=tmp_path)
     assert code == 2
     assert_one_line(out.err, "--min-output-tokens (5) must be below --max-output-tokens (5)")
+    code, out = translate(capsys, copy, "--mbr", "chrf", "--nbest", "4", tmp=tmp_path)
+    assert code == 2
+    assert_one_line(out.err, "--mbr is not available with an export directory")
+    code, out = translate(capsys, copy, "--epsilon", "0.1", tmp=tmp_path)
+    assert code == 2
+    assert_one_line(out.err, "--epsilon applies only with --sample")
 
 
 def test_a_directory_that_is_no_export(capsys, tmp_path):

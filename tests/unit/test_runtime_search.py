@@ -111,6 +111,23 @@ def test_sampling_draws_rnmts_words(models):
     o = sampling.sample_search(ours, src.numpy(), mask.numpy(), max_len.numpy(), how, [0, 5, 9], n=2)
     for a, b in zip(t, o):
         assert [h.tokens for h in a] == [h.tokens for h in b]
+    how = sampling.Sampling(temperature=1.5, seed=3, epsilon=0.05)
+    t = theirs.sample_search(model, src, mask, max_len, theirs.Sampling(temperature=1.5, seed=3, epsilon=0.05),
+                             [0, 5, 9], n=3)
+    o = sampling.sample_search(ours, src.numpy(), mask.numpy(), max_len.numpy(), how, [0, 5, 9], n=3)
+    for a, b in zip(t, o):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+
+
+def test_the_runtimes_epsilon_cut_keeps_the_words_rnmts_keeps():
+    from rnmt.search import sampling as theirs
+
+    rows = 4000
+    log_probs = np.log(np.array([[0.5, 0.3, 0.15, 0.05]] * rows, dtype=np.float32))
+    u = sampling.uniforms(sampling.row_streams(4, range(rows), 1), 0)
+    ours = sampling.draw(log_probs, sampling.Sampling(epsilon=0.1), u)
+    t = theirs.draw(torch.from_numpy(log_probs), theirs.Sampling(epsilon=0.1), torch.from_numpy(u))
+    assert set(ours.tolist()) == {0, 1, 2} and ours.tolist() == t.tolist()
 
 
 def test_a_search_past_every_length_limit_is_an_error_not_a_hang(models, monkeypatch):
