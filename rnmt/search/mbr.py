@@ -28,7 +28,6 @@ risk").
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Callable, List, Sequence, Tuple, Union
 
@@ -185,4 +184,4 @@ def choose(texts: Sequence[str], log_probs: Sequence[float], sampled: bool, util
         raise ValueError("MBR needs at least one candidate")
     expected = expected_utilities(texts, evidence_weights(log_probs, sampled), utility)
     best = int(np.argmax(expected))  # the first maximum
-    return best, float(expected[best]) if math.isfinite(expected[best]) else 0.0
+    return best, float(expected[best])

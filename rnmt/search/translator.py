@@ -69,7 +69,6 @@ class Translation:
     attention: Optional[torch.Tensor] = None  # [len(tgt_pieces) + 1, len(src_pieces) + 1] (EOS rows/cols)
     token_log_probs: Optional[List[float]] = None  # per target piece and </s>, from `add_token_scores`
     log_prob: float = 0.0  # the model's log-probability of the output, </s> included (a split line's: the sum)
-    expected_utility: Optional[float] = None  # set when chosen by minimum Bayes risk (`rnmt.search.mbr`)
 
 
 @dataclass
@@ -337,11 +336,11 @@ def _join(parts: List[List[Translation]]) -> List[Translation]:
 
 
 def _by_mbr(hyps: List[Translation], sampled: bool, utility: str) -> List[Translation]:
-    """The one translation minimum Bayes risk chooses among ``hyps`` (a blank line's empty
-    one stays as it is)."""
+    """The one translation minimum Bayes risk chooses among ``hyps`` (one, as a blank line's
+    empty translation, is its own choice)."""
     from rnmt.search.mbr import choose
 
-    if len(hyps) == 1 and not hyps[0].tokens:
+    if len(hyps) == 1:
         return hyps
-    best, expected = choose([h.text for h in hyps], [h.log_prob for h in hyps], sampled, utility)
-    return [replace(hyps[best], expected_utility=expected)]
+    best, _ = choose([h.text for h in hyps], [h.log_prob for h in hyps], sampled, utility)
+    return [hyps[best]]
