@@ -68,24 +68,29 @@ def draw(log_probs: np.ndarray, sampling: Sampling, u: np.ndarray) -> np.ndarray
         with np.errstate(invalid="ignore", over="ignore"):
             scaled = np.where(x == top, np.float32(0.0), (x - top) / np.float32(sampling.temperature))
         x = np.where(np.isfinite(x), scaled, x).astype(np.float32)
+    probs: Optional[np.ndarray] = None
     if sampling.epsilon > 0.0:  # epsilon sampling: the whole distribution's tail, the best word kept
         e = np.exp(x - x.max(axis=1, keepdims=True))
-        p = e / e.sum(axis=1, keepdims=True)
-        x = np.where((p < sampling.epsilon) & (p < p.max(axis=1, keepdims=True)), np.float32(-np.inf), x)
+        p = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+        cut = (p < sampling.epsilon) & (p < p.max(axis=1, keepdims=True))
+        probs = np.where(cut, np.float32(0.0), p)  # the weights to invert, unless top-k or top-p cut further
+        if 0 < sampling.topk < x.shape[1] or sampling.topp < 1.0:
+            x, probs = np.where(cut, np.float32(-np.inf), x), None
     ids: Optional[np.ndarray] = None
     if 0 < sampling.topk < x.shape[1] or sampling.topp < 1.0:
         ids = np.argsort(-x, axis=1, kind="stable")
         if 0 < sampling.topk < x.shape[1]:
             ids = ids[:, :sampling.topk]
         x = np.take_along_axis(x, ids, axis=1)
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    probs = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    if probs is None:
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        probs = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
     if sampling.topp < 1.0:
         probs = np.where(np.cumsum(probs, axis=1) - probs >= sampling.topp, np.float32(0.0), probs)
     cdf = np.cumsum(probs, axis=1)
-    target = u * cdf[:, -1]
-    pick = (cdf <= target[:, None]).sum(axis=1)  # searchsorted(right=True) row by row
-    last = probs.shape[1] - 1 - np.argmax(probs[:, ::-1] > 0, axis=1)
+    total = cdf[:, -1:]
+    pick = (cdf <= u[:, None] * total).sum(axis=1)  # searchsorted(right=True) row by row
+    last = (cdf < total).sum(axis=1)  # the word where the total is reached: the last one with mass
     pick = np.minimum(pick, last)
     return pick if ids is None else np.take_along_axis(ids, pick[:, None], axis=1)[:, 0]
 

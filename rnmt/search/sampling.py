@@ -131,24 +131,31 @@ def draw(log_probs: Tensor, sampling: Sampling, u: Tensor) -> Tensor:
         top = x.max(dim=1, keepdim=True).values
         scaled = ((x - top) / sampling.temperature).masked_fill(x == top, 0.0)
         x = torch.where(torch.isfinite(x), scaled, x)
+    probs: Optional[Tensor] = None
     if sampling.epsilon > 0.0:
         # the cut reads the whole distribution's probabilities (after the temperature)
         p = torch.softmax(x, dim=1)
-        x = x.masked_fill((p < sampling.epsilon) & (p < p.max(dim=1, keepdim=True).values), float("-inf"))
+        cut = (p < sampling.epsilon) & (p < p.max(dim=1, keepdim=True).values)
+        probs = p.masked_fill(cut, 0.0)  # the weights to invert, unless top-k or top-p cut further
+        if 0 < sampling.topk < x.size(1) or sampling.topp < 1.0:
+            x, probs = x.masked_fill(cut, float("-inf")), None
     ids: Optional[Tensor] = None
     if 0 < sampling.topk < x.size(1):
         x, ids = x.topk(sampling.topk, dim=1)
     elif sampling.topp < 1.0:
         x, ids = x.sort(dim=1, descending=True)
-    probs = torch.softmax(x, dim=1)
+    if probs is None:
+        probs = torch.softmax(x, dim=1)
     if sampling.topp < 1.0:
         # Keep a word while the mass before it is below topp: the most probable one always.
         probs = probs.masked_fill(probs.cumsum(1) - probs >= sampling.topp, 0.0)
-    cdf = probs.cumsum(1)
-    pick = torch.searchsorted(cdf, (u * cdf[:, -1]).unsqueeze(1), right=True).squeeze(1)
-    # Rounding may put u * total at the very end: never step past the last word with mass.
-    last = probs.size(1) - 1 - (probs.flip(1) > 0).int().argmax(1)
-    pick = torch.minimum(pick, last)
+    cdf = probs.cumsum(1)  # the weights need not sum to one: u is scaled by each row's total
+    total = cdf[:, -1:].contiguous()
+    pick = torch.searchsorted(cdf, u.unsqueeze(1) * total, right=True)
+    # Rounding may put u * total at the very end: never step past the word where the total
+    # is reached (the last one with mass; a binary search, not a pass over the row).
+    last = torch.searchsorted(cdf, total, right=False)
+    pick = torch.minimum(pick, last).squeeze(1)
     return pick if ids is None else ids.gather(1, pick.unsqueeze(1)).squeeze(1)
 
 
