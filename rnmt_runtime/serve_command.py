@@ -38,6 +38,10 @@ def run(args: argparse.Namespace) -> int:
     # (docs/deploy.md, "Measured").
     workers = settings.threads or available_cores()
     translator = Translator(args.model, threads=1)  # a bad export fails here, before listening
+    if translator.defaults.coverage:  # requests could not turn it off: refuse to answer otherwise than rnmt
+        raise ExportError(f"{args.model}: its search defaults set coverage {translator.defaults.coverage:g}, which "
+                          f"the runtime's beam search does not apply; serve the checkpoint with rnmt serve, or "
+                          f"export one whose config has search.coverage 0")
     if args.shortlist:
         translator.use_shortlist(args.shortlist, *args.shortlist_sizes)  # sizes below 0: an ExportError
     app = create_runtime_app(translator, settings, workers)

@@ -96,7 +96,7 @@ def _loop(translator: Translator, args: argparse.Namespace, sampling: Optional[S
               f"{limit}: translated in {pieces} pieces joined into one output line", file=sys.stderr, flush=True)
 
     limit = translator.plan(Options(max_output_tokens=args.max_output_tokens, max_len_ratio=args.max_len_ratio,
-                                    max_input_tokens=args.max_input_tokens)).max_input
+                                    max_input_tokens=args.max_input_tokens, coverage=args.coverage)).max_input
     for chunk in source.chunks(args.chunk_lines):
         chunk_prefixes = None
         if prefix_chunks is not None:
@@ -109,7 +109,8 @@ def _loop(translator: Translator, args: argparse.Namespace, sampling: Optional[S
         options = Options(beam=args.beam, greedy=args.greedy, alpha=args.alpha, normalize=args.normalize,
                           nbest=args.nbest, max_len_ratio=args.max_len_ratio, batch_tokens=args.batch_tokens,
                           max_output_tokens=args.max_output_tokens, max_input_tokens=args.max_input_tokens,
-                          min_output_tokens=args.min_output_tokens, sampling=sampling, prefixes=chunk_prefixes,
+                          min_output_tokens=args.min_output_tokens, no_repeat_ngram=args.no_repeat_ngram,
+                          coverage=args.coverage, sampling=sampling, prefixes=chunk_prefixes,
                           line_offset=lines, on_split=warn_split)
         start = time.perf_counter()
         results = translator.translate(chunk, options)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from rnmt_runtime.errors import ExportError
-from rnmt_runtime.forcing import with_min_length, with_prefixes
+from rnmt_runtime.forcing import with_min_length, with_prefixes, with_repeats_blocked
 from rnmt_runtime.graphs import ExportedModel
 from rnmt_runtime.limits import (
     BATCH_TOKENS,
@@ -50,6 +50,8 @@ class Options:
     max_output_tokens: Optional[int] = None
     max_input_tokens: Optional[int] = None
     min_output_tokens: Optional[int] = None
+    no_repeat_ngram: Optional[int] = None  # N: no output repeats N subwords (0: off)
+    coverage: Optional[float] = None  # only 0 (no coverage penalty here): turns off an export's default
     sampling: Optional[Sampling] = None
     prefixes: Optional[Sequence[str]] = None  # one per line ("" for none)
     line_offset: int = 0  # the first line's key for sampling (a text in chunks samples as in one call)
@@ -83,6 +85,7 @@ class _Plan:
     max_output: int
     max_input: int
     min_output: int
+    no_repeat: int
 
 
 class Translator:
@@ -138,9 +141,16 @@ class Translator:
                      max_input=options.max_input_tokens or d.max_input_tokens
                      or default_input_limit(ratio, d.max_len_offset, cap),
                      min_output=d.min_output_tokens if options.min_output_tokens is None
-                     else options.min_output_tokens)
+                     else options.min_output_tokens,
+                     no_repeat=d.no_repeat_ngram if options.no_repeat_ngram is None else options.no_repeat_ngram)
         if plan.greedy and plan.nbest > 1:
             raise ExportError(f"--nbest {plan.nbest} needs beam search: --greedy gives one hypothesis")
+        coverage = d.coverage if options.coverage is None else options.coverage
+        if coverage:
+            # rnmt's search with this export's defaults would rank by the penalty: refuse to differ silently
+            raise ExportError(f"coverage {coverage:g} (the export's search default): the runtime's beam search has "
+                              f"no coverage penalty; give --coverage 0 to translate without it, or translate the "
+                              f"checkpoint with rnmt")
         if plan.min_output >= plan.max_output:
             raise ExportError(f"--min-output-tokens ({plan.min_output}) must be below --max-output-tokens "
                               f"({plan.max_output}), which counts the end of sentence")
@@ -243,6 +253,7 @@ class Translator:
                     max_len: np.ndarray, prefixes: List[List[int]], keys: List[int]) -> List[List[Hypothesis]]:
         model, max_len = with_prefixes(model, prefixes, max_len)
         model = with_min_length(model, plan.min_output, max_len)
+        model = with_repeats_blocked(model, plan.no_repeat, max_len)
         stop = options.should_stop
         if options.sampling is not None:
             return sample_search(model, src, mask, max_len, options.sampling, keys, n=plan.nbest, alpha=plan.alpha,

@@ -2,8 +2,8 @@
 for ``rnmt serve --model EXPORT_DIR``, with the request fields of rnmt's server.
 
 The fields and their bounds are rnmt serve's (`rnmt.search.options.server_fields`); the
-options the runtime does not search with (``coverage``, ``no_repeat_ngram``, constraints)
-are accepted at their "off" value only and otherwise answered 422 with one line saying so.
+options the runtime does not search with (``coverage``, constraints) are accepted at their
+"off" value only and otherwise answered 422 with one line saying so.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def request_fields(settings: Any, defaults: Any) -> Dict[str, Tuple[Any, Any]]:
         "coverage": (Optional[float], Field(None, ge=0, le=0, allow_inf_nan=False,
                                             description=f"GNMT coverage penalty: only 0 ({UNSUPPORTED})")),
         "nbest": (int, Field(1, ge=1, le=settings.max_beam, description="the N best translations of each text")),
-        "no_repeat_ngram": (Optional[int], Field(None, ge=0, le=0,
-                                                 description=f"blocked repeated n-grams: only 0 ({UNSUPPORTED})")),
+        "no_repeat_ngram": (Optional[int], Field(None, ge=0, le=32, description="no output contains the same N "
+                                                 "subwords twice (default from the model's config; 0: off)")),
         "min_output_tokens": (Optional[int], Field(None, ge=0, le=settings.max_output_tokens,
                                                    description="no output ends before N subwords")),
         "return_alignment": (bool, Field(False, description="return the attention matrix of the best hypothesis")),
@@ -61,7 +61,8 @@ class RuntimeService:
                   constraints: Optional[List[List[str]]] = None) -> List[Dict[str, Any]]:
         results = self.translator.translate(lines, Options(
             beam=options.beam, alpha=options.alpha, nbest=options.nbest or 1,
-            min_output_tokens=options.min_output_tokens, max_output_tokens=self.max_output,
+            min_output_tokens=options.min_output_tokens, no_repeat_ngram=options.no_repeat_ngram,
+            max_output_tokens=self.max_output,
             max_input_tokens=2 ** 31 - 1,  # the server refuses long requests instead of splitting (413)
             return_attention=options.return_alignment, should_stop=should_stop))
         from rnmt_runtime.serving.http import response_item
@@ -79,6 +80,7 @@ class RuntimeService:
                     "exclusive_minimum": False, "exclusive_maximum": False, "choices": None}
                    for k, t, v in (("beam", "integer", d.beam), ("alpha", "number", d.alpha),
                                    ("nbest", "integer", 1), ("min_output_tokens", "integer", d.min_output_tokens),
+                                   ("no_repeat_ngram", "integer", d.no_repeat_ngram),
                                    ("return_alignment", "boolean", False))]
         return {
             "name": m.directory.name, "arch": m.architecture, "cell": m.raw.get("unit"),

@@ -59,3 +59,32 @@ def test_several_batches_at_once_answer_as_one_at_a_time(export_dir):
         for x, y in zip(a["translations"], b["translations"]):
             assert abs(x["score"] - y["score"]) < 1e-4
     assert stats["status"] == "ok"
+
+
+def test_a_request_blocking_repeats_gets_what_the_runtime_translates(export_dir):
+    """``no_repeat_ngram`` reaches the runtime's search through the server, as through rnmt serve."""
+    import rnmt_runtime
+
+    lines = [line for line in GENESIS_LINES if line][:4]
+    (blocked, plain), _ = answers(export_dir, 1, [{"texts": lines, "beam": 3, "no_repeat_ngram": 1},
+                                                  {"texts": lines, "beam": 3}])
+    translator = rnmt_runtime.load(export_dir)
+    want = translator.translate(lines, rnmt_runtime.Options(beam=3, no_repeat_ngram=1))
+    assert [t["text"] for t in blocked["translations"]] == [r[0].text for r in want]
+    assert [t["text"] for t in blocked["translations"]] != [t["text"] for t in plain["translations"]]
+
+
+def test_serving_an_export_whose_defaults_need_coverage_is_refused(export_dir, tmp_path, capsys):
+    import json
+    import shutil
+
+    from rnmt_runtime.cli import main
+
+    copy = tmp_path / "export"
+    shutil.copytree(export_dir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
+    manifest["search_defaults"]["coverage"] = 0.3
+    (copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    assert main(["serve", "--model", str(copy), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "search defaults set coverage 0.3" in err

@@ -1,7 +1,7 @@
 """The runtime's numpy searches against rnmt's PyTorch ones on the same tiny model (wrapped
 to take and give numpy arrays), so a difference is the search's alone, not the graphs':
-greedy, beam with n-best and both length penalties, prefixes, a minimum length, and sampling
-with rnmt's counter-based draws."""
+greedy, beam with n-best and both length penalties, prefixes, a minimum length, blocked
+repeats, and sampling with rnmt's counter-based draws."""
 
 from __future__ import annotations
 
@@ -94,6 +94,49 @@ def test_prefixes_and_a_minimum_length_equal_rnmts(models):
     for t, o, p in zip(theirs, mine, prefixes):
         same(t, o)
         assert all(h.tokens[:len(p)] == p and len(h.tokens) >= 3 for h in o)
+
+
+def test_blocked_words_are_rnmts():
+    from rnmt.search.repeats import blocked_words
+
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 4):
+        history = rng.integers(0, 4, size=(6, 9))  # a small vocabulary: many repeats
+        position = rng.integers(0, 9, size=6)
+        theirs = blocked_words(torch.from_numpy(history), torch.from_numpy(position), n, 5).numpy()
+        assert np.array_equal(forcing.blocked_words(history, position, n, 5), theirs), n
+
+
+@torch.inference_mode()
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_blocked_repeats_equal_rnmts_in_every_search(models, n):
+    from rnmt.search import sampling as theirs_sampling
+    from rnmt.search.beam import beam_search, greedy_search
+    from rnmt.search.prefix import with_prefixes
+    from rnmt.search.repeats import with_repeats_blocked
+
+    model, ours = models
+    src, mask, max_len = batch()
+    prefixes = [[7, 7], [], [9]]  # a prefix may repeat: forced words are never blocked
+    wrapped, limits = with_prefixes(model, prefixes, max_len, torch.device("cpu"))
+    wrapped = with_repeats_blocked(wrapped, n, limits)
+    mine_model, mine_limits = forcing.with_prefixes(ours, prefixes, max_len.numpy())
+    mine_model = forcing.with_repeats_blocked(mine_model, n, mine_limits)
+    blocked = search.greedy_search(mine_model, src.numpy(), mask.numpy(), mine_limits)
+    for t, o in zip(greedy_search(wrapped, src, mask, limits), blocked):
+        same([t], [o])
+    unblocked = search.greedy_search(forcing.with_prefixes(ours, prefixes, max_len.numpy())[0], src.numpy(),
+                                     mask.numpy(), mine_limits)
+    assert [h.tokens for h in blocked] != [h.tokens for h in unblocked]  # the blocking did something
+    theirs = beam_search(wrapped, src, mask, limits, beam=4, nbest=4)
+    mine = search.beam_search(mine_model, src.numpy(), mask.numpy(), mine_limits, beam=4, nbest=4)
+    for t, o in zip(theirs, mine):
+        same(t, o)
+    drawn = theirs_sampling.sample_search(wrapped, src, mask, limits, theirs_sampling.Sampling(seed=4), [0, 1, 2], n=3)
+    mine = sampling.sample_search(mine_model, src.numpy(), mask.numpy(), mine_limits, sampling.Sampling(seed=4),
+                                  [0, 1, 2], n=3)
+    for t, o in zip(drawn, mine):
+        assert [h.tokens for h in t] == [h.tokens for h in o]
 
 
 @torch.inference_mode()
