@@ -3,8 +3,8 @@
 The runtime wheel's ``rnmt`` command is this module; in the full rnmt install, ``rnmt.cli``
 hands a command whose ``--model`` is an export directory here before anything imports
 torch (`dispatches`). The flags are ``rnmt translate``'s where the runtime does what they
-ask; the others (an ensemble, constraints, a coverage penalty, minimum Bayes risk, per-subword
-scores, a GPU) are refused with one line saying so (docs/deploy.md, "Runtime").
+ask; the others (an ensemble, constraints, minimum Bayes risk, per-subword scores, a GPU) are
+refused with one line saying so (docs/deploy.md, "Runtime").
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ def add_translate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-output-tokens", type=_positive(int, 0), help="no output ends before N subwords")
     p.add_argument("--no-repeat-ngram", type=_positive(int, 0, 32), metavar="N",
                    help="no output contains the same N subwords twice (default: the export's; 0: off)")
-    p.add_argument("--coverage", type=_positive(float, 0, 0), metavar="0",
-                   help="only 0: the runtime's beam search has no coverage penalty (turns off an export's default)")
+    p.add_argument("--coverage", type=_positive(float, 0, 10), metavar="BETA",
+                   help="GNMT coverage penalty on beam search's finished hypotheses (default: the export's; 0: off)")
     p.add_argument("--sample", action="store_true", help="draw each word instead of searching")
     p.add_argument("--topk", type=_positive(int), help="with --sample: among the K most probable words")
     p.add_argument("--topp", type=_positive(float, 0, 1, above=True), help="with --sample: nucleus mass P")

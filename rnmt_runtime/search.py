@@ -8,9 +8,12 @@ is kept once per sentence when the model allows it (``beam_shares_memory``), els
 row. A sentence whose beam has ``beam`` finished hypotheses is dead; the dead sentences are
 dropped from the batch once they are a quarter of it (dropping copies the memory).
 
-Scores follow GNMT (Wu et al. 2016, eq. 14 without coverage): a finished hypothesis of
-log-probability logP and length |Y| (end of sentence included) scores logP / lp(|Y|) with
-``lp = ((5 + |Y|) / 6) ** alpha`` ("gnmt"), ``|Y|`` ("length") or 1 ("none").
+Scores follow GNMT (Wu et al. 2016, eq. 14): a finished hypothesis of log-probability logP
+and length |Y| (end of sentence included) scores logP / lp(|Y|) with
+``lp = ((5 + |Y|) / 6) ** alpha`` ("gnmt"), ``|Y|`` ("length") or 1 ("none"), plus, with a
+coverage weight beta above 0, ``cp = beta * sum_i log(min(sum_j p_ij, 1))`` over the real
+source positions i of its attention totals (each at least `FLOOR`), as rnmt's
+`rnmt.search.coverage`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 Arrays = Dict[str, np.ndarray]
 NEG_INF = np.float32(-np.inf)
+FLOOR = np.float32(1e-6)  # the least attention total a source word is credited with (rnmt's)
 
 
 @dataclass
@@ -172,21 +176,33 @@ class _Beams:
     history: np.ndarray  # [rows, t] the tokens so far
     prev: np.ndarray  # [rows]
     attention: Optional[np.ndarray]  # [rows, t, S] when asked for
+    source_mask: np.ndarray  # [b, S] 1.0 at a real source position (the coverage penalty's)
+    totals: Optional[np.ndarray] = None  # [rows, S] attention summed over the steps taken (coverage on)
 
     def compact(self, keep: np.ndarray, K: int, shared: bool) -> None:
         rows = (keep[:, None] * K + np.arange(K)).reshape(-1)
         self.memory = select(self.memory, keep if shared else rows)
         self.state = select(self.state, rows)
         self.history, self.prev = self.history[rows], self.prev[rows]
+        self.source_mask = self.source_mask[keep]
         if self.attention is not None:
             self.attention = self.attention[rows]
+        if self.totals is not None:
+            self.totals = self.totals[rows]
+
+
+def coverage_penalty(beta: float, totals: np.ndarray, source_mask: np.ndarray) -> np.ndarray:
+    """GNMT's cp of hypotheses with attention ``totals`` [n, S] over sources ``source_mask``
+    [n, S]: ``beta * sum_i log(min(total_i, 1))`` over real positions, each total at least `FLOOR`."""
+    return np.float32(beta) * (np.log(np.clip(totals, FLOOR, np.float32(1.0))) * source_mask).sum(1)
 
 
 def beam_search(model: Any, src: np.ndarray, src_mask: np.ndarray, max_len: np.ndarray, beam: int = 5,
                 alpha: float = 0.6, normalize: str = "gnmt", nbest: int = 1, return_attention: bool = False,
-                should_stop: Optional[Callable[[], bool]] = None) -> List[List[Hypothesis]]:
+                should_stop: Optional[Callable[[], bool]] = None, coverage: float = 0.0) -> List[List[Hypothesis]]:
     """The ``nbest`` best finished hypotheses of each sentence (``max_len[b]`` bounds sentence
-    b's output, EOS included: at that step only EOS is allowed, so every sentence ends).
+    b's output, EOS included: at that step only EOS is allowed, so every sentence ends);
+    ``coverage`` > 0 adds GNMT's coverage penalty with that beta to the finished ones' scores.
 
     Over 60 lines because it is one loop whose steps share a dozen arrays; the order
     of its operations is rnmt's, on which equal scores depend."""
@@ -196,7 +212,7 @@ def beam_search(model: Any, src: np.ndarray, src_mask: np.ndarray, max_len: np.n
     shared = model.beam_shares_memory
     beams = _Beams(memory if shared else repeat_rows(memory, K), state,
                    np.full((B * K, 0), model.bos_id, dtype=np.int64),
-                   np.full(B * K, model.bos_id, dtype=np.int64), None)
+                   np.full(B * K, model.bos_id, dtype=np.int64), None, np.asarray(src_mask, dtype=np.float32))
     sent_ids, max_len = list(range(B)), np.asarray(max_len, dtype=np.int64)
     scores = np.full((B, K), NEG_INF, dtype=np.float32)
     scores[:, 0] = 0.0  # all beams start identical: only the first may expand
@@ -215,6 +231,10 @@ def beam_search(model: Any, src: np.ndarray, src_mask: np.ndarray, max_len: np.n
         if return_attention:
             step_attn = extras["attention"][:, None]
             beams.attention = step_attn if beams.attention is None else np.concatenate([beams.attention, step_attn], 1)
+        now = None  # the attention totals with this step's (coverage on)
+        if coverage > 0:
+            step_totals = extras["attention"].astype(np.float32)
+            now = step_totals if beams.totals is None else beams.totals + step_totals
         n = min(2 * K, K * log_probs.shape[1])
         top_scores, top_beam, top_tok = best_extensions(scores, log_probs, n)
         is_eos = top_tok == model.eos_id
@@ -229,13 +249,19 @@ def beam_search(model: Any, src: np.ndarray, src_mask: np.ndarray, max_len: np.n
         done = (counts >= K) | ~np.isfinite(alive_scores[:, 0])
         if finalize.any():
             lp = length_penalty(float(t + 1), alpha, normalize)
-            for s, c in zip(*np.nonzero(finalize)):
-                row, logp = cand_rows[s, c], float(top_scores[s, c])
+            where = np.nonzero(finalize)
+            rows = cand_rows[where]
+            cp = (coverage_penalty(coverage, now[rows], beams.source_mask[where[0]]).tolist() if now is not None
+                  else [0.0] * len(rows))
+            for k, (s, row) in enumerate(zip(where[0], rows)):
+                logp = float(top_scores[s, where[1][k]])
                 attn = beams.attention[row] if beams.attention is not None else None
-                finished[sent_ids[s]].append(Hypothesis(beams.history[row].tolist(), logp / lp, logp, attn))
+                finished[sent_ids[s]].append(Hypothesis(beams.history[row].tolist(), logp / lp + cp[k], logp, attn))
         beams.history = np.concatenate([beams.history[alive_rows], alive_tok.reshape(-1, 1)], 1)
         if beams.attention is not None:
             beams.attention = beams.attention[alive_rows]
+        if now is not None:
+            beams.totals = now[alive_rows]
         beams.state = select(beams.state, alive_rows)
         scores, beams.prev = np.where(done[:, None], NEG_INF, alive_scores), alive_tok.reshape(-1)
         n_done = int(done.sum())

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         from rnmt_runtime.serving.runtime import create_runtime_app
     except ImportError as exc:
         raise ExportError(f"rnmt serve needs FastAPI and uvicorn (pip install 'rnmt-runtime[serve]'): {exc}") from None
-    from rnmt_runtime.translator import Translator, available_cores
+    from rnmt_runtime.translator import Options, Translator, available_cores
 
     settings = settings_from_args(args)
     # One onnxruntime thread a batch and several batches at once: a beam search makes many
@@ -38,10 +38,7 @@ def run(args: argparse.Namespace) -> int:
     # (docs/deploy.md, "Measured").
     workers = settings.threads or available_cores()
     translator = Translator(args.model, threads=1)  # a bad export fails here, before listening
-    if translator.defaults.coverage:  # requests could not turn it off: refuse to answer otherwise than rnmt
-        raise ExportError(f"{args.model}: its search defaults set coverage {translator.defaults.coverage:g}, which "
-                          f"the runtime's beam search does not apply; serve the checkpoint with rnmt serve, or "
-                          f"export one whose config has search.coverage 0")
+    translator.plan(Options())  # its defaults asking for what the model cannot (coverage without attention)
     if args.shortlist:
         translator.use_shortlist(args.shortlist, *args.shortlist_sizes)  # sizes below 0: an ExportError
     app = create_runtime_app(translator, settings, workers)

@@ -32,6 +32,9 @@ def check(args: argparse.Namespace) -> Optional[Sampling]:
         raise ExportError(f"--device {args.device}: the runtime decodes on the CPU (auto | cpu)")
     if args.greedy and args.nbest > 1:
         raise ExportError(f"--nbest {args.nbest} needs beam search: --greedy gives one hypothesis")
+    if args.coverage and (args.greedy or args.sample or args.beam == 1):
+        raise ExportError("--coverage ranks the finished hypotheses of beam search: not with greedy search or "
+                          "--sample")
     if args.shortlist and args.sample:
         raise ExportError("--shortlist restricts a search; --sample draws from the whole vocabulary: use one")
     given = [f"--{n}" for n in ("topk", "topp", "temperature", "epsilon", "seed") if getattr(args, n) is not None]

@@ -51,7 +51,7 @@ class Options:
     max_input_tokens: Optional[int] = None
     min_output_tokens: Optional[int] = None
     no_repeat_ngram: Optional[int] = None  # N: no output repeats N subwords (0: off)
-    coverage: Optional[float] = None  # only 0 (no coverage penalty here): turns off an export's default
+    coverage: Optional[float] = None  # GNMT's coverage penalty beta on beam search's finished hypotheses (0: off)
     sampling: Optional[Sampling] = None
     prefixes: Optional[Sequence[str]] = None  # one per line ("" for none)
     line_offset: int = 0  # the first line's key for sampling (a text in chunks samples as in one call)
@@ -86,6 +86,7 @@ class _Plan:
     max_input: int
     min_output: int
     no_repeat: int
+    coverage: float
 
 
 class Translator:
@@ -142,15 +143,13 @@ class Translator:
                      or default_input_limit(ratio, d.max_len_offset, cap),
                      min_output=d.min_output_tokens if options.min_output_tokens is None
                      else options.min_output_tokens,
-                     no_repeat=d.no_repeat_ngram if options.no_repeat_ngram is None else options.no_repeat_ngram)
+                     no_repeat=d.no_repeat_ngram if options.no_repeat_ngram is None else options.no_repeat_ngram,
+                     coverage=d.coverage if options.coverage is None else options.coverage)
         if plan.greedy and plan.nbest > 1:
             raise ExportError(f"--nbest {plan.nbest} needs beam search: --greedy gives one hypothesis")
-        coverage = d.coverage if options.coverage is None else options.coverage
-        if coverage:
-            # rnmt's search with this export's defaults would rank by the penalty: refuse to differ silently
-            raise ExportError(f"coverage {coverage:g} (the export's search default): the runtime's beam search has "
-                              f"no coverage penalty; give --coverage 0 to translate without it, or translate the "
-                              f"checkpoint with rnmt")
+        if plan.coverage and not self.model.reports_attention:
+            raise ExportError(f"coverage {plan.coverage:g}: the coverage penalty needs attention weights, and this "
+                              f"model reports none (--coverage 0 turns it off)")
         if plan.min_output >= plan.max_output:
             raise ExportError(f"--min-output-tokens ({plan.min_output}) must be below --max-output-tokens "
                               f"({plan.max_output}), which counts the end of sentence")
@@ -262,7 +261,7 @@ class Translator:
             return [[h] for h in greedy_search(model, src, mask, max_len, options.return_attention, stop)]
         return beam_search(model, src, mask, max_len, beam=max(plan.beam, plan.nbest), alpha=plan.alpha,
                            normalize=plan.normalize, nbest=plan.nbest, return_attention=options.return_attention,
-                           should_stop=stop)
+                           should_stop=stop, coverage=plan.coverage)
 
     def _finish(self, hyp: Hypothesis, src_ids: List[int], prefix: str, prefix_ids: List[int]) -> Translation:
         text = self.tgt_vocab.decode(hyp.tokens)

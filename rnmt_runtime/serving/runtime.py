@@ -2,8 +2,8 @@
 for ``rnmt serve --model EXPORT_DIR``, with the request fields of rnmt's server.
 
 The fields and their bounds are rnmt serve's (`rnmt.search.options.server_fields`); the
-options the runtime does not search with (``coverage``, constraints) are accepted at their
-"off" value only and otherwise answered 422 with one line saying so.
+options the runtime does not search with (constraints) are answered 422 with one line saying
+so.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ def request_fields(settings: Any, defaults: Any) -> Dict[str, Tuple[Any, Any]]:
                                       description="beam size (1 = greedy; default from the model's config)")),
         "alpha": (Optional[float], Field(None, ge=0, allow_inf_nan=False,
                                          description="GNMT length penalty exponent (default from the model's config)")),
-        "coverage": (Optional[float], Field(None, ge=0, le=0, allow_inf_nan=False,
-                                            description=f"GNMT coverage penalty: only 0 ({UNSUPPORTED})")),
+        "coverage": (Optional[float], Field(None, ge=0, le=10, allow_inf_nan=False,
+                                            description="GNMT coverage penalty beta on beam search's finished "
+                                                        "hypotheses (default from the model's config; 0: off)")),
         "nbest": (int, Field(1, ge=1, le=settings.max_beam, description="the N best translations of each text")),
         "no_repeat_ngram": (Optional[int], Field(None, ge=0, le=32, description="no output contains the same N "
                                                  "subwords twice (default from the model's config; 0: off)")),
@@ -62,6 +63,7 @@ class RuntimeService:
         results = self.translator.translate(lines, Options(
             beam=options.beam, alpha=options.alpha, nbest=options.nbest or 1,
             min_output_tokens=options.min_output_tokens, no_repeat_ngram=options.no_repeat_ngram,
+            coverage=options.coverage,
             max_output_tokens=self.max_output,
             max_input_tokens=2 ** 31 - 1,  # the server refuses long requests instead of splitting (413)
             return_attention=options.return_alignment, should_stop=should_stop))
@@ -81,6 +83,7 @@ class RuntimeService:
                    for k, t, v in (("beam", "integer", d.beam), ("alpha", "number", d.alpha),
                                    ("nbest", "integer", 1), ("min_output_tokens", "integer", d.min_output_tokens),
                                    ("no_repeat_ngram", "integer", d.no_repeat_ngram),
+                                   ("coverage", "number", d.coverage),
                                    ("return_alignment", "boolean", False))]
         return {
             "name": m.directory.name, "arch": m.architecture, "cell": m.raw.get("unit"),

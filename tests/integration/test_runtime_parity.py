@@ -95,41 +95,33 @@ def test_runtime_nbest_equals_pytorch_search(base, tmp_path, arch):
     assert any(len({h.text for h in t}) == 4 for t in theirs)  # the lists are real 4-best lists
 
 
-def test_blocked_repeats_and_the_exports_defaults_equal_pytorch_search(base, tmp_path):
-    """``no_repeat_ngram`` in the runtime gives rnmt's lists, and an export whose search
-    defaults block repeats blocks them without being asked (an earlier runtime ignored the
-    default); a coverage default it cannot apply is refused in one line unless turned off."""
+def test_blocked_repeats_coverage_and_the_exports_defaults_equal_pytorch_search(base, tmp_path):
+    """``no_repeat_ngram`` and ``coverage`` in the runtime give rnmt's lists, and an export
+    whose search defaults set them applies them without being asked, as rnmt does with the
+    checkpoint (an earlier runtime ignored both defaults)."""
     import json
 
     import rnmt
     import rnmt_runtime
     from rnmt.export.exporter import export
-    from rnmt_runtime.errors import ExportError
 
     checkpoint = _checkpoint(base, "rnnsearch")
     export(checkpoint, tmp_path / "export")
     reference, runtime = rnmt.load(checkpoint), rnmt_runtime.load(tmp_path / "export")
     batch = lines()
-    for n in (1, 2):
-        theirs = reference.translate(batch, beam=4, nbest=4, no_repeat_ngram=n)
-        ours = runtime.translate(batch, rnmt_runtime.Options(beam=4, nbest=4, no_repeat_ngram=n))
+    for n, beta in ((1, 0.0), (2, 0.0), (0, 0.3), (2, 1.0)):
+        theirs = reference.translate(batch, beam=4, nbest=4, no_repeat_ngram=n, coverage=beta)
+        ours = runtime.translate(batch, rnmt_runtime.Options(beam=4, nbest=4, no_repeat_ngram=n, coverage=beta))
         for i, (t, o) in enumerate(zip(theirs, ours)):
-            assert_same_nbest(t, o, f"no_repeat_ngram {n} line {i}")
+            assert_same_nbest(t, o, f"no_repeat_ngram {n} coverage {beta} line {i}")
     assert reference.translate(batch, beam=4, no_repeat_ngram=1) != reference.translate(batch, beam=4)  # it blocks
     manifest = tmp_path / "export" / "manifest.json"
     recorded = json.loads(manifest.read_text(encoding="utf-8"))
-    recorded["search_defaults"]["no_repeat_ngram"] = 1
+    recorded["search_defaults"].update(no_repeat_ngram=1, coverage=1.0)
     manifest.write_text(json.dumps(recorded), encoding="utf-8")
-    blocking = rnmt_runtime.load(tmp_path / "export")
-    assert [r[0].text for r in blocking.translate(batch, rnmt_runtime.Options(beam=4))] == \
-        reference.translate(batch, beam=4, no_repeat_ngram=1)
-    recorded["search_defaults"]["coverage"] = 0.4
-    manifest.write_text(json.dumps(recorded), encoding="utf-8")
-    covered = rnmt_runtime.load(tmp_path / "export")
-    with pytest.raises(ExportError, match="coverage 0.4 .* give --coverage 0"):
-        covered.translate(batch, rnmt_runtime.Options(beam=4))
-    assert covered.translate(batch, rnmt_runtime.Options(beam=4, coverage=0.0))[0][0].text == \
-        reference.translate(batch[0], beam=4, no_repeat_ngram=1)
+    defaults = rnmt_runtime.load(tmp_path / "export")
+    assert [r[0].text for r in defaults.translate(batch, rnmt_runtime.Options(beam=4))] == \
+        reference.translate(batch, beam=4, no_repeat_ngram=1, coverage=1.0)
 
 
 def test_batches_searched_side_by_side_give_the_same_lists(base, tmp_path):

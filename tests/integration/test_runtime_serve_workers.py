@@ -74,17 +74,12 @@ def test_a_request_blocking_repeats_gets_what_the_runtime_translates(export_dir)
     assert [t["text"] for t in blocked["translations"]] != [t["text"] for t in plain["translations"]]
 
 
-def test_serving_an_export_whose_defaults_need_coverage_is_refused(export_dir, tmp_path, capsys):
-    import json
-    import shutil
+def test_a_request_with_a_coverage_penalty_gets_what_the_runtime_translates(export_dir):
+    import rnmt_runtime
 
-    from rnmt_runtime.cli import main
-
-    copy = tmp_path / "export"
-    shutil.copytree(export_dir, copy)
-    manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
-    manifest["search_defaults"]["coverage"] = 0.3
-    (copy / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    assert main(["serve", "--model", str(copy), "--port", "0"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "search defaults set coverage 0.3" in err
+    lines = [line for line in GENESIS_LINES if line][:4]
+    (covered,), _ = answers(export_dir, 1, [{"texts": lines, "beam": 3, "nbest": 3, "coverage": 1.0}])
+    want = rnmt_runtime.load(export_dir).translate(lines, rnmt_runtime.Options(beam=3, nbest=3, coverage=1.0))
+    for got, hyps in zip(covered["translations"], want):
+        assert [h["text"] for h in got["nbest"]] == [h.text for h in hyps]
+        assert all(abs(h["score"] - w.score) < 1e-4 for h, w in zip(got["nbest"], hyps))

@@ -1,7 +1,7 @@
 """The runtime's numpy searches against rnmt's PyTorch ones on the same tiny model (wrapped
 to take and give numpy arrays), so a difference is the search's alone, not the graphs':
-greedy, beam with n-best and both length penalties, prefixes, a minimum length, blocked
-repeats, and sampling with rnmt's counter-based draws."""
+greedy, beam with n-best and both length penalties, the coverage penalty, prefixes, a minimum
+length, blocked repeats, and sampling with rnmt's counter-based draws."""
 
 from __future__ import annotations
 
@@ -94,6 +94,21 @@ def test_prefixes_and_a_minimum_length_equal_rnmts(models):
     for t, o, p in zip(theirs, mine, prefixes):
         same(t, o)
         assert all(h.tokens[:len(p)] == p and len(h.tokens) >= 3 for h in o)
+
+
+@torch.inference_mode()
+@pytest.mark.parametrize("beta", [0.2, 1.0])
+def test_the_coverage_penalty_equals_rnmts(models, beta):
+    from rnmt.search.beam import beam_search
+
+    model, ours = models
+    src, mask, max_len = batch()
+    theirs = beam_search(model, src, mask, max_len, beam=4, nbest=4, coverage=beta)
+    mine = search.beam_search(ours, src.numpy(), mask.numpy(), max_len.numpy(), beam=4, nbest=4, coverage=beta)
+    for t, o in zip(theirs, mine):
+        same(t, o)
+    plain = search.beam_search(ours, src.numpy(), mask.numpy(), max_len.numpy(), beam=4, nbest=4)
+    assert [[h.score for h in n] for n in plain] != [[h.score for h in n] for n in mine]  # the penalty counts
 
 
 def test_blocked_words_are_rnmts():
