@@ -60,6 +60,11 @@ def uniforms(streams: np.ndarray, step: int) -> np.ndarray:
     return (h >> np.uint64(8)).astype(np.float32) * np.float32(1.0 / (1 << 24))
 
 
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
 def draw(log_probs: np.ndarray, sampling: Sampling, u: np.ndarray) -> np.ndarray:
     """The word of each row at ``u`` of its (tempered, cut) distribution."""
     x = log_probs.astype(np.float32)
@@ -70,8 +75,7 @@ def draw(log_probs: np.ndarray, sampling: Sampling, u: np.ndarray) -> np.ndarray
         x = np.where(np.isfinite(x), scaled, x).astype(np.float32)
     probs: Optional[np.ndarray] = None
     if sampling.epsilon > 0.0:  # epsilon sampling: the whole distribution's tail, the best word kept
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        p = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+        p = _softmax(x)
         cut = (p < sampling.epsilon) & (p < p.max(axis=1, keepdims=True))
         probs = np.where(cut, np.float32(0.0), p)  # the weights to invert, unless top-k or top-p cut further
         if 0 < sampling.topk < x.shape[1] or sampling.topp < 1.0:
@@ -83,8 +87,7 @@ def draw(log_probs: np.ndarray, sampling: Sampling, u: np.ndarray) -> np.ndarray
             ids = ids[:, :sampling.topk]
         x = np.take_along_axis(x, ids, axis=1)
     if probs is None:
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        probs = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+        probs = _softmax(x)
     if sampling.topp < 1.0:
         probs = np.where(np.cumsum(probs, axis=1) - probs >= sampling.topp, np.float32(0.0), probs)
     cdf = np.cumsum(probs, axis=1)
